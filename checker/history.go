@@ -1,0 +1,169 @@
+// Package checker turns a recorded history into verdicts: mutual exclusion
+// (a porcupine mutex model partitioned per key, plus a linear overlap pass
+// that names the witness), lost updates on the counter resource, fencing and
+// liveness.
+package checker
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sync"
+	"time"
+)
+
+// Type is the kind of a history entry, as in Jepsen.
+type Type string
+
+// Entry types. An operation is an Invoke followed by exactly one of Ok, Fail
+// or Info; Info means the outcome is unknown (a timeout, a lost connection).
+const (
+	Invoke Type = "invoke"
+	Ok     Type = "ok"
+	Fail   Type = "fail"
+	Info   Type = "info"
+)
+
+// Functions recorded in a history.
+const (
+	FAcquire = "acquire"
+	FRelease = "release"
+	FRead    = "read"  // the critical section reads the counter resource
+	FWrite   = "write" // the critical section writes the counter resource
+	FStep    = "step"  // a failpoint reached (armed runs only); Value is its name
+	FLost    = "lost"  // the implementation reported the lock lost (watchdog)
+	FCrash   = "crash" // the client vanished
+	FStart   = "start" // nemesis: a fault begins; Value describes it
+	FStop    = "stop"  // nemesis: a fault heals
+)
+
+// NemesisProcess is the process id of fault entries.
+const NemesisProcess = -1
+
+// Op is one history entry.
+type Op struct {
+	Index   int    `json:"index"`
+	Type    Type   `json:"type"`
+	Process int    `json:"process"`
+	Client  int    `json:"client"`
+	F       string `json:"f"`
+	Key     string `json:"key,omitempty"`
+	// Value is the lock token for acquire/release, the counter value for
+	// read/write, the failpoint for step, the fault description for nemesis.
+	Value string `json:"value,omitempty"`
+	// N is the counter value read or written.
+	N int64 `json:"n,omitempty"`
+	// Fence is the fencing token carried by the operation, if any.
+	Fence int64 `json:"fence,omitempty"`
+	// Time is nanoseconds since the run started, from one monotonic clock.
+	Time  int64  `json:"time"`
+	Error string `json:"error,omitempty"`
+}
+
+// History is a recorded run.
+type History []Op
+
+// Recorder appends entries with times from one monotonic clock. It is safe
+// for concurrent use by every client and the nemesis.
+type Recorder struct {
+	mu    sync.Mutex
+	start time.Time
+	ops   []Op
+}
+
+// NewRecorder starts the clock.
+func NewRecorder() *Recorder { return &Recorder{start: time.Now(), ops: make([]Op, 0, 1024)} }
+
+// Now is nanoseconds since the recorder started (monotonic).
+func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
+
+// Start is the wall-clock instant of time zero.
+func (r *Recorder) Start() time.Time { return r.start }
+
+// Add stamps op with the current time and an index, appends it and returns it.
+func (r *Recorder) Add(op Op) Op {
+	r.mu.Lock()
+	op.Time = int64(time.Since(r.start))
+	op.Index = len(r.ops)
+	r.ops = append(r.ops, op)
+	r.mu.Unlock()
+	return op
+}
+
+// History returns a copy of what was recorded so far.
+func (r *Recorder) History() History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append(History(nil), r.ops...)
+}
+
+// Infinity is the return time of an operation whose outcome is unknown: it
+// may take effect at any moment after its invocation, even after the client
+// gave up (a SET NX stuck in a delayed link lands later).
+const Infinity = int64(math.MaxInt64)
+
+// WriteJSONL writes h, one entry per line.
+func WriteJSONL(w io.Writer, h History) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	for i := range h {
+		if err := enc.Encode(&h[i]); err != nil {
+			return fmt.Errorf("write history entry %d: %w", i, err)
+		}
+	}
+	return bw.Flush()
+}
+
+// ReadJSONL reads a history written by WriteJSONL; errors name the line.
+func ReadJSONL(r io.Reader) (History, error) {
+	var h History
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		var op Op
+		if err := json.Unmarshal(b, &op); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		h = append(h, op)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", line+1, err)
+	}
+	return h, nil
+}
+
+// WriteFile writes h to path as JSONL.
+func WriteFile(path string, h History) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := WriteJSONL(f, h); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// ReadFile reads a JSONL history from path; errors name the file and line.
+func ReadFile(path string) (History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h, err := ReadJSONL(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, nil
+}

@@ -1,0 +1,203 @@
+// Package lockimpl holds the Redis lock algorithms that lockstorm puts on
+// trial. Each algorithm lives in its own file, registers itself by name, and
+// names the seed document and section it comes from. Implementations are
+// faithful to their documents, bugs included: lockstorm exists to show where
+// they break, so a "fixed" copy would be worthless.
+package lockimpl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNotAcquired is a definite failure to acquire: every reply was received
+// and they say somebody else holds the lock (or the wait timed out on definite
+// replies). Any other error from Acquire leaves the outcome unknown, because a
+// command whose reply was lost may still have taken effect.
+var ErrNotAcquired = errors.New("lock not acquired")
+
+// ErrNotHeld is a definite release failure: the server answered that the
+// lock is not (or no longer) this client's. Any other error from Release is an
+// unknown outcome.
+var ErrNotHeld = errors.New("lock not held by this client")
+
+// ErrCrashed is returned by a failpoint whose action crashes the client: the
+// implementation must stop at once, sending nothing more, as a dead process would.
+var ErrCrashed = errors.New("client crashed at failpoint")
+
+// Lease is what a successful Acquire hands to the critical section.
+type Lease struct {
+	// Key is the lock key as the caller named it.
+	Key string
+	// Token identifies this holder: the value written into Redis (a UUID-like
+	// token, or the expiry timestamp for the timestamp-valued algorithms).
+	Token string
+	// Fence is a fencing token when the algorithm issues one (fenced), else 0.
+	Fence int64
+	// Lost is closed when the algorithm learns the lock is gone (a watchdog
+	// that found the key missing or someone else's). Nil when nothing watches.
+	Lost <-chan struct{}
+	// Validity is how long the lock is promised to be valid from Acquired,
+	// when the algorithm computes it (Redlock); zero otherwise.
+	Validity time.Duration
+	// Acquired is the client clock's reading when the lock was granted.
+	Acquired time.Time
+
+	// State is private to the implementation that issued the lease.
+	State any
+}
+
+// Locker is one client's handle on one lock algorithm. A Locker is used by a
+// single client goroutine; implementations may run helpers (a watchdog) of
+// their own, which must go through the same Env (clock, failpoints, pause).
+type Locker interface {
+	// Acquire tries to take the lock on key, retrying as the algorithm says.
+	// nil error: held. ErrNotAcquired: definitely not held. Other: unknown.
+	Acquire(ctx context.Context, key string) (*Lease, error)
+	// Release gives the lock back. nil: released. ErrNotHeld: the server said
+	// it was not ours. Other: unknown.
+	Release(ctx context.Context, l *Lease) error
+}
+
+// Env is everything a Locker may touch: its own connections, its own clock,
+// its own failpoints. Nothing else, so a scenario controls all of it.
+type Env struct {
+	// Client is the client's number in the run (0-based).
+	Client int
+	// Nodes are this client's connections to the Redis masters, in node order;
+	// each goes through the client's own proxy for that node.
+	Nodes []redis.UniversalClient
+	// Clock is the client's clock (offset and drift are scenario settings).
+	Clock Clock
+	// FP are the client's failpoints.
+	FP *Failpoints
+	// Rand is the client's deterministic random source (seeded by the run).
+	Rand Rand
+	// Log is the run's logger.
+	Log *slog.Logger
+	// Sleep waits d on the client's behalf; it honours client pauses.
+	// Nil means a plain context-aware sleep.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Rand is the subset of math/rand/v2 the algorithms need.
+type Rand interface {
+	Int64N(n int64) int64
+	Uint64() uint64
+}
+
+// Options are the lock settings a scenario may set. Zero values mean the
+// algorithm's documented default.
+type Options struct {
+	TTL            time.Duration `yaml:"ttl"`
+	RetryCount     int           `yaml:"retry_count"`
+	RetryDelay     time.Duration `yaml:"retry_delay"`
+	RandomDelay    bool          `yaml:"random_delay"`
+	WaitTimeout    time.Duration `yaml:"wait_timeout"`
+	Watchdog       bool          `yaml:"watchdog"`
+	Reentrant      bool          `yaml:"reentrant"`
+	Nodes          int           `yaml:"nodes"`
+	ReleaseVariant string        `yaml:"release"`
+	NodeTimeout    time.Duration `yaml:"node_timeout"`
+}
+
+// Info describes a registered implementation.
+type Info struct {
+	// Name is short and stable: it appears in specs, tables and gates.
+	Name string
+	// Source is the seed file and section the algorithm comes from.
+	Source string
+	// Summary is one line for `lockstorm list`.
+	Summary string
+	// Nodes is how many independent masters the algorithm needs by default.
+	Nodes func(o Options) int
+	// Fenced says the algorithm issues fencing tokens for a fenced resource.
+	Fenced bool
+	// New builds one client's Locker.
+	New func(env Env, o Options) (Locker, error)
+}
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]Info{}
+)
+
+// Register adds an implementation; it panics on a duplicate name, which is a
+// programming error caught by any test.
+func Register(i Info) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := registry[i.Name]; dup {
+		panic("lockimpl: duplicate registration of " + i.Name)
+	}
+	if i.Nodes == nil {
+		i.Nodes = func(Options) int { return 1 }
+	}
+	registry[i.Name] = i
+}
+
+// Lookup returns the implementation registered under name.
+func Lookup(name string) (Info, error) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	i, ok := registry[name]
+	if !ok {
+		return Info{}, fmt.Errorf("unknown implementation %q (known: %v)", name, namesLocked())
+	}
+	return i, nil
+}
+
+// All returns every registered implementation, sorted by name.
+func All() []Info {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]Info, 0, len(registry))
+	for _, i := range registry {
+		out = append(out, i)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out
+}
+
+// Names returns the registered names, sorted.
+func Names() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return namesLocked()
+}
+
+func namesLocked() []string {
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sleep waits on the env's sleeper (which honours client pauses).
+func (e Env) sleep(ctx context.Context, d time.Duration) error {
+	if e.Sleep != nil {
+		return e.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// hit passes a failpoint; a nil FP is a no-op.
+func (e Env) hit(ctx context.Context, name string) error {
+	return e.FP.Hit(ctx, name)
+}

@@ -1,0 +1,82 @@
+// Package cluster starts and stops the Redis servers a run talks to: real
+// redis-server processes (the default when one is installed) or an embedded
+// miniredis for machines without one.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+)
+
+// Backend kinds.
+const (
+	Auto        = "auto"
+	RedisServer = "redis-server"
+	Embedded    = "embedded"
+)
+
+// Node is one Redis server of a cluster.
+type Node struct {
+	// Name is n1, n2, ... in node order.
+	Name string
+	// Addr is the server's loopback host:port.
+	Addr string
+}
+
+// Cluster is a set of independent Redis servers.
+type Cluster interface {
+	// Kind is RedisServer or Embedded.
+	Kind() string
+	// Nodes lists the servers in order.
+	Nodes() []Node
+	// Close stops every server and removes its files; it is idempotent.
+	Close() error
+}
+
+// Options configure a cluster.
+type Options struct {
+	// Nodes is how many independent servers to start (at least 1).
+	Nodes int
+	// Log receives start/stop events; nil discards them.
+	Log *slog.Logger
+}
+
+// ErrNoRedisServer is returned when redis-server is asked for and missing.
+var ErrNoRedisServer = errors.New("redis-server not found on PATH (install it: apt-get install -y redis-server; or use --backend embedded)")
+
+// Resolve turns auto into a concrete kind: redis-server when it is on PATH.
+func Resolve(kind string) (string, error) {
+	switch kind {
+	case "", Auto:
+		if _, err := exec.LookPath("redis-server"); err == nil {
+			return RedisServer, nil
+		}
+		return Embedded, nil
+	case RedisServer, Embedded:
+		return kind, nil
+	}
+	return "", fmt.Errorf("unknown backend %q (want auto, redis-server or embedded)", kind)
+}
+
+// Start starts a cluster of the given kind (auto resolved first).
+func Start(ctx context.Context, kind string, o Options) (Cluster, error) {
+	k, err := Resolve(kind)
+	if err != nil {
+		return nil, err
+	}
+	if o.Nodes < 1 {
+		o.Nodes = 1
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	switch k {
+	case RedisServer:
+		return StartRedisServers(ctx, o)
+	default:
+		return StartEmbedded(o)
+	}
+}

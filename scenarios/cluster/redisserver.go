@@ -1,0 +1,247 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Process is one spawned redis-server.
+type Process struct {
+	Node
+	Port int
+	Dir  string
+	Args []string
+	Env  []string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Servers is a cluster of spawned redis-server processes.
+type Servers struct {
+	procs     []*Process
+	root      string
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// StartRedisServers spawns o.Nodes redis-server processes on free loopback
+// ports, each in its own temporary directory with persistence off (a restart
+// loses the data, as the failover and restart cases need), and waits until each
+// answers PING. On any error everything started so far is stopped.
+func StartRedisServers(ctx context.Context, o Options) (*Servers, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, ErrNoRedisServer
+	}
+	root, err := os.MkdirTemp("", "lockstorm-redis-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	s := &Servers{root: root}
+	for i := 0; i < o.Nodes; i++ {
+		port, err := FreePort()
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		dir := filepath.Join(root, fmt.Sprintf("n%d", i+1))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("node dir: %w", err)
+		}
+		p := &Process{
+			Node: Node{Name: fmt.Sprintf("n%d", i+1), Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
+			Port: port,
+			Dir:  dir,
+			Args: []string{bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+				"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no",
+				"--protected-mode", "yes", "--logfile", filepath.Join(dir, "redis.log")},
+		}
+		s.procs = append(s.procs, p)
+	}
+	for _, p := range s.procs {
+		if err := p.Start(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+		o.Log.Debug("redis-server started", "node", p.Name, "addr", p.Addr, "pid", p.Pid())
+	}
+	return s, nil
+}
+
+// Kind implements Cluster.
+func (s *Servers) Kind() string { return RedisServer }
+
+// Nodes implements Cluster.
+func (s *Servers) Nodes() []Node {
+	out := make([]Node, len(s.procs))
+	for i, p := range s.procs {
+		out[i] = p.Node
+	}
+	return out
+}
+
+// Procs returns the processes, for faults that kill, pause or restart them.
+func (s *Servers) Procs() []*Process { return s.procs }
+
+// Close stops every server (SIGKILL: there is nothing to persist) and
+// removes the temporary directories.
+func (s *Servers) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		for _, p := range s.procs {
+			if err := p.Stop(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := os.RemoveAll(s.root); err != nil {
+			errs = append(errs, err)
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// Start launches the process and waits until it answers PING. The child is
+// in its own process group (so a terminal's SIGINT reaches only lockstorm,
+// which then stops it in order) and gets SIGKILL if lockstorm dies first
+// (Pdeathsig), so a killed harness leaves no orphan servers.
+func (p *Process) Start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		return fmt.Errorf("%s: already running", p.Name)
+	}
+	cmd := exec.Command(p.Args[0], p.Args[1:]...)
+	cmd.Dir = p.Dir
+	cmd.Env = append(os.Environ(), p.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := startLocked(cmd); err != nil {
+		return fmt.Errorf("start redis-server %s: %w", p.Name, err)
+	}
+	p.cmd = cmd
+	p.done = make(chan struct{})
+	done := p.done
+	go func() { cmd.Wait(); close(done) }()
+	if err := waitPing(ctx, p.Addr, done, 10*time.Second); err != nil {
+		p.stopLocked()
+		return fmt.Errorf("redis-server %s on %s: %w (log: %s)", p.Name, p.Addr, err, tail(filepath.Join(p.Dir, "redis.log")))
+	}
+	return nil
+}
+
+// Pdeathsig fires when the OS thread that forked the child exits. The Go
+// runtime retires a thread only when a goroutine locked to it ends, and no
+// goroutine of lockstorm locks its thread, so in practice the signal comes
+// when the process dies, which is what we want.
+func startLocked(cmd *exec.Cmd) error { return cmd.Start() }
+
+// Pid is the running process id, or 0.
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Stop kills the process (SIGKILL) and waits for it; stopping a stopped
+// process is a no-op.
+func (p *Process) Stop() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopLocked()
+}
+
+func (p *Process) stopLocked() error {
+	if p.cmd == nil {
+		return nil
+	}
+	// A SIGSTOPped process still dies on SIGKILL.
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	p.cmd = nil
+	return nil
+}
+
+// Signal sends sig (SIGSTOP/SIGCONT for a server pause).
+func (p *Process) Signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return fmt.Errorf("%s: not running", p.Name)
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+func waitPing(ctx context.Context, addr string, done <-chan struct{}, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		if err := ping(addr); err == nil {
+			return nil
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("no PONG within %v: %w", limit, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-done:
+			return errors.New("exited during start-up")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("unexpected reply %q", line)
+	}
+	return nil
+}
+
+// FreePort asks the kernel for a free loopback port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "no log"
+	}
+	if len(b) > 600 {
+		b = b[len(b)-600:]
+	}
+	return string(b)
+}
