@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -41,6 +42,9 @@ type Servers struct {
 // loses the data, as the failover and restart cases need), and waits until each
 // answers PING. On any error everything started so far is stopped.
 func StartRedisServers(ctx context.Context, o Options) (*Servers, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, ErrNoRedisServer
