@@ -216,7 +216,7 @@ func ping(addr string) error {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
 		return err
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
