@@ -11,7 +11,12 @@ import (
 // client's clock against another client's clock, so a scenario must be able
 // to skew each client's clock independently.
 type Clock interface {
+	// Now is the client's wall clock: offset, jumps and drift all show.
 	Now() time.Time
+	// Mono is the client's monotonic clock (CLOCK_MONOTONIC): immune to
+	// jumps and offsets, but it runs fast or slow with the drift rate, as an
+	// NTP-slewed clock does. Careful algorithms (Redlock) time with it.
+	Mono() time.Duration
 }
 
 // SkewClock is a wall clock with an offset, jumps and a drift rate. It keeps
@@ -20,15 +25,34 @@ type Clock interface {
 // where time.Since uses CLOCK_MONOTONIC. Drift, like NTP slew, does bend the
 // monotonic reading too.
 type SkewClock struct {
-	mu     sync.Mutex
-	origin time.Time     // real time when drift started counting
-	offset time.Duration // accumulated offset and jumps
-	drift  float64       // rate error: 0.01 runs 1% fast
+	mu      sync.Mutex
+	origin  time.Time     // real time when drift started counting
+	offset  time.Duration // accumulated offset and jumps
+	drifted time.Duration // drift accumulated before origin
+	drift   float64       // rate error: 0.01 runs 1% fast
+	start   time.Time     // real time the clock was made (Mono's zero)
 }
 
 // NewSkewClock returns a clock offset from real time by offset.
 func NewSkewClock(offset time.Duration) *SkewClock {
-	return &SkewClock{origin: time.Now(), offset: offset}
+	now := time.Now()
+	return &SkewClock{origin: now, start: now, offset: offset}
+}
+
+// driftLocked is the drift accumulated up to now.
+func (c *SkewClock) driftLocked(now time.Time) time.Duration {
+	return c.drifted + time.Duration(math.Round(float64(now.Sub(c.origin))*c.drift))
+}
+
+// Mono implements Clock.
+func (c *SkewClock) Mono() time.Duration {
+	now := time.Now()
+	if c == nil {
+		return time.Duration(now.UnixNano())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return now.Sub(c.start) + c.driftLocked(now)
 }
 
 // Now returns the skewed time.
@@ -39,11 +63,7 @@ func (c *SkewClock) Now() time.Time {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := c.offset
-	if c.drift != 0 {
-		d += time.Duration(math.Round(float64(now.Sub(c.origin)) * c.drift))
-	}
-	return now.Add(d)
+	return now.Add(c.offset + c.driftLocked(now))
 }
 
 // Jump moves the clock by d at once (negative goes back).
@@ -59,7 +79,7 @@ func (c *SkewClock) SetDrift(rate float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
-	c.offset += time.Duration(math.Round(float64(now.Sub(c.origin)) * c.drift))
+	c.drifted = c.driftLocked(now)
 	c.origin = now
 	c.drift = rate
 }

@@ -1,0 +1,88 @@
+package checker
+
+import "time"
+
+// Verdict words, as the table prints them.
+const (
+	Safe         = "safe"
+	Unsafe       = "unsafe"
+	Deadlock     = "deadlock"
+	Inconclusive = "inconclusive"
+)
+
+// Options tune a check.
+type Options struct {
+	// Fenced says the resource checks fencing tokens: overlapping holders are
+	// then reported but are not by themselves unsafe; harm to the resource is.
+	Fenced bool
+	// DeadlockBound: a key on which acquisitions were attempted and none
+	// succeeded for longer than this is a liveness failure (0: 10 s).
+	DeadlockBound time.Duration
+	// Timeout bounds each porcupine check of one piece of one key's history;
+	// a piece that runs out is inconclusive, never safe (0: 10 s).
+	Timeout time.Duration
+}
+
+// Hold is one client's belief that it held a key: from its acquire ok to the
+// end of its critical section (its release invoke, its crash, or the end of
+// the history).
+type Hold struct {
+	Process int    `json:"process"`
+	Client  int    `json:"client"`
+	Key     string `json:"key"`
+	Token   string `json:"token,omitempty"`
+	Fence   int64  `json:"fence,omitempty"`
+	From    int64  `json:"from_ns"`
+	To      int64  `json:"to_ns"`
+	// Steps are the failpoints the process passed while acquiring, in order
+	// (armed runs only): the interleaving in the documents' terms.
+	Steps []string `json:"steps,omitempty"`
+}
+
+// Witness is the first violation found: two holders of one key at once.
+type Witness struct {
+	Key    string `json:"key"`
+	A      Hold   `json:"a"`
+	B      Hold   `json:"b"`
+	FromNs int64  `json:"from_ns"` // overlap start
+	ToNs   int64  `json:"to_ns"`   // overlap end
+	// Text tells the interleaving in one paragraph, for tables and JUnit.
+	Text string `json:"text"`
+}
+
+// Result is everything the checks found in one history.
+type Result struct {
+	Verdict string `json:"verdict"`
+	// Reason says in one line why the verdict is what it is.
+	Reason string `json:"reason"`
+
+	// Mutual exclusion.
+	Linearizable string   `json:"linearizable"` // ok, illegal or unknown (porcupine)
+	Overlaps     int      `json:"overlaps"`     // pairs of overlapping holds
+	Witness      *Witness `json:"witness,omitempty"`
+	// FirstViolationNs is when the first harm or overlap began (-1: none).
+	FirstViolationNs int64 `json:"first_violation_ns"`
+
+	// Resource.
+	AckedWrites int64 `json:"acked_writes"`
+	FinalValue  int64 `json:"final_value"`
+	LostUpdates int64 `json:"lost_updates"`
+	StaleWrites int   `json:"stale_writes"`    // writes accepted with a fence not above the last accepted one
+	DupFences   int   `json:"dup_fences"`      // fencing tokens issued to two holders
+	Rejected    int   `json:"rejected_writes"` // stale writes the fenced resource refused
+
+	// Liveness and performance.
+	Acquired      int     `json:"acquired"`
+	Attempts      int     `json:"attempts"`
+	Unknown       int     `json:"unknown"`
+	AcquireP50Ms  float64 `json:"acquire_p50_ms"`
+	AcquireP99Ms  float64 `json:"acquire_p99_ms"`
+	HandoffP50Ms  float64 `json:"handoff_p50_ms"` // release ok → next acquire ok on the key
+	HandoffMaxMs  float64 `json:"handoff_max_ms"`
+	Fairness      float64 `json:"fairness"` // Jain's index of acquisitions per client
+	LongestWaitMs float64 `json:"longest_wait_ms"`
+	// LongestStarvedMs is the longest time a key had acquisitions attempted
+	// and none granted (the deadlock measure).
+	LongestStarvedMs float64 `json:"longest_starved_ms"`
+	DurationNs       int64   `json:"duration_ns"`
+}
