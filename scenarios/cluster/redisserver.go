@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -49,7 +50,8 @@ func StartRedisServers(ctx context.Context, o Options) (*Servers, error) {
 	if err != nil {
 		return nil, ErrNoRedisServer
 	}
-	root, err := os.MkdirTemp("", "lockstorm-redis-")
+	sweepStale()
+	root, err := os.MkdirTemp("", fmt.Sprintf("lockstorm-redis-%d-", os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
@@ -248,4 +250,21 @@ func tail(path string) string {
 		b = b[len(b)-600:]
 	}
 	return string(b)
+}
+
+// sweepStale removes the temporary directories of harnesses that were
+// killed outright (SIGKILL leaves no chance to clean up): their names carry
+// the owner's pid, and a directory whose owner is gone is garbage.
+func sweepStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "lockstorm-redis-*-*"))
+	for _, d := range dirs {
+		parts := strings.SplitN(strings.TrimPrefix(filepath.Base(d), "lockstorm-redis-"), "-", 2)
+		pid, err := strconv.Atoi(parts[0])
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
 }

@@ -1,0 +1,47 @@
+# lockstorm — see README.md. The two commands a newcomer runs:
+#   make scenarios   run every scenario and print the verdict table
+#   make test        run the tests (installs redis-server when missing and root)
+SHELL := /bin/bash
+GO ?= go
+BIN := build/lockstorm
+
+.PHONY: all build scenarios test gate redis-server vet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/lockstorm
+
+# The main job: every embedded scenario against the implementations it
+# lists. Uses real redis-server when installed, else the embedded backend
+# (and says so).
+scenarios: build
+	./$(BIN) run --all
+
+# Tests that claim Redis behaviour start their own redis-server on a free
+# loopback port, so the binary must be installed.
+redis-server:
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing redis-server (apt-get)"; \
+	    (apt-get install -y redis-server >/dev/null 2>&1 || \
+	     (apt-get update >/dev/null && apt-get install -y redis-server >/dev/null)) || exit 1; \
+	  else \
+	    echo "redis-server is missing; run: sudo apt-get install -y redis-server"; exit 1; \
+	  fi; \
+	fi
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+test: redis-server vet
+	CI=$${CI:-true} $(GO) test -count=1 -timeout 10m ./...
+
+# The regression gate: gated scenarios only; exit 1 on any unexpected verdict.
+gate: build
+	./$(BIN) run --all --gated
+
+clean:
+	rm -rf build out

@@ -1,0 +1,141 @@
+package scenarios
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pauser stops a client the way a stop-the-world GC pause would: its main
+// loop, its sleeps, its watchdog and every Redis command it sends or
+// receives wait while the pause lasts.
+type pauser struct {
+	mu sync.Mutex
+	ch chan struct{} // non-nil while paused; closed on resume
+}
+
+func (p *pauser) pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch == nil {
+		p.ch = make(chan struct{})
+	}
+}
+
+func (p *pauser) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch != nil {
+		close(p.ch)
+		p.ch = nil
+	}
+}
+
+// wait blocks while the client is paused.
+func (p *pauser) wait(ctx context.Context) error {
+	p.mu.Lock()
+	ch := p.ch
+	p.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-ch:
+		return nil
+	}
+}
+
+// sleep waits d, then for the end of any pause: a paused thread that was
+// sleeping wakes only when the world restarts.
+func (p *pauser) sleep(ctx context.Context, d time.Duration) error {
+	if d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return p.wait(ctx)
+}
+
+// pauseHook makes every command of a paused client wait, before it is sent
+// and again before its reply is delivered.
+type pauseHook struct{ p *pauser }
+
+func (h pauseHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if err := h.p.wait(ctx); err != nil {
+			return nil, err
+		}
+		return next(ctx, network, addr)
+	}
+}
+
+func (h pauseHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := h.p.wait(ctx); err != nil {
+			return err
+		}
+		err := next(ctx, cmd)
+		if werr := h.p.wait(ctx); werr != nil && err == nil {
+			err = werr
+		}
+		return err
+	}
+}
+
+func (h pauseHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if err := h.p.wait(ctx); err != nil {
+			return err
+		}
+		err := next(ctx, cmds)
+		if werr := h.p.wait(ctx); werr != nil && err == nil {
+			err = werr
+		}
+		return err
+	}
+}
+
+// resource is the shared state the critical section protects: seed 001's
+// counter N (read N, hold, write N+1). It lives in the harness, outside the
+// system under test, so faults on the lock's servers cannot corrupt the
+// measurement of what the lock let happen to it. A fenced resource refuses
+// writes whose token is not strictly above the last accepted one.
+type resource struct {
+	mu     sync.Mutex
+	fenced bool
+	n      map[string]int64
+	fence  map[string]int64
+}
+
+func newResource(fenced bool) *resource {
+	return &resource{fenced: fenced, n: map[string]int64{}, fence: map[string]int64{}}
+}
+
+func (r *resource) read(key string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[key]
+}
+
+// write stores v; false means the fenced resource refused a stale token.
+func (r *resource) write(key string, v, fence int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fenced {
+		if fence <= r.fence[key] {
+			return false
+		}
+		r.fence[key] = fence
+	}
+	r.n[key] = v
+	return true
+}

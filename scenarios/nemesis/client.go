@@ -1,0 +1,108 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Client faults act on lockstorm's own clients through the runner.
+func init() {
+	Register("pause", "stop the targeted clients as a stop-the-world GC would (watchdog included) until the fault heals",
+		clientFactory(func(env *Env, c int) func() {
+			env.Control.Pause(c)
+			return func() { env.Control.Resume(c) }
+		}))
+	Register("crash", "the targeted clients vanish at once, holding what they hold; nothing is released",
+		clientFactory(func(env *Env, c int) func() {
+			env.Control.Crash(c)
+			return func() {}
+		}))
+	Register("client-clock", "jump the targeted clients' clocks by offset and/or set their drift rate; healing undoes the jump",
+		func(s Spec) (Fault, error) {
+			if s.Offset == 0 && s.Drift == 0 {
+				return nil, errors.New("client-clock: needs offset or drift")
+			}
+			return clientFactory(func(env *Env, c int) func() {
+				if s.Offset != 0 {
+					env.Control.ClockJump(c, s.Offset)
+				}
+				if s.Drift != 0 {
+					env.Control.ClockDrift(c, s.Drift)
+				}
+				return func() {
+					if s.Offset != 0 {
+						env.Control.ClockJump(c, -s.Offset)
+					}
+					if s.Drift != 0 {
+						env.Control.ClockDrift(c, 0)
+					}
+				}
+			})(s)
+		})
+}
+
+type clientFault struct {
+	spec Spec
+	act  func(env *Env, c int) func()
+}
+
+func clientFactory(act func(env *Env, c int) func()) Factory {
+	return func(s Spec) (Fault, error) {
+		if len(s.Clients)+len(s.Hosts) == 0 && s.Pick != "client" {
+			return nil, fmt.Errorf("%s: needs clients, hosts or pick: client", s.Kind)
+		}
+		return &clientFault{spec: s, act: act}, nil
+	}
+}
+
+// clients resolves the targeted clients: listed ones, those on listed hosts,
+// or one drawn from the run's seed.
+func (s Spec) clients(env *Env) []int {
+	set := map[int]bool{}
+	for _, c := range s.Clients {
+		set[c] = true
+	}
+	hosts := map[string]bool{}
+	for _, h := range s.Hosts {
+		hosts[h] = true
+	}
+	if len(hosts) > 0 {
+		for c := 0; c < env.Clients; c++ {
+			if hosts[env.ClientHost(c)] {
+				set[c] = true
+			}
+		}
+	}
+	if s.Pick == "client" && env.Clients > 0 {
+		set[env.Rand.IntN(env.Clients)] = true
+	}
+	out := make([]int, 0, len(set))
+	for c := 0; c < env.Clients; c++ {
+		if set[c] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (f *clientFault) Inject(_ context.Context, env *Env) (Heal, string, error) {
+	cs := f.spec.clients(env)
+	if len(cs) == 0 {
+		return nil, "", fmt.Errorf("%s: no such client", f.spec.Kind)
+	}
+	var undo []func()
+	for _, c := range cs {
+		if c < 0 || c >= env.Clients {
+			return nil, "", fmt.Errorf("%s: no client %d", f.spec.Kind, c)
+		}
+		undo = append(undo, f.act(env, c))
+	}
+	return func() error {
+		for _, u := range undo {
+			u()
+		}
+		return nil
+	}, fmt.Sprintf("clients %v", cs), nil
+}
+

@@ -1,0 +1,224 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockstorm/lockstorm/scenarios/cluster"
+)
+
+// Spec is one fault on a scenario's timeline, as written in the YAML.
+// Kind-specific parameters sit beside the timing and targets; each kind
+// validates the ones it uses.
+type Spec struct {
+	// At is when the fault starts, from the start of the run.
+	At time.Duration `yaml:"at" json:"at"`
+	// For is how long it lasts; 0 means until the end of the run.
+	For time.Duration `yaml:"for" json:"for,omitempty"`
+	// Every repeats the fault with this period (0: once).
+	Every time.Duration `yaml:"every" json:"every,omitempty"`
+	// Kind names a registered fault.
+	Kind string `yaml:"kind" json:"kind"`
+
+	// Targets.
+	Hosts   []string `yaml:"hosts" json:"hosts,omitempty"`     // client hosts (h1..)
+	Clients []int    `yaml:"clients" json:"clients,omitempty"` // client numbers (0-based)
+	Nodes   []string `yaml:"nodes" json:"nodes,omitempty"`     // n1..
+	// Pick chooses random targets from the run's seed: minority or majority
+	// of the nodes, or one random client.
+	Pick string `yaml:"pick" json:"pick,omitempty"`
+
+	// Parameters.
+	Latency   time.Duration `yaml:"latency" json:"latency,omitempty"`
+	Jitter    time.Duration `yaml:"jitter" json:"jitter,omitempty"`
+	Stream    string        `yaml:"stream" json:"stream,omitempty"` // upstream, downstream or both (default)
+	Rate      int64         `yaml:"rate" json:"rate,omitempty"`     // bandwidth KB/s
+	Offset    time.Duration `yaml:"offset" json:"offset,omitempty"` // clock offset or jump
+	Drift     float64       `yaml:"drift" json:"drift,omitempty"`   // clock rate error
+	Direction string        `yaml:"direction" json:"direction,omitempty"`
+}
+
+// Env is what faults act on. The runner fills it.
+type Env struct {
+	Net     *Network
+	Cluster cluster.Cluster
+	// ClientHost maps a client to its host name.
+	ClientHost func(client int) string
+	// Clients is how many clients the run has.
+	Clients int
+	// Control reaches the clients for client-level faults (pause, crash, clock).
+	Control ClientControl
+	// Rand is seeded by the run so a seed replays the same choices.
+	Rand *rand.Rand
+}
+
+// ClientControl is the runner's handle on its clients.
+type ClientControl interface {
+	Pause(client int)
+	Resume(client int)
+	Crash(client int)
+	ClockJump(client int, d time.Duration)
+	ClockDrift(client int, rate float64)
+}
+
+// Heal undoes a fault.
+type Heal func() error
+
+// Fault is one fault kind, built from a Spec.
+type Fault interface {
+	// Inject starts the fault on env and returns how to heal it. Target
+	// selection that depends on randomness happens here, from env.Rand.
+	Inject(ctx context.Context, env *Env) (Heal, string, error)
+}
+
+// Factory validates a spec and builds its fault.
+type Factory func(s Spec) (Fault, error)
+
+type kindInfo struct {
+	factory Factory
+	summary string
+}
+
+var (
+	regMu sync.RWMutex
+	kinds = map[string]kindInfo{}
+)
+
+// Register adds a fault kind.
+func Register(kind, summary string, f Factory) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := kinds[kind]; dup {
+		panic("nemesis: duplicate fault kind " + kind)
+	}
+	kinds[kind] = kindInfo{f, summary}
+}
+
+// Build validates s and returns its fault.
+func Build(s Spec) (Fault, error) {
+	regMu.RLock()
+	k, ok := kinds[s.Kind]
+	regMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown fault kind %q (known: %s)", s.Kind, strings.Join(Kinds(), ", "))
+	}
+	if s.At < 0 || s.For < 0 || s.Every < 0 {
+		return nil, fmt.Errorf("fault %s: negative at/for/every", s.Kind)
+	}
+	return k.factory(s)
+}
+
+// Kinds lists the registered kinds.
+func Kinds() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]string, 0, len(kinds))
+	for k := range kinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Summary is the one-line description of kind.
+func Summary(kind string) string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return kinds[kind].summary
+}
+
+// links selects the links a network fault applies to: those from the
+// targeted hosts (hosts, or the hosts of the targeted clients; all when
+// none) to the targeted nodes (all when none).
+func (s Spec) links(env *Env) []*Link {
+	hosts := map[string]bool{}
+	for _, h := range s.Hosts {
+		hosts[h] = true
+	}
+	for _, c := range s.Clients {
+		hosts[env.ClientHost(c)] = true
+	}
+	nodes := map[string]bool{}
+	for _, n := range s.nodes(env) {
+		nodes[n] = true
+	}
+	return env.Net.Links(func(l *Link) bool {
+		return (len(hosts) == 0 || hosts[l.Host]) && (len(nodes) == 0 || nodes[l.Node])
+	})
+}
+
+// nodes resolves the node targets, drawing a random minority or majority
+// from the run's seed when Pick asks for one.
+func (s Spec) nodes(env *Env) []string {
+	if len(s.Nodes) > 0 || (s.Pick != "minority" && s.Pick != "majority") {
+		return s.Nodes
+	}
+	all := env.Cluster.Nodes()
+	n := len(all)/2 + 1
+	if s.Pick == "minority" {
+		n = (len(all) - 1) / 2
+		if n == 0 {
+			n = 1
+		}
+	}
+	perm := env.Rand.Perm(len(all))
+	out := make([]string, 0, n)
+	for _, i := range perm[:n] {
+		out = append(out, all[i].Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// streams is the toxiproxy streams a network fault applies to.
+func (s Spec) streams() []string {
+	switch s.Stream {
+	case "upstream", "downstream":
+		return []string{s.Stream}
+	}
+	return []string{"upstream", "downstream"}
+}
+
+// toxicFault installs one toxic per selected link and stream; it is the
+// shared mechanism of every toxiproxy-backed kind.
+type toxicFault struct {
+	spec    Spec
+	toxic   func() Toxic
+	streams []string
+}
+
+func (f *toxicFault) Inject(_ context.Context, env *Env) (Heal, string, error) {
+	type installed struct {
+		l    *Link
+		name string
+	}
+	var done []installed
+	heal := func() error {
+		var first error
+		for _, i := range done {
+			if err := i.l.RemoveToxic(i.name); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	links := f.spec.links(env)
+	for _, l := range links {
+		for _, st := range f.streams {
+			t := f.toxic()
+			t.Stream = st
+			name, err := l.AddToxic(t)
+			if err != nil {
+				heal()
+				return nil, "", err
+			}
+			done = append(done, installed{l, name})
+		}
+	}
+	return heal, fmt.Sprintf("%d links", len(links)), nil
+}

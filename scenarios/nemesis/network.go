@@ -1,0 +1,157 @@
+// Package nemesis injects the faults of a scenario: network toxics on the
+// per-link proxies, client pauses and crashes, server kills and pauses,
+// clock skew. Each fault kind lives in its own file behind the one-method
+// Fault interface and is registered by name, as toxiproxy registers toxics.
+package nemesis
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+)
+
+// Network is the set of proxies between client hosts and Redis nodes. Every
+// host↔node pair is its own link (its own toxiproxy proxy), so a fault can
+// target one client host, a node, a single link or everything.
+type Network struct {
+	srv   *toxiproxy.ApiServer
+	mu    sync.Mutex
+	links map[string]*Link // by Link.Name()
+	order []*Link
+}
+
+// Link is one proxy: traffic from a client host to one node.
+type Link struct {
+	// Host is the client host's name (h1, h2, ...), or a replica's name for
+	// replication links.
+	Host string
+	// Node is the node's name (n1, n2, ...).
+	Node string
+	// Addr is where the host dials to reach the node through this link.
+	Addr  string
+	proxy *toxiproxy.Proxy
+	mu    sync.Mutex
+	seq   int
+}
+
+// NewNetwork starts an in-process toxiproxy with no proxies yet.
+func NewNetwork() *Network {
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	return &Network{srv: srv, links: map[string]*Link{}}
+}
+
+// Name is host>node.
+func (l *Link) Name() string { return l.Host + ">" + l.Node }
+
+// AddLink creates and starts the proxy from host to a node at upstream. The
+// proxy listens on a free loopback port.
+func (n *Network) AddLink(host, node, upstream string) (*Link, error) {
+	name := host + ">" + node
+	p := toxiproxy.NewProxy(n.srv, name, "127.0.0.1:0", upstream)
+	if err := n.srv.Collection.Add(p, true); err != nil {
+		return nil, fmt.Errorf("proxy %s: %w", name, err)
+	}
+	l := &Link{Host: host, Node: node, Addr: p.Listen, proxy: p}
+	n.mu.Lock()
+	n.links[name] = l
+	n.order = append(n.order, l)
+	n.mu.Unlock()
+	return l, nil
+}
+
+// Link returns the link from host to node, or nil.
+func (n *Network) Link(host, node string) *Link {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.links[host+">"+node]
+}
+
+// Links returns the links matching pred, in creation order.
+func (n *Network) Links(pred func(*Link) bool) []*Link {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []*Link
+	for _, l := range n.order {
+		if pred == nil || pred(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Hosts lists the distinct host names, sorted.
+func (n *Network) Hosts() []string {
+	seen := map[string]bool{}
+	for _, l := range n.Links(nil) {
+		seen[l.Host] = true
+	}
+	out := make([]string, 0, len(seen))
+	for h := range seen {
+		out = append(out, h)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Toxic is a toxiproxy toxic as the proxy's JSON API describes it.
+type Toxic struct {
+	// Type is a toxiproxy toxic type: latency, bandwidth, timeout, reset_peer, ...
+	Type string `json:"type"`
+	// Stream is upstream (client → server) or downstream (server → client).
+	Stream string `json:"stream"`
+	// Attributes are the toxic's parameters (latency and jitter in ms, ...).
+	Attributes map[string]any `json:"attributes"`
+}
+
+// AddToxic installs t on the link and returns its name, for RemoveToxic.
+func (l *Link) AddToxic(t Toxic) (string, error) {
+	l.mu.Lock()
+	l.seq++
+	name := fmt.Sprintf("%s_%s_%d", t.Type, t.Stream, l.seq)
+	l.mu.Unlock()
+	body, err := json.Marshal(map[string]any{
+		"name": name, "type": t.Type, "stream": t.Stream, "toxicity": 1.0, "attributes": t.Attributes,
+	})
+	if err != nil {
+		return "", err
+	}
+	if _, err := l.proxy.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
+		return "", fmt.Errorf("link %s: add %s toxic: %w", l.Name(), t.Type, err)
+	}
+	return name, nil
+}
+
+// RemoveToxic removes a toxic added by AddToxic.
+func (l *Link) RemoveToxic(name string) error {
+	if err := l.proxy.Toxics.RemoveToxic(context.Background(), name); err != nil {
+		return fmt.Errorf("link %s: remove toxic %s: %w", l.Name(), name, err)
+	}
+	return nil
+}
+
+// Reset removes every toxic from the link.
+func (l *Link) Reset() { l.proxy.Toxics.ResetToxics(context.Background()) }
+
+// Upstream is the node address the link forwards to.
+func (l *Link) Upstream() string {
+	l.proxy.Lock()
+	defer l.proxy.Unlock()
+	return l.proxy.Upstream
+}
+
+// Close stops every proxy and drops their connections.
+func (n *Network) Close() {
+	n.mu.Lock()
+	links := n.order
+	n.order, n.links = nil, map[string]*Link{}
+	n.mu.Unlock()
+	for _, l := range links {
+		l.proxy.Stop()
+	}
+}

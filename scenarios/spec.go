@@ -1,0 +1,324 @@
+// Package scenarios holds the scenario specs (YAML, embedded in the binary)
+// and the runner that executes one: cluster + traffic + faults, then checks.
+package scenarios
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+)
+
+//go:embed specs/*.yaml
+var specFS embed.FS
+
+// Spec is a scenario: data, not code. Its fields are the YAML keys.
+type Spec struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Mode is scheduled (failpoints and fault timing force the documented
+	// interleaving) or random (contention and faults at seeded random times).
+	Mode string `yaml:"mode"`
+	// Gated verdicts fail `make gate` when they change; default true for
+	// scheduled mode, false for random.
+	Gated *bool `yaml:"gated"`
+	// Seed drives every random choice; the CLI's --seed overrides it.
+	Seed uint64 `yaml:"seed"`
+
+	// Nodes is how many independent masters (0: what the implementation needs).
+	Nodes int `yaml:"nodes"`
+	// Clients is how many lock clients run.
+	Clients int `yaml:"clients"`
+	// Hosts groups clients into hosts (0: one per client up to 64, then shared).
+	Hosts int `yaml:"hosts"`
+	// Keys is how many lock keys the clients contend on.
+	Keys int `yaml:"keys"`
+	// Duration bounds the run.
+	Duration time.Duration `yaml:"duration"`
+	// Ops, when > 0, stops the run after that many acquire attempts.
+	Ops int `yaml:"ops"`
+	// ClientTimeout is each Redis command's read/write timeout.
+	ClientTimeout time.Duration `yaml:"client_timeout"`
+	// Think is the pause between a client's cycles.
+	Think time.Duration `yaml:"think"`
+
+	Lock     lockimpl.Options `yaml:"lock"`
+	Workload Workload         `yaml:"workload"`
+	// Network is a steady condition on every link for the whole run.
+	Network Network `yaml:"network"`
+	// Faults is the nemesis timeline.
+	Faults []nemesis.Spec `yaml:"faults"`
+	// Failpoints attach actions to implementation steps for given clients.
+	Failpoints []FailpointSpec `yaml:"failpoints"`
+
+	// Impls are the implementations the scenario runs by default.
+	Impls []string `yaml:"impls"`
+	// Expected is the verdict per implementation, derived from the algorithm
+	// (the reason sits beside it as a YAML comment).
+	Expected map[string]string `yaml:"expected"`
+	// DeadlockBound overrides the checker's liveness bound.
+	DeadlockBound time.Duration `yaml:"deadlock_bound"`
+
+	// File is where the spec came from (embedded specs: specs/NAME.yaml).
+	File string `yaml:"-"`
+	raw  []byte
+}
+
+// Workload is what each client does inside the lock.
+type Workload struct {
+	// CSMin and CSMax bound the critical section's hold time (uniform).
+	CSMin time.Duration `yaml:"cs_min"`
+	CSMax time.Duration `yaml:"cs_max"`
+	// Resource is counter (seed 001's read N, write N+1) or fenced (a
+	// counter that refuses writes whose fencing token is not above the last
+	// accepted one). Default: fenced for implementations that issue tokens.
+	Resource string `yaml:"resource"`
+	// Cycles, when > 0, stops each client after that many acquisitions.
+	Cycles int `yaml:"cycles"`
+}
+
+// Network is a steady link condition.
+type Network struct {
+	Latency time.Duration `yaml:"latency"`
+	Jitter  time.Duration `yaml:"jitter"`
+}
+
+// FailpointSpec attaches an action to a step of one client.
+type FailpointSpec struct {
+	Client          int    `yaml:"client"`
+	Point           string `yaml:"point"`
+	lockimpl.Action `yaml:",inline"`
+}
+
+// Gate says whether the scenario's verdicts are gated.
+func (s *Spec) IsGated() bool {
+	if s.Gated != nil {
+		return *s.Gated
+	}
+	return s.Mode == "scheduled"
+}
+
+// SpecError is a bad spec: it names the file, line and field.
+type SpecError struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *SpecError) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc += ":" + strconv.Itoa(e.Line)
+	}
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s: %s", loc, e.Field, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", loc, e.Msg)
+}
+
+// Names lists the embedded scenarios.
+func Names() []string {
+	ents, _ := fs.ReadDir(specFS, "specs")
+	var out []string
+	for _, e := range ents {
+		out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Load reads a scenario by embedded name or by file path, and validates it.
+func Load(nameOrPath string) (*Spec, error) {
+	if strings.ContainsAny(nameOrPath, "/\\") || strings.HasSuffix(nameOrPath, ".yaml") || strings.HasSuffix(nameOrPath, ".yml") {
+		b, err := os.ReadFile(nameOrPath)
+		if err != nil {
+			return nil, fmt.Errorf("scenario file: %w", err)
+		}
+		return Parse(nameOrPath, b)
+	}
+	file := path.Join("specs", nameOrPath+".yaml")
+	b, err := specFS.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("unknown scenario %q (known: %s; or give a path to a .yaml file)", nameOrPath, strings.Join(Names(), ", "))
+	}
+	return Parse(file, b)
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
+
+// Parse decodes and validates a spec. Unknown fields, syntax errors and bad
+// values come back as *SpecError with file, line and field.
+func Parse(file string, b []byte) (*Spec, error) {
+	var s Spec
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return nil, &SpecError{File: file, Line: n, Msg: m[2]}
+		}
+		return nil, &SpecError{File: file, Msg: msg}
+	}
+	var root yaml.Node
+	_ = yaml.Unmarshal(b, &root)
+	s.File, s.raw = file, b
+	if err := s.validate(&root); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Raw is the spec's text as loaded.
+func (s *Spec) Raw() []byte { return s.raw }
+
+// validate checks values and fills defaults.
+func (s *Spec) validate(root *yaml.Node) error {
+	bad := func(field, msg string, args ...any) error {
+		return &SpecError{File: s.File, Line: lineOf(root, field), Field: field, Msg: fmt.Sprintf(msg, args...)}
+	}
+	if s.Name == "" {
+		return bad("name", "missing")
+	}
+	switch s.Mode {
+	case "":
+		s.Mode = "random"
+	case "random", "scheduled":
+	default:
+		return bad("mode", "want scheduled or random, got %q", s.Mode)
+	}
+	durs := []struct {
+		f string
+		d time.Duration
+	}{{"duration", s.Duration}, {"client_timeout", s.ClientTimeout}, {"think", s.Think},
+		{"lock.ttl", s.Lock.TTL}, {"lock.retry_delay", s.Lock.RetryDelay}, {"lock.wait_timeout", s.Lock.WaitTimeout},
+		{"lock.node_timeout", s.Lock.NodeTimeout}, {"workload.cs_min", s.Workload.CSMin}, {"workload.cs_max", s.Workload.CSMax},
+		{"network.latency", s.Network.Latency}, {"network.jitter", s.Network.Jitter}, {"deadlock_bound", s.DeadlockBound}}
+	for _, d := range durs {
+		if d.d < 0 {
+			return bad(d.f, "must not be negative, got %v", d.d)
+		}
+	}
+	ints := []struct {
+		f string
+		n int
+	}{{"nodes", s.Nodes}, {"clients", s.Clients}, {"hosts", s.Hosts}, {"keys", s.Keys}, {"ops", s.Ops},
+		{"lock.retry_count", s.Lock.RetryCount}, {"lock.nodes", s.Lock.Nodes}, {"workload.cycles", s.Workload.Cycles}}
+	for _, i := range ints {
+		if i.n < 0 {
+			return bad(i.f, "must not be negative, got %d", i.n)
+		}
+	}
+	if s.Duration == 0 {
+		return bad("duration", "missing: every run needs a time bound")
+	}
+	if s.Clients == 0 {
+		s.Clients = 1
+	}
+	if s.Keys == 0 {
+		s.Keys = 1
+	}
+	if s.ClientTimeout == 0 {
+		s.ClientTimeout = time.Second
+	}
+	if s.Workload.CSMax < s.Workload.CSMin {
+		return bad("workload.cs_max", "below cs_min")
+	}
+	switch s.Workload.Resource {
+	case "", "counter", "fenced":
+	default:
+		return bad("workload.resource", "want counter or fenced, got %q", s.Workload.Resource)
+	}
+	for i, name := range s.Impls {
+		if _, err := lockimpl.Lookup(name); err != nil {
+			return bad(fmt.Sprintf("impls.%d", i), "%v", err)
+		}
+	}
+	for name, v := range s.Expected {
+		if _, err := lockimpl.Lookup(name); err != nil {
+			return bad("expected."+name, "%v", err)
+		}
+		switch v {
+		case checker.Safe, checker.Unsafe, checker.Deadlock, checker.Inconclusive:
+		default:
+			return bad("expected."+name, "verdict must be safe, unsafe, deadlock or inconclusive, got %q", v)
+		}
+	}
+	for i, f := range s.Faults {
+		if _, err := nemesis.Build(f); err != nil {
+			return bad(fmt.Sprintf("faults.%d", i), "%v", err)
+		}
+	}
+	for i, fp := range s.Failpoints {
+		if fp.Point == "" || !strings.Contains(fp.Point, "/") {
+			return bad(fmt.Sprintf("failpoints.%d.point", i), "want impl/step, got %q", fp.Point)
+		}
+		if fp.Client < 0 || fp.Client >= s.Clients {
+			return bad(fmt.Sprintf("failpoints.%d.client", i), "no client %d (clients: %d)", fp.Client, s.Clients)
+		}
+		if fp.Sleep < 0 {
+			return bad(fmt.Sprintf("failpoints.%d.sleep", i), "must not be negative")
+		}
+	}
+	if s.Network.Latency > 0 {
+		if _, err := nemesis.Build(nemesis.Spec{Kind: "latency", Latency: s.Network.Latency, Jitter: s.Network.Jitter}); err != nil {
+			return bad("network", "%v", err)
+		}
+	}
+	return nil
+}
+
+// lineOf finds the line of a dotted field path (a.b.0.c) in the YAML tree,
+// or of the deepest part of it that exists.
+func lineOf(root *yaml.Node, field string) int {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := n.Line
+	for _, part := range strings.Split(field, ".") {
+		var next *yaml.Node
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == part {
+					line = n.Content[i].Line
+					next = n.Content[i+1]
+					break
+				}
+			}
+		case yaml.SequenceNode:
+			if i, err := strconv.Atoi(part); err == nil && i < len(n.Content) {
+				next = n.Content[i]
+				line = next.Line
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n = next
+	}
+	return line
+}
+
+// ErrBadSpec marks spec errors for exit code 2.
+var ErrBadSpec = errors.New("bad scenario")
+
+// Expect returns the expected verdict for impl, or "" when the spec says none.
+func (s *Spec) Expect(impl string) string { return s.Expected[impl] }

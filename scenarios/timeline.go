@@ -1,0 +1,165 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+)
+
+// timeline runs the nemesis schedule: each fault starts at its time, heals
+// after its duration, repeats with its period, and every start and end is a
+// history entry of the nemesis process. Whatever is still active heals when
+// the run ends, before the final checks.
+type timeline struct {
+	r      *run
+	env    *nemesis.Env
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	active map[int]activeFault
+	seq    int
+	cancel context.CancelFunc
+}
+
+type activeFault struct {
+	desc string
+	heal nemesis.Heal
+}
+
+func newTimeline(r *run, env *nemesis.Env) *timeline {
+	return &timeline{r: r, env: env, active: map[int]activeFault{}}
+}
+
+func describe(s nemesis.Spec, detail string) string {
+	var b strings.Builder
+	b.WriteString(s.Kind)
+	add := func(k string, v any) { fmt.Fprintf(&b, " %s=%v", k, v) }
+	if len(s.Hosts) > 0 {
+		add("hosts", s.Hosts)
+	}
+	if len(s.Clients) > 0 {
+		add("clients", s.Clients)
+	}
+	if len(s.Nodes) > 0 {
+		add("nodes", s.Nodes)
+	}
+	if s.Pick != "" {
+		add("pick", s.Pick)
+	}
+	if s.Latency > 0 {
+		add("latency", s.Latency)
+	}
+	if s.Jitter > 0 {
+		add("jitter", s.Jitter)
+	}
+	if s.Offset != 0 {
+		add("offset", s.Offset)
+	}
+	if s.Drift != 0 {
+		add("drift", s.Drift)
+	}
+	if detail != "" {
+		add("on", detail)
+	}
+	return b.String()
+}
+
+func (t *timeline) start(ctx context.Context, faults []nemesis.Spec) {
+	ctx, t.cancel = context.WithCancel(ctx)
+	for _, s := range faults {
+		f, err := nemesis.Build(s) // validated at load; cannot fail here
+		if err != nil {
+			t.r.log.Error("fault", "err", err)
+			continue
+		}
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			at := s.At
+			for {
+				if !sleepCtx(ctx, at-t.r.elapsed()) {
+					return
+				}
+				id := t.inject(ctx, s, f)
+				if s.For > 0 {
+					if !sleepCtx(ctx, s.For) {
+						return
+					}
+					t.heal(id)
+				}
+				if s.Every <= 0 {
+					return
+				}
+				at += s.Every
+			}
+		}()
+	}
+}
+
+func (r *run) elapsed() time.Duration { return time.Duration(r.rec.Now()) }
+
+func (t *timeline) inject(ctx context.Context, s nemesis.Spec, f nemesis.Fault) int {
+	heal, detail, err := f.Inject(ctx, t.env)
+	desc := describe(s, detail)
+	if err != nil {
+		t.r.rec.Add(checker.Op{Type: checker.Fail, Process: checker.NemesisProcess, Client: -1, F: checker.FStart, Value: desc, Error: err.Error()})
+		return -1
+	}
+	t.mu.Lock()
+	t.seq++
+	id := t.seq
+	t.active[id] = activeFault{desc, heal}
+	t.mu.Unlock()
+	t.r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStart, Value: desc, N: int64(id)})
+	return id
+}
+
+func (t *timeline) heal(id int) {
+	t.mu.Lock()
+	a, ok := t.active[id]
+	delete(t.active, id)
+	t.mu.Unlock()
+	if !ok {
+		return
+	}
+	op := checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStop, Value: a.desc, N: int64(id)}
+	if err := a.heal(); err != nil {
+		op.Type, op.Error = checker.Fail, err.Error()
+	}
+	t.r.rec.Add(op)
+}
+
+// stopAndHeal ends the schedule and heals every active fault.
+func (t *timeline) stopAndHeal() {
+	if t.cancel != nil {
+		t.cancel()
+	}
+	t.wg.Wait()
+	t.mu.Lock()
+	ids := make([]int, 0, len(t.active))
+	for id := range t.active {
+		ids = append(ids, id)
+	}
+	t.mu.Unlock()
+	for _, id := range ids {
+		t.heal(id)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
+}
