@@ -105,4 +105,3 @@ func (f *clientFault) Inject(_ context.Context, env *Env) (Heal, string, error) 
 		return nil
 	}, fmt.Sprintf("clients %v", cs), nil
 }
-
