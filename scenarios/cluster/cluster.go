@@ -42,6 +42,15 @@ type Options struct {
 	Nodes int
 	// Log receives start/stop events; nil discards them.
 	Log *slog.Logger
+	// ServerClock runs each redis-server under the LD_PRELOAD clock shim so
+	// that its wall clock can be moved while it runs (Process.SetClockOffset,
+	// ServerControl.SetClockOffset). Off by default because every clock read
+	// then costs a system call. The embedded backend needs no shim and
+	// ignores it.
+	ServerClock bool
+	// ClockShim is the path of a prebuilt shim (make's build/clockshim.so);
+	// "" builds one on demand with EnsureShim.
+	ClockShim string
 }
 
 // ErrNoRedisServer is returned when redis-server is asked for and missing.

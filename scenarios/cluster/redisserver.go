@@ -20,20 +20,36 @@ import (
 // Process is one spawned redis-server.
 type Process struct {
 	Node
+	// Port is the TCP port of Addr; a restart reuses it, so clients and
+	// proxies keep pointing at the same address.
 	Port int
-	Dir  string
+	// Dir is the process's own working directory (log, replica RDB, clock
+	// file); it is removed by Servers.Close.
+	Dir string
+	// Args is the command line, Args[0] being the redis-server binary.
 	Args []string
-	Env  []string
+	// Env is added to lockstorm's environment (later entries win), e.g.
+	// LD_PRELOAD for the clock shim.
+	Env []string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	done  chan struct{}
+	clock *clockFile // nil unless Options.ServerClock
 }
 
 // Servers is a cluster of spawned redis-server processes.
 type Servers struct {
-	procs     []*Process
-	root      string
+	procs []*Process
+	root  string
+	bin   string
+	shim  string // clock shim path, "" without Options.ServerClock
+	log   *slog.Logger
+
+	mu       sync.Mutex // guards replicas and closed
+	replicas []*Process
+	closed   bool
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -41,7 +57,9 @@ type Servers struct {
 // StartRedisServers spawns o.Nodes redis-server processes on free loopback
 // ports, each in its own temporary directory with persistence off (a restart
 // loses the data, as the failover and restart cases need), and waits until each
-// answers PING. On any error everything started so far is stopped.
+// answers PING. With o.ServerClock each runs under the clock shim (built on
+// demand, see EnsureShim) so SetClockOffset can move its wall clock. On any
+// error everything started so far is stopped.
 func StartRedisServers(ctx context.Context, o Options) (*Servers, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -50,30 +68,28 @@ func StartRedisServers(ctx context.Context, o Options) (*Servers, error) {
 	if err != nil {
 		return nil, ErrNoRedisServer
 	}
+	shim := ""
+	if o.ServerClock {
+		shim = o.ClockShim
+		if shim == "" {
+			if shim, err = EnsureShim(""); err != nil {
+				return nil, err
+			}
+		} else if _, err := os.Stat(shim); err != nil {
+			return nil, fmt.Errorf("clock shim: %w", err)
+		}
+	}
 	sweepStale()
 	root, err := os.MkdirTemp("", fmt.Sprintf("lockstorm-redis-%d-", os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
-	s := &Servers{root: root}
+	s := &Servers{root: root, bin: bin, shim: shim, log: o.Log}
 	for i := 0; i < o.Nodes; i++ {
-		port, err := FreePort()
+		p, err := s.newProcess(fmt.Sprintf("n%d", i+1))
 		if err != nil {
 			s.Close()
 			return nil, err
-		}
-		dir := filepath.Join(root, fmt.Sprintf("n%d", i+1))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("node dir: %w", err)
-		}
-		p := &Process{
-			Node: Node{Name: fmt.Sprintf("n%d", i+1), Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
-			Port: port,
-			Dir:  dir,
-			Args: []string{bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-				"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no",
-				"--protected-mode", "yes", "--logfile", filepath.Join(dir, "redis.log")},
 		}
 		s.procs = append(s.procs, p)
 	}
@@ -85,6 +101,40 @@ func StartRedisServers(ctx context.Context, o Options) (*Servers, error) {
 		o.Log.Debug("redis-server started", "node", p.Name, "addr", p.Addr, "pid", p.Pid())
 	}
 	return s, nil
+}
+
+// newProcess prepares (does not start) a server named name on a free port
+// with its own directory under the cluster root.
+func (s *Servers) newProcess(name string) (*Process, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(s.root, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("node dir: %w", err)
+	}
+	p := &Process{
+		Node: Node{Name: name, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
+		Port: port,
+		Dir:  dir,
+		// repl-diskless-sync-delay 0: Redis 7 waits 5 s by default before a
+		// full sync to batch replicas, which would only slow failover runs.
+		Args: []string{s.bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no",
+			"--protected-mode", "yes", "--logfile", filepath.Join(dir, "redis.log"),
+			"--repl-diskless-sync-delay", "0"},
+	}
+	if s.shim != "" {
+		path := filepath.Join(dir, "clock")
+		c, err := openClockFile(path)
+		if err != nil {
+			return nil, err
+		}
+		p.clock = c
+		p.Env = append(p.Env, "LD_PRELOAD="+s.shim, ClockFileEnv+"="+path)
+	}
+	return p, nil
 }
 
 // Kind implements Cluster.
@@ -102,14 +152,23 @@ func (s *Servers) Nodes() []Node {
 // Procs returns the processes, for faults that kill, pause or restart them.
 func (s *Servers) Procs() []*Process { return s.procs }
 
-// Close stops every server (SIGKILL: there is nothing to persist) and
-// removes the temporary directories.
+// Close stops every server and replica (SIGKILL: there is nothing to
+// persist) and removes the temporary directories.
 func (s *Servers) Close() error {
 	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		all := append(append([]*Process(nil), s.procs...), s.replicas...)
+		s.mu.Unlock()
 		var errs []error
-		for _, p := range s.procs {
+		for _, p := range all {
 			if err := p.Stop(); err != nil {
 				errs = append(errs, err)
+			}
+			if p.clock != nil {
+				if err := p.clock.close(); err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 		if err := os.RemoveAll(s.root); err != nil {
@@ -124,11 +183,23 @@ func (s *Servers) Close() error {
 // in its own process group (so a terminal's SIGINT reaches only lockstorm,
 // which then stops it in order) and gets SIGKILL if lockstorm dies first
 // (Pdeathsig), so a killed harness leaves no orphan servers.
+//
+// Every start begins with an empty dataset: persistence is off, and the RDB
+// file a replica's full sync leaves in Dir is removed first, since
+// redis-server loads it at start-up whatever --save says. Starting again
+// after Stop, or after the process died by itself, is a restart on the same
+// port.
 func (p *Process) Start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd != nil {
+	if p.runningLocked() {
 		return fmt.Errorf("%s: already running", p.Name)
+	}
+	p.cmd = nil // a process that exited by itself is reaped already
+	for _, f := range []string{"dump.rdb", "appendonly.aof", "appendonlydir"} {
+		if err := os.RemoveAll(filepath.Join(p.Dir, f)); err != nil {
+			return fmt.Errorf("%s: wipe data: %w", p.Name, err)
+		}
 	}
 	cmd := exec.Command(p.Args[0], p.Args[1:]...)
 	cmd.Dir = p.Dir
@@ -146,6 +217,26 @@ func (p *Process) Start(ctx context.Context) error {
 		return fmt.Errorf("redis-server %s on %s: %w (log: %s)", p.Name, p.Addr, err, tail(filepath.Join(p.Dir, "redis.log")))
 	}
 	return nil
+}
+
+// Running reports whether the process has been started and has not exited
+// (a paused process is running).
+func (p *Process) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.runningLocked()
+}
+
+func (p *Process) runningLocked() bool {
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // Pdeathsig fires when the OS thread that forked the child exits. The Go
@@ -176,7 +267,8 @@ func (p *Process) stopLocked() error {
 	if p.cmd == nil {
 		return nil
 	}
-	// A SIGSTOPped process still dies on SIGKILL.
+	// A SIGSTOPped process still dies on SIGKILL. The error is ignored
+	// because the process may have exited already; done tells either way.
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
 	p.cmd = nil
@@ -187,10 +279,32 @@ func (p *Process) stopLocked() error {
 func (p *Process) Signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd == nil {
+	if !p.runningLocked() {
 		return fmt.Errorf("%s: not running", p.Name)
 	}
 	return p.cmd.Process.Signal(sig)
+}
+
+// SetClockOffset makes the server's wall clock run d ahead of real time
+// (behind when d is negative), effective at its next clock read: no
+// restart, and the offset survives restarts. It moves what Redis computes
+// key expiry from, so +d expires keys d early and -d keeps them d longer.
+// It needs Options.ServerClock.
+func (p *Process) SetClockOffset(d time.Duration) error {
+	if p.clock == nil {
+		return fmt.Errorf("%s: %w", p.Name, ErrNoServerClock)
+	}
+	p.clock.set(d)
+	return nil
+}
+
+// ClockOffset is the offset last set with SetClockOffset (0 without
+// Options.ServerClock).
+func (p *Process) ClockOffset() time.Duration {
+	if p.clock == nil {
+		return 0
+	}
+	return p.clock.get()
 }
 
 func waitPing(ctx context.Context, addr string, done <-chan struct{}, limit time.Duration) error {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"testing"
@@ -12,13 +13,25 @@ import (
 // where a missing server is a failure: CI must not go green by skipping.
 func StartForTest(t testing.TB, n int) *Servers {
 	t.Helper()
+	return StartForTestWith(t, Options{Nodes: n})
+}
+
+// StartForTestWith is StartForTest with full options, e.g. ServerClock for
+// tests of server clock faults. A missing gcc (needed to build the clock
+// shim) is treated like a missing redis-server: skip, or fail under CI=true.
+func StartForTestWith(t testing.TB, o Options) *Servers {
+	t.Helper()
+	ci := os.Getenv("CI") == "true"
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") == "true" {
+		if ci {
 			t.Fatalf("redis-server is required under CI=true: %v", err)
 		}
 		t.Skip("redis-server not installed (make test installs it)")
 	}
-	s, err := StartRedisServers(context.Background(), Options{Nodes: n})
+	s, err := StartRedisServers(context.Background(), o)
+	if errors.Is(err, ErrNoGCC) && !ci {
+		t.Skip(err.Error())
+	}
 	if err != nil {
 		t.Fatalf("start redis-server: %v", err)
 	}
