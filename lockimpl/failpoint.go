@@ -3,6 +3,7 @@ package lockimpl
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,10 @@ type Action struct {
 	Skip int `yaml:"skip" json:"skip,omitempty"`
 	// Times applies the action to that many hits after Skip (0: every hit).
 	Times int `yaml:"times" json:"times,omitempty"`
+	// Prob applies the action to each eligible hit with this probability
+	// (0: always), drawn from the run's seed: faults at random times that a
+	// seed replays.
+	Prob float64 `yaml:"prob" json:"prob,omitempty"`
 	// WaitFor blocks until client WaitClient has reached point WaitFor at least
 	// WaitCount times (default 1): the barrier that forces an interleaving.
 	WaitFor    string `yaml:"wait_for" json:"wait_for,omitempty"`
@@ -29,6 +34,9 @@ type Action struct {
 	Crash bool `yaml:"crash" json:"crash,omitempty"`
 	// Open opens the named gate after the other parts ran.
 	Open string `yaml:"open" json:"open,omitempty"`
+	// Do runs last, before a crash: the runner's hook for faults placed
+	// at a step (a pause while holding, a clock jump at the right moment).
+	Do func(ctx context.Context) error `yaml:"-" json:"-"`
 }
 
 // Hub coordinates the failpoints of every client of a run: it counts hits so
@@ -39,6 +47,8 @@ type Hub struct {
 	cond  *sync.Cond
 	hits  map[hitKey]int
 	gates map[string]bool
+	// Seed drives the Prob draws of every client's failpoints.
+	Seed uint64
 	// OnHit, when set, is told every hit of an armed hub (to record steps in
 	// the history so a witness can name them). It must be cheap and safe for
 	// concurrent use.
@@ -79,6 +89,7 @@ type Failpoints struct {
 	hub     *Hub
 	actions map[string][]*Action
 	counts  map[string]int // per point hits seen by this client (own goroutines serialised by mu)
+	rng     *rand.Rand     // Prob draws; guarded by mu
 	mu      sync.Mutex
 }
 
@@ -122,6 +133,17 @@ func (f *Failpoints) Hit(ctx context.Context, point string) error {
 		if n < a.Skip || (a.Times > 0 && n >= a.Skip+a.Times) {
 			continue
 		}
+		if a.Prob > 0 {
+			f.mu.Lock()
+			if f.rng == nil {
+				f.rng = rand.New(rand.NewPCG(h.Seed, uint64(f.client)+0xf417))
+			}
+			skip := f.rng.Float64() >= a.Prob
+			f.mu.Unlock()
+			if skip {
+				continue
+			}
+		}
 		if err := f.do(ctx, point, a); err != nil {
 			return err
 		}
@@ -156,6 +178,11 @@ func (f *Failpoints) do(ctx context.Context, point string, a *Action) error {
 	}
 	if a.Open != "" {
 		h.Open(a.Open)
+	}
+	if a.Do != nil {
+		if err := a.Do(ctx); err != nil {
+			return fmt.Errorf("failpoint %s: %w", point, err)
+		}
 	}
 	if a.Crash {
 		return fmt.Errorf("%w %s", ErrCrashed, point)

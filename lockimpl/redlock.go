@@ -1,0 +1,226 @@
+package lockimpl
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redlock is the RedLock of seed 002 (RedLock方案, five steps) as the Redis
+// distlock page specifies it: on N independent masters (5 by default, "5个
+// redis master节点是比较合理的RedLock最小配置"), read the time, SET key token
+// NX PX ttl on every node in parallel, each with a fail-fast timeout much
+// smaller than the TTL ("申请资源需要有一个快速失败时间"), and hold the lock
+// when a majority (N/2+1) accepted and the validity
+//
+//	validity = TTL − elapsed − drift,  drift = 0.01·TTL + 2 ms
+//
+// is positive; otherwise release on every node and retry after a random
+// delay. What the documents say breaks it: a pause past the validity, and a
+// node whose clock jumps forward expiring its key early (seed 002 缺陷).
+//
+// Node timeout default: max(TTL/50, 5 ms). distlock suggests 5–50 ms for a
+// 10 s TTL; TTL/50 (200 ms for 10 s) keeps a dead node from eating more than
+// 2% of the validity while leaving room for the tens of milliseconds of
+// latency the scenarios inject; 5 ms is a floor for short test TTLs on
+// loopback. A node that answers late is counted as failed, outcome unknown.
+//
+// Clock: elapsed is measured on the client's monotonic clock
+// (Env.Clock.Mono), as distlock prescribes, so a jump of the client's wall
+// clock cannot stretch the validity; drift of that clock still shows, which
+// is what the drift term is for. Expiry itself is each server's PX.
+//
+// Outcome of a failed Acquire: ErrNotAcquired unless some attempt could
+// have left this client's key on a majority (SET or its release had an
+// unknown outcome there); a node that refused the connection counts as a
+// definite "no".
+//
+// Failpoints: redlock/before-attempt, redlock/before-node (once per node, in
+// node order, before its SET is launched), redlock/after-nodes (all replies
+// in, before the validity is computed), redlock/after-quorum (won),
+// redlock/before-unwind (failed attempt, before releasing every node),
+// redlock/before-release.
+//
+// Options: Nodes (default 5; must equal len(env.Nodes) when set), TTL
+// (default 10 s, distlock's example), NodeTimeout (max(TTL/50, 5 ms)),
+// RetryCount (attempts, default 3), RetryDelay (200 ms: each wait is uniform in
+// [0, RetryDelay), distlock's random delay).
+type redlock struct {
+	*base
+	nodes []redis.UniversalClient
+}
+
+func init() {
+	Register(Info{
+		Name:    "redlock",
+		Source:  "seed 002 RedLock方案; redis.io distlock",
+		Summary: "SET NX PX on N independent masters in parallel, quorum N/2+1, validity = TTL − elapsed − drift",
+		Nodes: func(o Options) int {
+			if o.Nodes > 0 {
+				return o.Nodes
+			}
+			return 5
+		},
+		New: func(env Env, o Options) (Locker, error) {
+			ttl := o.TTL
+			if ttl == 0 {
+				ttl = 10 * time.Second
+			}
+			b, err := newBase("redlock", env, o, Options{TTL: ttl, RetryCount: 3, RetryDelay: 200 * time.Millisecond,
+				NodeTimeout: max(ttl/50, 5*time.Millisecond)})
+			if err != nil {
+				return nil, err
+			}
+			if o.Nodes != 0 && o.Nodes != len(env.Nodes) {
+				return nil, fmt.Errorf("redlock: options ask for %d nodes, env has %d", o.Nodes, len(env.Nodes))
+			}
+			return &redlock{base: b, nodes: env.Nodes}, nil
+		},
+	})
+}
+
+// nodeResult is one node's answer to one command.
+type nodeResult int
+
+const (
+	nodeNo      nodeResult = iota // definite: key not set / not deleted (or never sent)
+	nodeYes                       // definite: SET took / DEL deleted
+	nodeUnknown                   // timeout, reset: may or may not have happened
+)
+
+// classifyNode turns a reply (with its error) into a nodeResult.
+func classifyNode(yes bool, err error) nodeResult {
+	switch {
+	case err == nil && yes:
+		return nodeYes
+	case replied(err) || notSent(err):
+		return nodeNo
+	}
+	return nodeUnknown
+}
+
+// quorum is N/2+1.
+func (l *redlock) quorum() int { return len(l.nodes)/2 + 1 }
+
+// Acquire implements Locker.
+func (l *redlock) Acquire(ctx context.Context, key string) (*Lease, error) {
+	maybeHeld := false
+	for n := 1; n <= l.o.RetryCount; n++ {
+		if err := l.hit(ctx, "before-attempt"); err != nil {
+			return nil, err
+		}
+		tok := l.token()
+		acquired := l.env.Clock.Now()
+		start := l.env.Clock.Mono() // step 1: the local time
+		// Step 2: SET NX PX on every node, fail-fast.
+		res := make([]nodeResult, len(l.nodes))
+		var wg sync.WaitGroup
+		for i, c := range l.nodes {
+			if err := l.hit(ctx, "before-node"); err != nil {
+				return nil, err // crashed mid-launch: the nodes already asked keep their keys
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := withTimeout(ctx, l.o.NodeTimeout, func(ctx context.Context) error {
+					return c.Do(ctx, "SET", key, tok, "NX", "PX", l.o.TTL.Milliseconds()).Err()
+				})
+				res[i] = classifyNode(true, err)
+			}()
+		}
+		wg.Wait()
+		if err := l.hit(ctx, "after-nodes"); err != nil {
+			return nil, err
+		}
+		// Step 3–4: quorum and validity.
+		elapsed := l.env.Clock.Mono() - start
+		drift := l.o.TTL/100 + 2*time.Millisecond
+		validity := l.o.TTL - elapsed - drift
+		yes := count(res, nodeYes)
+		if yes >= l.quorum() && validity > 0 {
+			if err := l.hit(ctx, "after-quorum"); err != nil {
+				return nil, err
+			}
+			return &Lease{Key: key, Token: tok, Validity: validity, Acquired: acquired}, nil
+		}
+		// Step 5: release every node, even those that said no.
+		if err := l.hit(ctx, "before-unwind"); err != nil {
+			return nil, err
+		}
+		del := l.releaseAll(ctx, key, tok)
+		left := 0
+		for i := range res {
+			if res[i] != nodeNo && del[i] != nodeYes && del[i] != nodeNo {
+				left++ // set (or maybe set) and not surely cleaned up
+			}
+		}
+		if left >= l.quorum() {
+			maybeHeld = true
+		}
+		if n < l.o.RetryCount {
+			if err := l.env.sleep(ctx, time.Duration(l.env.Rand.Int64N(int64(l.o.RetryDelay)))); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if maybeHeld {
+		return nil, fmt.Errorf("redlock: no quorum in %d attempts, but an attempt may still hold a majority: outcome unknown", l.o.RetryCount)
+	}
+	return nil, fmt.Errorf("redlock: %w: no quorum of %d/%d in %d attempts", ErrNotAcquired, l.quorum(), len(l.nodes), l.o.RetryCount)
+}
+
+// releaseAll runs the compare-and-delete on every node in parallel, each
+// bounded by the node timeout.
+func (l *redlock) releaseAll(ctx context.Context, key, tok string) []nodeResult {
+	res := make([]nodeResult, len(l.nodes))
+	var wg sync.WaitGroup
+	for i, c := range l.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var n int64
+			err := withTimeout(ctx, l.o.NodeTimeout, func(ctx context.Context) error {
+				var err error
+				n, err = compareAndDelete.Run(ctx, c, []string{key}, tok).Int64()
+				return err
+			})
+			res[i] = classifyNode(err == nil && n == 1, err)
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+// count is how many of rs are r.
+func count(rs []nodeResult, r nodeResult) int {
+	k := 0
+	for _, x := range rs {
+		if x == r {
+			k++
+		}
+	}
+	return k
+}
+
+// Release implements Locker: compare-and-delete on every node. Nil when at
+// least one node deleted our key and no node left the outcome unknown for a
+// majority; ErrNotHeld when every node answered and none had our key (all
+// expired or taken); otherwise unknown.
+func (l *redlock) Release(ctx context.Context, lease *Lease) error {
+	if err := l.hit(ctx, "before-release"); err != nil {
+		return err
+	}
+	res := l.releaseAll(ctx, lease.Key, lease.Token)
+	switch {
+	case count(res, nodeUnknown) >= l.quorum():
+		return fmt.Errorf("redlock: release on %d nodes: outcome unknown", count(res, nodeUnknown))
+	case count(res, nodeYes) > 0:
+		return nil
+	case count(res, nodeUnknown) == 0:
+		return fmt.Errorf("redlock: no node held our key: %w", ErrNotHeld)
+	}
+	return fmt.Errorf("redlock: released nowhere, %d nodes unknown: outcome unknown", count(res, nodeUnknown))
+}

@@ -1,0 +1,179 @@
+package lockimpl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// setNXPX is seed 002's 常规方案 (and the single-instance lock of the Redis
+// distlock page): SET key <unique token> NX PX ttl in one command, so there is
+// no window without an expiry, and release by a Lua compare-and-delete so a
+// client never deletes a lock that is no longer its own. Options add the
+// document's two extras:
+//   - Reentrant: a per-client, per-key hold count (the ThreadLocal LockData
+//     count of seed 002): re-acquiring only increments it, and only the last
+//     Release talks to Redis;
+//   - Watchdog: a renewal task every TTL/3 (seed 002: every 10 s for a 30 s
+//     key) running a compare-and-pexpire script; when it finds the key gone
+//     or someone else's it closes Lease.Lost (seed 002 interrupts the thread).
+//
+// What the document says still breaks it: a pause longer than the TTL (the
+// watchdog is paused too: its sleeps go through the client's sleeper) and a
+// failover that loses the key (asynchronous replication).
+//
+// Clock: none for safety: expiry is the server's PX. The wait timeout is
+// measured on the client's monotonic clock (Env.Clock.Mono), so a wall-clock
+// jump cannot lengthen or cut a wait.
+//
+// Failpoints: set-nx-px/before-set, set-nx-px/after-set,
+// set-nx-px/before-release, set-nx-px/before-renew (in the watchdog, before
+// each renewal).
+//
+// Options: TTL (default 30 s, seed 002), RetryDelay (100 ms), RandomDelay,
+// WaitTimeout (10 s), Reentrant, Watchdog.
+type setNXPX struct {
+	*base
+
+	mu    sync.Mutex
+	holds map[string]*nxpxHold // reentrant holds by key
+}
+
+// nxpxHold is one held lock: the LockData of seed 002.
+type nxpxHold struct {
+	lease *Lease
+	count int
+	dog   *watchdog
+}
+
+func init() {
+	Register(Info{
+		Name:    "set-nx-px",
+		Source:  "seed 002 常规方案 (SET NX PX + Lua compare-and-delete, LockData reentrancy, renewal)",
+		Summary: "SET key token NX PX ttl, compare-and-delete release; optional reentrancy and watchdog renewal",
+		New: func(env Env, o Options) (Locker, error) {
+			return newSetNXPX("set-nx-px", env, o)
+		},
+	})
+}
+
+// newSetNXPX builds the lock under a failpoint prefix, so fenced can run the
+// same steps as "fenced/...".
+func newSetNXPX(name string, env Env, o Options) (*setNXPX, error) {
+	b, err := newBase(name, env, o, Options{TTL: 30 * time.Second, RetryDelay: javaAcquiryResolution, WaitTimeout: javaTimeoutMsecs})
+	if err != nil {
+		return nil, err
+	}
+	if b.o.Watchdog && b.o.TTL < 3*time.Millisecond {
+		return nil, fmt.Errorf("%s: TTL %v too short to renew every TTL/3", name, b.o.TTL)
+	}
+	return &setNXPX{base: b, holds: map[string]*nxpxHold{}}, nil
+}
+
+// Acquire implements Locker: tryLock of seed 002.
+func (l *setNXPX) Acquire(ctx context.Context, key string) (*Lease, error) {
+	if l.o.Reentrant {
+		l.mu.Lock()
+		h := l.holds[key]
+		if h != nil {
+			h.count++ // lockData.count++
+		}
+		l.mu.Unlock()
+		if h != nil {
+			return h.lease, nil
+		}
+	}
+	tok := l.token()
+	var lease *Lease
+	p := retryPolicy{delay: l.o.RetryDelay, random: l.o.RandomDelay, wait: l.o.WaitTimeout}
+	err := l.retry(ctx, p, func() (attempt, error) {
+		if err := l.hit(ctx, "before-set"); err != nil {
+			return 0, err
+		}
+		now := l.env.Clock.Now()
+		err := l.c.Do(ctx, "SET", key, tok, "NX", "PX", l.o.TTL.Milliseconds()).Err()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return 0, unknown(l.name, "SET NX PX", err)
+		}
+		if herr := l.hit(ctx, "after-set"); herr != nil {
+			return 0, herr
+		}
+		if err != nil { // nil reply: the key exists
+			return retryAfterDelay, nil
+		}
+		lease = &Lease{Key: key, Token: tok, Acquired: now}
+		return won, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := &nxpxHold{lease: lease, count: 1}
+	lease.State = h
+	if l.o.Watchdog {
+		h.dog = l.watch(l.o.TTL, func(ctx context.Context) (bool, error) {
+			n, err := compareAndPexpire.Run(ctx, l.c, []string{key}, tok, l.o.TTL.Milliseconds()).Int64()
+			return n == 1, err
+		})
+		lease.Lost = h.dog.lost
+	}
+	if l.o.Reentrant {
+		l.mu.Lock()
+		l.holds[key] = h
+		l.mu.Unlock()
+	}
+	return lease, nil
+}
+
+// Release implements Locker: unlock of seed 002. With reentrancy only the
+// last release reaches Redis. The watchdog stops first: the holder has
+// decided to let go, and a renewal must not follow the delete.
+func (l *setNXPX) Release(ctx context.Context, lease *Lease) error {
+	h, _ := lease.State.(*nxpxHold)
+	if h != nil && l.o.Reentrant {
+		l.mu.Lock()
+		if h.count > 1 {
+			h.count--
+			l.mu.Unlock()
+			return nil
+		}
+		h.count = 0
+		if l.holds[lease.Key] == h {
+			delete(l.holds, lease.Key)
+		}
+		l.mu.Unlock()
+	}
+	if h != nil {
+		l.unwatch(h.dog)
+	}
+	if err := l.hit(ctx, "before-release"); err != nil {
+		return err
+	}
+	n, err := compareAndDelete.Run(ctx, l.c, []string{lease.Key}, lease.Token).Int64()
+	if err != nil {
+		return unknown(l.name, "EVAL compare-and-delete", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %s is not ours: %w", l.name, lease.Key, ErrNotHeld)
+	}
+	return nil
+}
+
+// abandon forgets a lease without sending anything: its renewal stops and
+// the key is left to expire. A wrapper (fenced) calls it when it fails after
+// the lock was taken, since its caller will not know it holds the lock.
+func (l *setNXPX) abandon(lease *Lease) {
+	h, _ := lease.State.(*nxpxHold)
+	if h == nil {
+		return
+	}
+	l.mu.Lock()
+	if l.holds[lease.Key] == h {
+		delete(l.holds, lease.Key)
+	}
+	l.mu.Unlock()
+	l.unwatch(h.dog)
+}
