@@ -37,6 +37,9 @@ type Hold struct {
 	// Steps are the failpoints the process passed while acquiring, in order
 	// (armed runs only): the interleaving in the documents' terms.
 	Steps []string `json:"steps,omitempty"`
+	// End says what ended the hold: "release" (its release invoke), "crash"
+	// or "end" (the end of the history).
+	End string `json:"end,omitempty"`
 }
 
 // Witness is the first violation found: two holders of one key at once.
@@ -62,6 +65,21 @@ type Result struct {
 	Witness      *Witness `json:"witness,omitempty"`
 	// FirstViolationNs is when the first harm or overlap began (-1: none).
 	FirstViolationNs int64 `json:"first_violation_ns"`
+	// Holds is how many holds (definite acquire ok to end of critical
+	// section, reentrant acquisitions counted once) the history has.
+	Holds int `json:"holds"`
+	// Pieces is how many pieces porcupine checked; TimedOutPieces how many
+	// of them ran out of time (which makes the verdict inconclusive).
+	Pieces         int `json:"pieces"`
+	TimedOutPieces int `json:"timed_out_pieces,omitempty"`
+	// Disagreements counts pieces where porcupine and the overlap pass
+	// disagree. Both encode the same belief model: anything but 0 is a
+	// checker bug.
+	Disagreements int `json:"disagreements,omitempty"`
+	// Malformed counts entries that break the history's rules (a completion
+	// without an invoke, an invoke while the process has an operation in
+	// flight); with any, a verdict that would be safe is inconclusive.
+	Malformed int `json:"malformed,omitempty"`
 
 	// Resource.
 	AckedWrites int64 `json:"acked_writes"`
@@ -70,6 +88,8 @@ type Result struct {
 	StaleWrites int   `json:"stale_writes"`    // writes accepted with a fence not above the last accepted one
 	DupFences   int   `json:"dup_fences"`      // fencing tokens issued to two holders
 	Rejected    int   `json:"rejected_writes"` // stale writes the fenced resource refused
+	// Harm describes the first harmful write (or duplicated fence), if any.
+	Harm string `json:"harm,omitempty"`
 
 	// Liveness and performance.
 	Acquired      int     `json:"acquired"`
@@ -84,5 +104,8 @@ type Result struct {
 	// LongestStarvedMs is the longest time a key had acquisitions attempted
 	// and none granted (the deadlock measure).
 	LongestStarvedMs float64 `json:"longest_starved_ms"`
-	DurationNs       int64   `json:"duration_ns"`
+	// StarvedKey is the key of LongestStarvedMs.
+	StarvedKey string `json:"starved_key,omitempty"`
+	// DurationNs is the time of the history's last entry.
+	DurationNs int64 `json:"duration_ns"`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -50,6 +51,8 @@ type Outcome struct {
 	Expected string         `json:"expected"`
 	Result   checker.Result `json:"result"`
 	Elapsed  time.Duration  `json:"elapsed_ns"`
+	// CheckOptions are the checker settings the verdict was reached with.
+	CheckOptions checker.Options `json:"checker_options"`
 	// History is the recorded run (not in JSON summaries: it has its own file).
 	History checker.History `json:"-"`
 	Spec    *Spec           `json:"-"`
@@ -98,7 +101,7 @@ type run struct {
 // error means the run could not be carried out (setup); a lock-safety
 // violation is a verdict in the Outcome, not an error.
 func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
-	info, err := lockimpl.Lookup(cfg.Impl)
+	info, opts, err := spec.Resolve(cfg.Impl)
 	if err != nil {
 		return nil, err
 	}
@@ -114,12 +117,12 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	fenced := spec.Workload.Resource == "fenced" || (spec.Workload.Resource == "" && info.Fenced)
 	r.res = newResource(fenced)
 
-	opts := spec.Lock
 	nodes := spec.Nodes
 	if nodes == 0 {
 		nodes = info.Nodes(opts)
 	}
-	cl, err := cluster.Start(ctx, cfg.Backend, cluster.Options{Nodes: nodes, Log: cfg.Log})
+	cl, err := cluster.Start(ctx, cfg.Backend, cluster.Options{Nodes: nodes, Log: cfg.Log,
+		ServerClock: nemesis.UsesServerClock(spec.AllFaults())})
 	if err != nil {
 		return nil, fmt.Errorf("start %s backend: %w", cfg.Backend, err)
 	}
@@ -141,7 +144,34 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		}
 	}
 
+	replicas := map[string]*cluster.Process{}
+	if spec.Replicas > 0 {
+		servers, ok := cl.(*cluster.Servers)
+		if !ok {
+			return nil, fmt.Errorf("scenario %s needs replicas, which only the redis-server backend has", spec.Name)
+		}
+		for i, n := range cl.Nodes() {
+			// Replication flows through its own link, so a fault can delay or cut it.
+			link, err := net.AddLink(fmt.Sprintf("r%d", i+1), n.Name, n.Addr)
+			if err != nil {
+				return nil, err
+			}
+			rep, err := servers.AddReplica(ctx, link.Addr)
+			if err != nil {
+				return nil, fmt.Errorf("replica of %s: %w", n.Name, err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err = rep.WaitLinkUp(wctx)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("replica of %s: %w", n.Name, err)
+			}
+			replicas[n.Name] = rep
+		}
+	}
+
 	hub := lockimpl.NewHub()
+	hub.Seed = seed
 	if len(spec.Failpoints) > 0 {
 		hub.OnHit = func(client int, point string) {
 			c := r.clients[client]
@@ -150,7 +180,7 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	}
 	r.nextPID.Store(int64(spec.Clients))
 	for i := 0; i < spec.Clients; i++ {
-		c := &runClient{id: i, host: hostOf(i), clock: lockimpl.NewSkewClock(0), fp: lockimpl.NewFailpoints(hub, i)}
+		c := &runClient{id: i, host: hostOf(i), clock: lockimpl.NewSkewClock(spec.ClockOffsets[i]), fp: lockimpl.NewFailpoints(hub, i)}
 		c.process.Store(int64(i))
 		c.ctx, c.cancel = context.WithCancel(ctx)
 		env := lockimpl.Env{Client: i, Clock: c.clock, FP: c.fp, Log: cfg.Log,
@@ -161,6 +191,9 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 				Addr: link.Addr, MaxRetries: -1, DialTimeout: spec.ClientTimeout,
 				ReadTimeout: spec.ClientTimeout, WriteTimeout: spec.ClientTimeout,
 				PoolSize: 4, ContextTimeoutEnabled: true, Protocol: 2,
+				// One dial attempt: a dead node is a refused connection (a
+				// definite no for Redlock), not five attempts that end as a timeout.
+				DialerRetries:   1,
 				DisableIdentity: true,
 			})
 			rdb.AddHook(pauseHook{&c.pause})
@@ -175,12 +208,17 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		r.clients = append(r.clients, c)
 	}
 	defer r.closeClients()
-	for _, fp := range spec.Failpoints {
-		r.clients[fp.Client].fp.Attach(fp.Point, fp.Action)
-	}
-
 	nenv := &nemesis.Env{Net: net, Cluster: cl, ClientHost: hostOf, Clients: spec.Clients, Control: r,
-		Rand: rand.New(rand.NewPCG(seed, 0x6e656d6573697300))}
+		Rand: rand.New(rand.NewPCG(seed, 0x6e656d6573697300)), Replicas: replicas}
+	tl := newTimeline(r, nenv)
+	for _, fp := range spec.Failpoints {
+		a := fp.Action
+		if fp.Fault != nil {
+			fs := *fp.Fault
+			a.Do = func(ctx context.Context) error { return tl.injectNow(ctx, fs) }
+		}
+		r.clients[fp.Client].fp.Attach(fp.Point, a)
+	}
 	// The steady network condition is a latency fault from time zero to the end.
 	var steady []nemesis.Spec
 	if spec.Network.Latency > 0 {
@@ -202,7 +240,6 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	start := time.Now()
 	runCtx, stop := context.WithTimeout(ctx, spec.Duration)
 	defer stop()
-	tl := newTimeline(r, nenv)
 	tl.start(runCtx, spec.Faults)
 
 	var attempts atomic.Int64
@@ -266,8 +303,9 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		r.rec.Add(checker.Op{Type: checker.Ok, Process: -2, Client: -1, F: checker.FRead, Key: key, N: r.res.read(key)})
 	}
 	h := r.rec.History()
-	res := checker.Check(h, checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound})
-	return &Outcome{Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
+	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
+	res := checker.Check(h, copts)
+	return &Outcome{CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: spec.Expect(cfg.Impl), Result: res, Elapsed: time.Since(start),
 		History: h, Spec: spec}, nil
 }
@@ -279,10 +317,19 @@ func (r *run) grace() time.Duration {
 	return min(g, 30*time.Second)
 }
 
+// closeLocker stops an implementation's helpers (watchdogs): a crashed
+// client's watchdog must not keep its lock alive.
+func closeLocker(c *runClient) {
+	if cl, ok := c.locker.(io.Closer); ok {
+		cl.Close()
+	}
+}
+
 func (r *run) closeClients() {
 	for _, c := range r.clients {
 		c.cancel()
 		c.pause.resume()
+		closeLocker(c)
 		for _, rdb := range c.rdb {
 			rdb.Close()
 		}
@@ -316,6 +363,7 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 	spec := r.spec
 	rng := rand.New(rand.NewPCG(r.seed(), uint64(c.id)+0x10000))
 	ctx := c.ctx
+	barrierCtx := runCtxOf(runCtx, ctx)
 	cycles := 0
 	for runCtx.Err() == nil && ctx.Err() == nil {
 		if spec.Ops > 0 && attempts.Add(1) > int64(spec.Ops) {
@@ -328,6 +376,12 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 			return
 		}
 		key := keyName(rng.IntN(spec.Keys))
+		// A client waiting at a barrier for a step that never comes (the
+		// step of another algorithm) is released when the run ends.
+		if err := c.fp.Hit(barrierCtx, "cycle/before-acquire"); err != nil {
+			r.crashedBy(c, err)
+			return
+		}
 		r.add(c, checker.Invoke, checker.FAcquire, key, nil)
 		lease, err := c.locker.Acquire(ctx, key)
 		switch {
@@ -356,6 +410,11 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 			return
 		}
 		r.add(c, checker.Invoke, checker.FRelease, key, func(o *checker.Op) { o.Value = lease.Token })
+		if err := c.fp.Hit(ctx, "cycle/before-release"); err != nil {
+			r.add(c, checker.Info, checker.FRelease, key, func(o *checker.Op) { o.Error = err.Error() })
+			r.crashedBy(c, err)
+			return
+		}
 		err = c.locker.Release(ctx, lease)
 		switch {
 		case err == nil:
@@ -423,12 +482,20 @@ func (r *run) crashedBy(c *runClient, err error) bool {
 			r.add(c, checker.Ok, checker.FCrash, "", func(o *checker.Op) { o.Error = errText(err) })
 		}
 		c.cancel()
+		closeLocker(c)
 		for _, rdb := range c.rdb {
 			rdb.Close()
 		}
 		return true
 	}
 	return c.ctx.Err() != nil
+}
+
+// runCtxOf is ctx, also cancelled when the run's time is up.
+func runCtxOf(runCtx, ctx context.Context) context.Context {
+	merged, cancel := context.WithCancel(ctx)
+	context.AfterFunc(runCtx, cancel)
+	return merged
 }
 
 func (r *run) sleepThink(ctx context.Context, c *runClient) error {
@@ -459,6 +526,7 @@ func (r *run) Crash(client int) {
 		r.add(c, checker.Ok, checker.FCrash, "", func(o *checker.Op) { o.Error = "crash fault" })
 	}
 	c.cancel()
+	closeLocker(c)
 	c.pause.resume()
 	for _, rdb := range c.rdb {
 		rdb.Close()

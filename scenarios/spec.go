@@ -41,6 +41,10 @@ type Spec struct {
 
 	// Nodes is how many independent masters (0: what the implementation needs).
 	Nodes int `yaml:"nodes"`
+	// Replicas gives each master that many replicas (0 or 1), replicating
+	// through their own links (hosts r1, r2, ...) so faults can cut them
+	// (redis-server backend only).
+	Replicas int `yaml:"replicas"`
 	// Clients is how many lock clients run.
 	Clients int `yaml:"clients"`
 	// Hosts groups clients into hosts (0: one per client up to 64, then shared).
@@ -65,7 +69,11 @@ type Spec struct {
 	// Failpoints attach actions to implementation steps for given clients.
 	Failpoints []FailpointSpec `yaml:"failpoints"`
 
-	// Impls are the implementations the scenario runs by default.
+	// ClockOffsets sets client clocks apart from the start (client → offset).
+	ClockOffsets map[int]time.Duration `yaml:"clock_offsets"`
+	// Variants name implementations with their own lock options.
+	Variants map[string]Variant `yaml:"variants"`
+	// Impls are the implementations (or variants) the scenario runs by default.
 	Impls []string `yaml:"impls"`
 	// Expected is the verdict per implementation, derived from the algorithm
 	// (the reason sits beside it as a YAML comment).
@@ -97,11 +105,28 @@ type Network struct {
 	Jitter  time.Duration `yaml:"jitter"`
 }
 
-// FailpointSpec attaches an action to a step of one client.
+// FailpointSpec attaches an action to a step of one client. Points are an
+// implementation's steps (impl/step) or the runner's own: cycle/before-acquire,
+// cs/hold (inside the critical section, after the read) and
+// cycle/before-release (the critical section is over; the release is next).
+// A point of another implementation is inert, so one spec can force the
+// documented interleaving of several algorithms side by side.
 type FailpointSpec struct {
 	Client          int    `yaml:"client"`
 	Point           string `yaml:"point"`
 	lockimpl.Action `yaml:",inline"`
+	// Fault, when set, is injected when the client reaches the point (after
+	// the action's other parts): a fault placed exactly in the interleaving,
+	// e.g. a stop-the-world pause while the client holds the lock.
+	Fault *nemesis.Spec `yaml:"fault"`
+}
+
+// Variant is an implementation run with its own lock options on top of the
+// scenario's, so one matrix can set e.g. getset's two release variants or
+// set-nx-px with and without its watchdog side by side.
+type Variant struct {
+	Impl             string `yaml:"impl"`
+	lockimpl.Options `yaml:",inline"`
 }
 
 // Gate says whether the scenario's verdicts are gated.
@@ -218,12 +243,15 @@ func (s *Spec) validate(root *yaml.Node) error {
 	ints := []struct {
 		f string
 		n int
-	}{{"nodes", s.Nodes}, {"clients", s.Clients}, {"hosts", s.Hosts}, {"keys", s.Keys}, {"ops", s.Ops},
+	}{{"nodes", s.Nodes}, {"replicas", s.Replicas}, {"clients", s.Clients}, {"hosts", s.Hosts}, {"keys", s.Keys}, {"ops", s.Ops},
 		{"lock.retry_count", s.Lock.RetryCount}, {"lock.nodes", s.Lock.Nodes}, {"workload.cycles", s.Workload.Cycles}}
 	for _, i := range ints {
 		if i.n < 0 {
 			return bad(i.f, "must not be negative, got %d", i.n)
 		}
+	}
+	if s.Replicas > 1 {
+		return bad("replicas", "at most 1 replica per master")
 	}
 	if s.Duration == 0 {
 		return bad("duration", "missing: every run needs a time bound")
@@ -245,13 +273,27 @@ func (s *Spec) validate(root *yaml.Node) error {
 	default:
 		return bad("workload.resource", "want counter or fenced, got %q", s.Workload.Resource)
 	}
+	for name, v := range s.Variants {
+		if _, err := lockimpl.Lookup(v.Impl); err != nil {
+			return bad("variants."+name+".impl", "%v", err)
+		}
+		if _, dup := lockimpl.Lookup(name); dup == nil {
+			return bad("variants."+name, "shadows the implementation of the same name")
+		}
+	}
 	for i, name := range s.Impls {
-		if _, err := lockimpl.Lookup(name); err != nil {
+		if _, _, err := s.Resolve(name); err != nil {
 			return bad(fmt.Sprintf("impls.%d", i), "%v", err)
 		}
 	}
+	for c, d := range s.ClockOffsets {
+		if c < 0 || c >= s.Clients {
+			return bad("clock_offsets", "no client %d (clients: %d)", c, s.Clients)
+		}
+		_ = d
+	}
 	for name, v := range s.Expected {
-		if _, err := lockimpl.Lookup(name); err != nil {
+		if _, _, err := s.Resolve(name); err != nil {
 			return bad("expected."+name, "%v", err)
 		}
 		switch v {
@@ -274,6 +316,14 @@ func (s *Spec) validate(root *yaml.Node) error {
 		}
 		if fp.Sleep < 0 {
 			return bad(fmt.Sprintf("failpoints.%d.sleep", i), "must not be negative")
+		}
+		if fp.WaitFor != "" && (fp.WaitClient < 0 || fp.WaitClient >= s.Clients) {
+			return bad(fmt.Sprintf("failpoints.%d.wait_client", i), "no client %d (clients: %d)", fp.WaitClient, s.Clients)
+		}
+		if fp.Fault != nil {
+			if _, err := nemesis.Build(*fp.Fault); err != nil {
+				return bad(fmt.Sprintf("failpoints.%d.fault", i), "%v", err)
+			}
 		}
 	}
 	if s.Network.Latency > 0 {
@@ -319,6 +369,64 @@ func lineOf(root *yaml.Node, field string) int {
 
 // ErrBadSpec marks spec errors for exit code 2.
 var ErrBadSpec = errors.New("bad scenario")
+
+// Resolve maps an implementation or variant name to the registered
+// implementation and the lock options to run it with.
+func (s *Spec) Resolve(name string) (lockimpl.Info, lockimpl.Options, error) {
+	if v, ok := s.Variants[name]; ok {
+		info, err := lockimpl.Lookup(v.Impl)
+		return info, overlay(s.Lock, v.Options), err
+	}
+	info, err := lockimpl.Lookup(name)
+	return info, s.Lock, err
+}
+
+// overlay returns base with every non-zero field of top on it.
+func overlay(base, top lockimpl.Options) lockimpl.Options {
+	o := base
+	if top.TTL != 0 {
+		o.TTL = top.TTL
+	}
+	if top.RetryCount != 0 {
+		o.RetryCount = top.RetryCount
+	}
+	if top.RetryDelay != 0 {
+		o.RetryDelay = top.RetryDelay
+	}
+	if top.RandomDelay {
+		o.RandomDelay = true
+	}
+	if top.WaitTimeout != 0 {
+		o.WaitTimeout = top.WaitTimeout
+	}
+	if top.Watchdog {
+		o.Watchdog = true
+	}
+	if top.Reentrant {
+		o.Reentrant = true
+	}
+	if top.Nodes != 0 {
+		o.Nodes = top.Nodes
+	}
+	if top.ReleaseVariant != "" {
+		o.ReleaseVariant = top.ReleaseVariant
+	}
+	if top.NodeTimeout != 0 {
+		o.NodeTimeout = top.NodeTimeout
+	}
+	return o
+}
+
+// AllFaults is the timeline's faults plus those placed at failpoints.
+func (s *Spec) AllFaults() []nemesis.Spec {
+	out := append([]nemesis.Spec(nil), s.Faults...)
+	for _, fp := range s.Failpoints {
+		if fp.Fault != nil {
+			out = append(out, *fp.Fault)
+		}
+	}
+	return out
+}
 
 // Expect returns the expected verdict for impl, or "" when the spec says none.
 func (s *Spec) Expect(impl string) string { return s.Expected[impl] }

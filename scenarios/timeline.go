@@ -76,11 +76,32 @@ func (t *timeline) start(ctx context.Context, faults []nemesis.Spec) {
 			t.r.log.Error("fault", "err", err)
 			continue
 		}
+		at := s.At
+		var first int
+		if at == 0 {
+			// Faults from time zero are in place before any client starts,
+			// so the first operation already runs under them.
+			first = t.inject(ctx, s, f)
+		}
 		t.wg.Add(1)
 		go func() {
 			defer t.wg.Done()
-			at := s.At
 			for {
+				if at == 0 && first != 0 {
+					id := first
+					first = 0
+					if s.For > 0 {
+						if !sleepCtx(ctx, s.For) {
+							return
+						}
+						t.heal(id)
+					}
+					if s.Every <= 0 {
+						return
+					}
+					at += s.Every
+					continue
+				}
 				if !sleepCtx(ctx, at-t.r.elapsed()) {
 					return
 				}
@@ -116,6 +137,27 @@ func (t *timeline) inject(ctx context.Context, s nemesis.Spec, f nemesis.Fault) 
 	t.mu.Unlock()
 	t.r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStart, Value: desc, N: int64(id)})
 	return id
+}
+
+// injectNow injects a fault from a failpoint: at once, healing after its
+// For in the background (the client that triggered it may be the one it
+// pauses, so this must not wait).
+func (t *timeline) injectNow(ctx context.Context, s nemesis.Spec) error {
+	f, err := nemesis.Build(s)
+	if err != nil {
+		return err
+	}
+	id := t.inject(ctx, s, f)
+	if id < 0 || s.For <= 0 {
+		return nil
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		time.Sleep(s.For) // heals even when the run ends first: stopAndHeal waits
+		t.heal(id)
+	}()
+	return nil
 }
 
 func (t *timeline) heal(id int) {

@@ -55,6 +55,9 @@ type Env struct {
 	Control ClientControl
 	// Rand is seeded by the run so a seed replays the same choices.
 	Rand *rand.Rand
+	// Replicas maps a master node's name to its replica, when the scenario
+	// has replicas (redis-server backend).
+	Replicas map[string]*cluster.Process
 }
 
 // ClientControl is the runner's handle on its clients.

@@ -1,0 +1,256 @@
+package checker
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Defaults of Options.
+const (
+	DefaultDeadlockBound = 10 * time.Second
+	DefaultTimeout       = 10 * time.Second
+)
+
+func (o Options) withDefaults() Options {
+	if o.DeadlockBound <= 0 {
+		o.DeadlockBound = DefaultDeadlockBound
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	return o
+}
+
+// Porcupine's verdicts as Result.Linearizable spells them.
+const (
+	LinOK      = "ok"
+	LinIllegal = "illegal"
+	LinUnknown = "unknown"
+)
+
+// Check runs every check on h. The verdict, in order:
+//
+//   - unsafe: the resource was harmed (LostUpdates > 0, StaleWrites > 0 or
+//     DupFences > 0), or holds overlapped and the implementation is not
+//     fenced (o.Fenced false); also when the history is not linearizable for
+//     porcupine although the overlap pass found nothing (a checker bug:
+//     never call that safe);
+//   - deadlock: else, a key was starved longer than o.DeadlockBound;
+//   - inconclusive: else, porcupine ran out of time on a piece, no acquire
+//     was attempted at all, or the history had malformed entries;
+//   - safe: else. A fenced implementation whose holders overlapped but whose
+//     resource stayed correct is safe; Overlaps still says how often.
+func Check(h History, o Options) Result {
+	o = o.withDefaults()
+	a := analyze(h)
+	res := Result{FirstViolationNs: -1, DurationNs: a.end, Malformed: a.malformed}
+
+	ovs := make([]keyOverlaps, len(a.keys))
+	for k, kd := range a.keys {
+		ovs[k] = overlapPass(kd)
+		res.Overlaps += ovs[k].pairs
+		res.Holds += len(kd.holds)
+		if w := ovs[k].witness; w != nil && (res.Witness == nil || w.FromNs < res.Witness.FromNs ||
+			w.FromNs == res.Witness.FromNs && w.Key < res.Witness.Key) {
+			res.Witness = w
+		}
+	}
+	lin := checkPieces(a, ovs, o.Timeout)
+	res.Pieces, res.TimedOutPieces, res.Disagreements = lin.pieces, lin.timedOut, lin.disagree
+	switch {
+	case lin.illegal > 0:
+		res.Linearizable = LinIllegal
+	case lin.timedOut > 0:
+		res.Linearizable = LinUnknown
+	default:
+		res.Linearizable = LinOK
+	}
+
+	rr := checkResource(a)
+	res.AckedWrites, res.FinalValue, res.LostUpdates = rr.acked, rr.final, rr.lost
+	res.StaleWrites, res.Rejected, res.DupFences = rr.stale, rr.rejected, rr.dups
+	res.Harm = rr.harm
+	if res.Witness != nil {
+		res.FirstViolationNs = res.Witness.FromNs
+	}
+	if rr.firstHarm >= 0 && (res.FirstViolationNs < 0 || rr.firstHarm < res.FirstViolationNs) {
+		res.FirstViolationNs = rr.firstHarm
+	}
+
+	lv := checkLiveness(a)
+	res.Acquired, res.Attempts, res.Unknown = a.acquired, a.attempts, a.unknown
+	res.AcquireP50Ms, res.AcquireP99Ms = lv.p50, lv.p99
+	res.HandoffP50Ms, res.HandoffMaxMs = lv.handoffP50, lv.hoMax
+	res.Fairness, res.LongestWaitMs = lv.fairness, lv.longestWait
+	res.LongestStarvedMs, res.StarvedKey = lv.starved, lv.starvedKey
+
+	res.Verdict, res.Reason = verdict(&res, o, len(a.keys), lv.starvedFrom)
+	return res
+}
+
+func verdict(r *Result, o Options, keys int, starvedFrom int64) (string, string) {
+	harmed := r.LostUpdates > 0 || r.StaleWrites > 0 || r.DupFences > 0
+	var why []string
+	if r.LostUpdates > 0 {
+		why = append(why, fmt.Sprintf("%d lost updates (%d writes acknowledged, final value %d)", r.LostUpdates, r.AckedWrites, r.FinalValue))
+	}
+	if r.StaleWrites > 0 {
+		why = append(why, fmt.Sprintf("%d stale writes accepted", r.StaleWrites))
+	}
+	if r.DupFences > 0 {
+		why = append(why, fmt.Sprintf("%d fencing tokens issued twice", r.DupFences))
+	}
+	overlap := ""
+	if r.Witness != nil {
+		w := r.Witness
+		overlap = fmt.Sprintf("%d overlapping holds; first: c%d and c%d both held %s from %s to %s",
+			r.Overlaps, w.A.Client, w.B.Client, w.Key, ms(w.FromNs), ms(w.ToNs))
+	}
+	switch {
+	case harmed || r.Overlaps > 0 && !o.Fenced:
+		if r.Overlaps > 0 {
+			why = append([]string{overlap}, why...)
+		}
+		if r.Harm != "" {
+			why = append(why, "first harm: "+r.Harm)
+		}
+		return Unsafe, join(why)
+	case r.Linearizable == LinIllegal && r.Overlaps == 0:
+		return Unsafe, "porcupine found the history not linearizable but the overlap pass found no overlap (checker bug)"
+	case r.LongestStarvedMs > float64(o.DeadlockBound)/1e6:
+		return Deadlock, fmt.Sprintf("%s had acquisitions pending and none granted for %.0f ms from %s (bound %s)",
+			r.StarvedKey, r.LongestStarvedMs, ms(starvedFrom), o.DeadlockBound)
+	case r.TimedOutPieces > 0:
+		return Inconclusive, fmt.Sprintf("porcupine ran out of time (%s) on %d of %d pieces", o.Timeout, r.TimedOutPieces, r.Pieces)
+	case r.Attempts == 0:
+		return Inconclusive, "no acquire was attempted: the history tests nothing"
+	case r.Malformed > 0:
+		return Inconclusive, fmt.Sprintf("%d malformed history entries (completion without invoke, or overlapping operations of one process)", r.Malformed)
+	case r.Overlaps > 0:
+		return Safe, fmt.Sprintf("%s, but the fenced resource stayed correct (%d stale writes rejected)", overlap, r.Rejected)
+	}
+	return Safe, fmt.Sprintf("no overlap among %d holds on %d keys; %d writes acknowledged, none lost", r.Holds, keys, r.AckedWrites)
+}
+
+func join(parts []string) string {
+	s := ""
+	for i, p := range parts {
+		if i > 0 {
+			s += "; "
+		}
+		s += p
+	}
+	return s
+}
+
+// ErrNoViolation is returned by Violation for a history in which no two
+// holds overlap.
+var ErrNoViolation = errors.New("no overlapping holds: nothing to visualize")
+
+// Violation checks, with porcupine's verbose checker, the piece of the
+// failing key's history that contains the first overlap (reduced to the
+// overlapping pair and the unknown acquires during it when the piece is
+// large), and returns the model and linearization info for
+// porcupine.Visualize. It returns ErrNoViolation when nothing overlaps.
+func Violation(h History, o Options) (porcupine.Model, porcupine.LinearizationInfo, porcupine.CheckResult, error) {
+	o = o.withDefaults()
+	a := analyze(h)
+	var best *Witness
+	bestKey := -1
+	ovs := make([]keyOverlaps, len(a.keys))
+	for k, kd := range a.keys {
+		ovs[k] = overlapPass(kd)
+		if w := ovs[k].witness; w != nil && (best == nil || w.FromNs < best.FromNs || w.FromNs == best.FromNs && w.Key < best.Key) {
+			best, bestKey = w, k
+		}
+	}
+	model := MutexModel()
+	if best == nil {
+		return model, porcupine.LinearizationInfo{}, porcupine.Ok, ErrNoViolation
+	}
+	kd := a.keys[bestKey]
+	var found *piece
+	splitKey(bestKey, kd, &ovs[bestKey], func(p piece) {
+		if found == nil && p.overlap && p.lo < p.hi && kd.holds[p.lo].From <= best.FromNs && best.FromNs < kd.holds[p.hi-1].To+1 {
+			for i := p.lo; i < p.hi; i++ {
+				if kd.holds[i].Process == best.B.Process && kd.holds[i].From == best.B.From {
+					found = &p
+					return
+				}
+			}
+		}
+	})
+	if found == nil {
+		return model, porcupine.LinearizationInfo{}, porcupine.Ok, fmt.Errorf("checker bug: no piece holds the overlap on %s", best.Key)
+	}
+	res, info := porcupine.CheckOperationsVerbose(model, pieceOps(kd, *found), o.Timeout)
+	return model, info, res, nil
+}
+
+// Visualize writes porcupine's HTML visualization of the piece of history
+// around the first overlap (see Violation), so the file stays small. A
+// history without an overlap (a deadlock, an inconclusive run) is not an
+// error: Visualize then draws the piece where the longest starvation began,
+// or the first piece of the history, so the report always has the file.
+func Visualize(h History, o Options, w io.Writer) error {
+	model, info, _, err := Violation(h, o)
+	if errors.Is(err, ErrNoViolation) {
+		model, info = contextPiece(h, o.withDefaults())
+	} else if err != nil {
+		return err
+	}
+	return porcupine.Visualize(model, info, w)
+}
+
+// contextPiece is the piece of the starved key that contains the start of
+// its longest starvation, or the first piece of the first key with holds.
+func contextPiece(h History, o Options) (porcupine.Model, porcupine.LinearizationInfo) {
+	model := MutexModel()
+	a := analyze(h)
+	lv := checkLiveness(a)
+	k := -1
+	for i, kd := range a.keys {
+		if kd.name == lv.starvedKey && len(kd.holds)+len(kd.unknowns) > 0 || k < 0 && len(kd.holds) > 0 {
+			k = i
+		}
+	}
+	if k < 0 {
+		_, info := porcupine.CheckOperationsVerbose(model, nil, o.Timeout)
+		return model, info
+	}
+	kd := a.keys[k]
+	ov := overlapPass(kd)
+	var chosen *piece
+	splitKey(k, kd, &ov, func(p piece) {
+		if chosen == nil || kd.name == lv.starvedKey && p.cutBefore <= lv.starvedFrom {
+			chosen = &p
+		}
+	})
+	_, info := porcupine.CheckOperationsVerbose(model, pieceOps(kd, *chosen), o.Timeout)
+	return model, info
+}
+
+// Holds returns every hold in h (the belief model's critical sections:
+// definite acquire ok to release invoke, crash or end of the history),
+// ordered by From, then key.
+func Holds(h History) []Hold {
+	a := analyze(h)
+	var out []Hold
+	for _, kd := range a.keys {
+		for i := range kd.holds {
+			out = append(out, kd.holds[i].Hold)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].From != out[j].From {
+			return out[i].From < out[j].From
+		}
+		return out[i].Key < out[j].Key
+	})
+	return out
+}

@@ -1,0 +1,246 @@
+package checker
+
+import (
+	"bytes"
+	"flag"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden histories in testdata")
+
+// golden is a committed history with what Check must say about it.
+type golden struct {
+	name  string
+	opts  Options
+	hist  func() History
+	check func(t *testing.T, r Result)
+}
+
+var goldens = []golden{
+	{name: "good", hist: goodHistory, check: func(t *testing.T, r Result) {
+		expect(t, r.Verdict, Safe, "verdict")
+		expect(t, r.Overlaps, 0, "overlaps")
+		expect(t, r.LostUpdates, int64(0), "lost updates")
+		expect(t, r.AckedWrites, int64(4), "acked writes")
+		expect(t, r.FinalValue, int64(4), "final value")
+		expect(t, r.Acquired, 4, "acquired")
+		expect(t, r.Attempts, 6, "attempts")
+		expect(t, r.Unknown, 1, "unknown")
+		expect(t, r.FirstViolationNs, int64(-1), "first violation")
+	}},
+	{name: "overlap", hist: overlapHistory, check: func(t *testing.T, r Result) {
+		expect(t, r.Verdict, Unsafe, "verdict")
+		expect(t, r.Linearizable, LinIllegal, "linearizable")
+		expect(t, r.Overlaps, 1, "overlaps")
+		expect(t, r.LostUpdates, int64(1), "lost updates")
+		w := r.Witness
+		if w == nil {
+			t.Fatal("no witness")
+		}
+		expect(t, w.Key, "lock:0", "witness key")
+		expect(t, [2]int{w.A.Client, w.A.Process}, [2]int{1, 1}, "witness A")
+		expect(t, [2]int{w.B.Client, w.B.Process}, [2]int{2, 2}, "witness B")
+		expect(t, [2]int64{w.A.From, w.A.To}, [2]int64{msT(805.1), msT(930.0)}, "A's hold")
+		expect(t, [2]int64{w.B.From, w.B.To}, [2]int64{msT(812.3), msT(900.0)}, "B's hold")
+		expect(t, [2]int64{w.FromNs, w.ToNs}, [2]int64{msT(812.3), msT(900.0)}, "overlap")
+		expect(t, w.B.Steps, []string{"setnx-del/after-get", "setnx-del/after-del"}, "B's steps")
+		expect(t, r.FirstViolationNs, msT(812.3), "first violation")
+		for _, s := range []string{"c1 (p1)", "c2 (p2)", "lock:0", "805.1 ms", "812.3 ms", "900.0 ms", "930.0 ms",
+			"setnx-del/after-get → setnx-del/after-del"} {
+			if !strings.Contains(w.Text, s) {
+				t.Errorf("witness text lacks %q: %s", s, w.Text)
+			}
+		}
+	}},
+	{name: "unknown-late", hist: unknownLateHistory, check: func(t *testing.T, r Result) {
+		expect(t, r.Verdict, Safe, "verdict")
+		expect(t, r.Linearizable, LinOK, "linearizable")
+		expect(t, r.Overlaps, 0, "overlaps")
+		expect(t, r.Unknown, 1, "unknown")
+	}},
+	{name: "fenced", opts: Options{Fenced: true}, hist: fencedHistory, check: func(t *testing.T, r Result) {
+		expect(t, r.Verdict, Safe, "verdict")
+		expect(t, r.Overlaps, 1, "overlaps")
+		expect(t, r.Linearizable, LinIllegal, "linearizable")
+		expect(t, r.Rejected, 1, "rejected")
+		expect(t, r.StaleWrites, 0, "stale writes")
+		expect(t, r.LostUpdates, int64(0), "lost updates")
+		expect(t, r.FirstViolationNs, msT(50), "first violation (the overlap)")
+	}},
+	{name: "lost-update", opts: Options{Fenced: true}, hist: lostUpdateHistory, check: func(t *testing.T, r Result) {
+		expect(t, r.Verdict, Unsafe, "verdict")
+		expect(t, r.LostUpdates, int64(1), "lost updates")
+		expect(t, r.StaleWrites, 1, "stale writes")
+		expect(t, r.AckedWrites, int64(2), "acked")
+		expect(t, r.FinalValue, int64(1), "final")
+		expect(t, r.FirstViolationNs, msT(50), "first violation")
+	}},
+}
+
+func expect[T any](t *testing.T, got, exp T, what string) {
+	t.Helper()
+	if !reflect.DeepEqual(got, exp) {
+		t.Errorf("%s: got %v, want %v", what, got, exp)
+	}
+}
+
+// goodHistory: three clients take turns on one key, one of them waiting
+// while another holds it; one attempt fails, one ends unknown and never
+// lands.
+func goodHistory() History {
+	b := &builder{}
+	b.cycle(1, 1, "lock:0", 0, 1, 3, 0, 1)
+	b.op(0.5, 3.4, Ok, 2, 2, FAcquire, "lock:0", fence(2)) // waited for c1
+	b.op(3.5, 3.6, Ok, 2, 2, FRead, "lock:0", n(1))
+	b.op(5.0, 5.1, Ok, 2, 2, FWrite, "lock:0", nf(2, 2))
+	b.op(5.2, 5.3, Ok, 2, 2, FRelease, "lock:0")
+	b.op(2.0, 2.5, Fail, 3, 3, FAcquire, "lock:0", errs("not acquired"))
+	b.op(2.6, 12.6, Info, 3, 3, FAcquire, "lock:0", errs("i/o timeout"))
+	b.cycle(4, 3, "lock:0", 13, 13.5, 15, 2, 3)
+	b.cycle(1, 1, "lock:0", 16, 16.2, 18, 3, 4)
+	b.final(20, "lock:0", 4)
+	return b.sorted()
+}
+
+// overlapHistory: the DEL race of setnx-del. c2 passed after-get and
+// after-del and got the lock while c1 still held it; both wrote 1.
+func overlapHistory() History {
+	b := &builder{}
+	b.op(800.0, 805.1, Ok, 1, 1, FAcquire, "lock:0", val("t1"))
+	b.add(801.0, Invoke, 2, 2, FAcquire, "lock:0")
+	b.step(806.0, 2, 2, "setnx-del/after-get")
+	b.step(810.0, 2, 2, "setnx-del/after-del")
+	b.add(812.3, Ok, 2, 2, FAcquire, "lock:0", val("t2"))
+	b.op(806.0, 806.1, Ok, 1, 1, FRead, "lock:0", n(0))
+	b.op(813.0, 813.1, Ok, 2, 2, FRead, "lock:0", n(0))
+	b.op(899.0, 899.5, Ok, 2, 2, FWrite, "lock:0", n(1))
+	b.op(900.0, 900.2, Ok, 2, 2, FRelease, "lock:0", val("t2"))
+	b.op(929.0, 929.5, Ok, 1, 1, FWrite, "lock:0", n(1))
+	b.op(930.0, 930.3, Ok, 1, 1, FRelease, "lock:0", val("t1"))
+	b.final(1000, "lock:0", 1)
+	return b.sorted()
+}
+
+// unknownLateHistory: c1's SET NX times out (info at 60 ms) but lands at
+// about 110 ms; c2, whose acquire was invoked after c1's, gets the lock at
+// 70 ms. c3 is refused while the ghost SET holds the key, and gets it once
+// it expires. Only definite oks count: safe.
+func unknownLateHistory() History {
+	b := &builder{}
+	b.op(10, 60, Info, 1, 1, FAcquire, "lock:0", errs("i/o timeout"))
+	b.op(20, 70, Ok, 2, 2, FAcquire, "lock:0", fence(1))
+	b.op(71, 72, Ok, 2, 2, FRead, "lock:0", n(0))
+	b.op(98, 99, Ok, 2, 2, FWrite, "lock:0", nf(1, 1))
+	b.op(100, 101, Ok, 2, 2, FRelease, "lock:0")
+	b.op(120, 121, Fail, 3, 3, FAcquire, "lock:0", errs("not acquired"))
+	b.op(130, 200, Ok, 3, 3, FAcquire, "lock:0", fence(3))
+	b.op(201, 202, Ok, 3, 3, FRead, "lock:0", n(1))
+	b.op(210, 211, Ok, 3, 3, FWrite, "lock:0", nf(2, 3))
+	b.op(212, 213, Ok, 3, 3, FRelease, "lock:0")
+	b.cycle(4, 1, "lock:0", 240, 250, 260, 2, 4) // c1 again, as a new process
+	b.final(300, "lock:0", 3)
+	return b.sorted()
+}
+
+// fencedHistory: c1 pauses past the TTL; c2 takes the lock with a higher
+// fence and writes; c1 wakes and writes with its stale fence, which the
+// resource rejects. Holders overlapped, the resource stayed correct.
+func fencedHistory() History {
+	b := &builder{}
+	b.op(9, 10, Ok, 1, 1, FAcquire, "lock:0", tokf("t1", 1))
+	b.op(11, 12, Ok, 1, 1, FRead, "lock:0", n(0))
+	b.add(15, Ok, NemesisProcess, -1, FStart, "", val("pause c1"))
+	b.op(40, 50, Ok, 2, 2, FAcquire, "lock:0", tokf("t2", 2))
+	b.op(51, 52, Ok, 2, 2, FRead, "lock:0", n(0))
+	b.op(60, 61, Ok, 2, 2, FWrite, "lock:0", nf(1, 2))
+	b.op(70, 71, Ok, 2, 2, FRelease, "lock:0", val("t2"))
+	b.add(75, Ok, NemesisProcess, -1, FStop, "", val("pause c1"))
+	b.op(80, 81, Fail, 1, 1, FWrite, "lock:0", nf(1, 1), errs("stale fencing token"))
+	b.op(90, 91, Fail, 1, 1, FRelease, "lock:0", val("t1"), errs("not held"))
+	b.final(100, "lock:0", 1)
+	return b.sorted()
+}
+
+// lostUpdateHistory is fencedHistory with a resource that forgot to check
+// the fence: c1's stale write is accepted and c2's increment is lost.
+func lostUpdateHistory() History {
+	b := &builder{}
+	b.op(9, 10, Ok, 1, 1, FAcquire, "lock:0", tokf("t1", 1))
+	b.op(11, 12, Ok, 1, 1, FRead, "lock:0", n(0))
+	b.op(40, 50, Ok, 2, 2, FAcquire, "lock:0", tokf("t2", 2))
+	b.op(51, 52, Ok, 2, 2, FRead, "lock:0", n(0))
+	b.op(60, 61, Ok, 2, 2, FWrite, "lock:0", nf(1, 2))
+	b.op(70, 71, Ok, 2, 2, FRelease, "lock:0", val("t2"))
+	b.op(80, 81, Ok, 1, 1, FWrite, "lock:0", nf(1, 1))
+	b.op(90, 91, Fail, 1, 1, FRelease, "lock:0", val("t1"), errs("not held"))
+	b.final(100, "lock:0", 1)
+	return b.sorted()
+}
+
+func goldenPath(name string) string { return filepath.Join("testdata", name+".jsonl") }
+
+// TestGenerateGolden rewrites testdata with -update; otherwise it checks
+// that the committed files are what the generators produce.
+func TestGenerateGolden(t *testing.T) {
+	for _, g := range goldens {
+		h := g.hist()
+		if *update {
+			if err := WriteFile(goldenPath(g.name), h); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := ReadFile(goldenPath(g.name))
+		if err != nil {
+			t.Fatalf("%v (run go test -run TestGenerateGolden -update)", err)
+		}
+		if !reflect.DeepEqual(got, h) {
+			t.Errorf("%s is stale: run go test -run TestGenerateGolden -update", goldenPath(g.name))
+		}
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for _, g := range goldens {
+		t.Run(g.name, func(t *testing.T) {
+			h, err := ReadFile(goldenPath(g.name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Check(h, g.opts)
+			t.Logf("%s: %s", r.Verdict, r.Reason)
+			expect(t, r.Disagreements, 0, "disagreements")
+			expect(t, r.Malformed, 0, "malformed")
+			g.check(t, r)
+			assertSplitAgrees(t, h)
+			var buf bytes.Buffer
+			err = Visualize(h, g.opts, &buf)
+			if err != nil || !bytes.Contains(buf.Bytes(), []byte("<html")) {
+				t.Errorf("Visualize: %v, %d bytes", err, buf.Len())
+			}
+			if _, _, _, err := Violation(h, g.opts); (err == ErrNoViolation) != (r.Overlaps == 0) {
+				t.Errorf("Violation: %v with %d overlaps", err, r.Overlaps)
+			}
+			holds := Holds(h)
+			expect(t, len(holds), r.Holds, "Holds")
+		})
+	}
+}
+
+func BenchmarkGolden(b *testing.B) {
+	for _, g := range goldens {
+		h, err := ReadFile(goldenPath(g.name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(g.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Check(h, g.opts)
+			}
+		})
+	}
+}

@@ -1,0 +1,173 @@
+package checker
+
+import (
+	"slices"
+	"sort"
+)
+
+// livenessResult is the liveness and performance part of a Result.
+type livenessResult struct {
+	p50, p99          float64
+	handoffP50, hoMax float64
+	fairness          float64
+	longestWait       float64
+	starved           float64
+	starvedKey        string
+	starvedFrom       int64
+}
+
+func nsToMs(ns int64) float64 { return float64(ns) / 1e6 }
+
+// percentile is the nearest-rank percentile of sorted xs (0 when empty).
+func percentile(xs []int64, p float64) int64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(xs))+0.999999) - 1
+	return xs[max(0, min(i, len(xs)-1))]
+}
+
+// checkLiveness measures acquire latency, hand-off, fairness and starvation.
+//
+//   - Hand-off: from a release ok that ended a hold to the next hold of the
+//     key by anyone (0 if granted before the release's reply), counted only
+//     when some acquire of the key was in flight at the release invoke.
+//   - Fairness: Jain's index (Σx)²/(n·Σx²) over the acquisitions of the n
+//     clients that attempted any; 0 when nothing was acquired.
+//   - Starvation: a key is starved while some client wants it and no hold
+//     is open. A want runs from a client's first acquire attempt to its
+//     grant; a failed or unknown attempt followed directly by another attempt
+//     on the same key continues it (a retry loop waits once), otherwise it
+//     ends at that attempt's completion. A starved interval begins at the
+//     later of the last hold end and the first pending attempt, and ends at
+//     the next grant, when nobody wants the key any more, or at the end of
+//     the history.
+func checkLiveness(a *analysis) livenessResult {
+	var r livenessResult
+	lat := a.latencies
+	slices.Sort(lat)
+	r.p50, r.p99 = nsToMs(percentile(lat, 0.50)), nsToMs(percentile(lat, 0.99))
+	r.longestWait = nsToMs(a.longest)
+
+	var handoffs []int64
+	for _, kd := range a.keys {
+		handoffs = appendHandoffs(handoffs, kd)
+		if s, from := starvation(kd, a.end); s > 0 && nsToMs(s) > r.starved {
+			r.starved, r.starvedKey, r.starvedFrom = nsToMs(s), kd.name, from
+		}
+	}
+	slices.Sort(handoffs)
+	if len(handoffs) > 0 {
+		r.handoffP50, r.hoMax = nsToMs(percentile(handoffs, 0.5)), nsToMs(handoffs[len(handoffs)-1])
+	}
+
+	var sum, sq float64
+	n := 0
+	for _, c := range a.perClient {
+		if c[0] == 0 {
+			continue
+		}
+		n++
+		x := float64(c[1])
+		sum += x
+		sq += x * x
+	}
+	if sq > 0 {
+		r.fairness = sum * sum / (float64(n) * sq)
+	}
+	return r
+}
+
+func appendHandoffs(out []int64, kd *keyData) []int64 {
+	if len(kd.holds) < 2 {
+		return out
+	}
+	invokes := make([]int64, 0, len(kd.acquires))
+	dones := make([]int64, 0, len(kd.acquires))
+	for _, ac := range kd.acquires {
+		invokes = append(invokes, ac.invoke)
+		if ac.done >= 0 {
+			dones = append(dones, ac.done)
+		}
+	}
+	slices.Sort(invokes)
+	slices.Sort(dones)
+	// holds are sorted by From
+	froms := make([]int64, len(kd.holds))
+	for i := range kd.holds {
+		froms[i] = kd.holds[i].From
+	}
+	for i := range kd.holds {
+		hr := &kd.holds[i]
+		if !hr.relOK {
+			continue
+		}
+		r := hr.To
+		// acquires in flight at r: invoked at or before r, not done before r
+		started := sort.Search(len(invokes), func(j int) bool { return invokes[j] > r })
+		ended := sort.Search(len(dones), func(j int) bool { return dones[j] >= r })
+		if started-ended <= 0 {
+			continue
+		}
+		next := sort.Search(len(froms), func(j int) bool { return froms[j] >= r })
+		for next < len(froms) && next == i {
+			next++
+		}
+		if next >= len(froms) {
+			continue
+		}
+		out = append(out, max(0, froms[next]-hr.relDone))
+	}
+	return out
+}
+
+// starvation returns the longest interval during which some client wanted
+// the key and no hold was open, and when it began.
+func starvation(kd *keyData, end int64) (int64, int64) {
+	if len(kd.wants) == 0 {
+		return 0, 0
+	}
+	type ev struct {
+		t     int64
+		dw, h int
+	}
+	evs := make([]ev, 0, 2*(len(kd.wants)+len(kd.holds)))
+	for _, w := range kd.wants {
+		evs = append(evs, ev{w.from, 1, 0}, ev{w.to, -1, 0})
+	}
+	for i := range kd.holds {
+		evs = append(evs, ev{kd.holds[i].From, 0, 1}, ev{kd.holds[i].To, 0, -1})
+	}
+	slices.SortFunc(evs, func(x, y ev) int {
+		switch {
+		case x.t < y.t:
+			return -1
+		case x.t > y.t:
+			return 1
+		}
+		return 0
+	})
+	var best, bestFrom, start int64
+	wants, holds, starved := 0, 0, false
+	for i := 0; i < len(evs); {
+		t := evs[i].t
+		for ; i < len(evs) && evs[i].t == t; i++ {
+			wants += evs[i].dw
+			holds += evs[i].h
+		}
+		now := wants > 0 && holds == 0
+		switch {
+		case now && !starved:
+			start = t
+		case !now && starved:
+			if t-start > best {
+				best, bestFrom = t-start, start
+			}
+		}
+		starved = now
+	}
+	if starved && end-start > best {
+		best, bestFrom = end-start, start
+	}
+	return best, bestFrom
+}

@@ -1,0 +1,179 @@
+package checker
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// The mutex model encodes the belief model: a client holds a key only from
+// a definite acquire ok to the end of its critical section.
+//
+//   - A definite acquire is an operation [invoke, ok]: the SET took effect at
+//     some instant in between.
+//   - An acquire with an unknown outcome (info, or no completion) gets the
+//     return time Infinity, never the time the client gave up: the SET may sit
+//     in a delayed link and land long after the client stopped waiting. In the
+//     belief model it is a no-op: the client never believed it held the lock
+//     and never entered a critical section, so even if the SET landed, no
+//     critical section ran under it. Its step leaves the state unchanged.
+//     (A lock granted to nobody's belief can still harm liveness, which the
+//     liveness checks measure, but not mutual exclusion.)
+//   - A failed acquire is omitted: a definite "no" does not change the state.
+//   - The release of a hold is called at the end of the critical section (the
+//     release invoke, the crash, or the end of the history) — not at the
+//     release's completion — because the client stops acting as a holder the
+//     moment it starts releasing (or vanishes). Its return is the release's
+//     completion (ok or fail) or, when there is none (info, crash, end), the
+//     end of the critical section itself: the belief ended there.
+//
+// Holds are identified by the process that acquired them, also when its
+// client finishes the critical section under a later process id (after an
+// unknown outcome inside it).
+//
+// With every acquire returning at its hold's From and every release called
+// at its hold's To, the history is linearizable exactly when no two holds of
+// a key overlap strictly (A.From < B.To && B.From < A.To): if two do, each
+// acquire precedes the other's release in real time, so neither can come
+// after the other's release; if none does, ordering the holds by (From, To)
+// and linearizing each acquire at From and each release at To is legal. The
+// overlap pass computes the same thing directly, and tests assert that both
+// agree. The theorem also shows which rewrites of an operation's interval
+// keep the verdict: any acquire call in [-inf, From] and any release return
+// in [To, +inf] — the split relies on it.
+
+// MutexKind is the kind of a mutex model operation.
+type MutexKind uint8
+
+// Mutex model operations.
+const (
+	MutexAcquire MutexKind = iota // a definite acquire ok
+	MutexUnknown                  // an acquire with an unknown outcome: a no-op
+	MutexRelease                  // the end of a hold
+)
+
+// MutexInput is the input of a mutex model operation (outputs are nil).
+type MutexInput struct {
+	Kind    MutexKind
+	Key     string
+	Process int // the holder: the process that acquired
+	Client  int
+	Fence   int64
+}
+
+// free is the state of an unheld key.
+const free = math.MinInt
+
+// MutexModel is the porcupine model of one lock per key: the state is the
+// holding process or free; partitioned by key.
+func MutexModel() porcupine.Model {
+	return porcupine.Model{
+		Partition: partitionByKey,
+		Init:      func() interface{} { return free },
+		Step: func(state, input, _ interface{}) (bool, interface{}) {
+			s, in := state.(int), input.(MutexInput)
+			switch in.Kind {
+			case MutexAcquire:
+				if s == free {
+					return true, in.Process
+				}
+				return false, s
+			case MutexRelease:
+				if s == in.Process {
+					return true, free
+				}
+				return false, s
+			}
+			return true, s // unknown: possibly took effect, never believed
+		},
+		Hash: func(state interface{}) uint64 { return uint64(state.(int)) },
+		DescribeOperation: func(input, _ interface{}) string {
+			in := input.(MutexInput)
+			switch in.Kind {
+			case MutexAcquire:
+				if in.Fence > 0 {
+					return fmt.Sprintf("acquire %s → ok, fence %d (c%d p%d)", in.Key, in.Fence, in.Client, in.Process)
+				}
+				return fmt.Sprintf("acquire %s → ok (c%d p%d)", in.Key, in.Client, in.Process)
+			case MutexRelease:
+				return fmt.Sprintf("end of critical section on %s (c%d p%d)", in.Key, in.Client, in.Process)
+			}
+			return fmt.Sprintf("acquire %s → unknown (c%d p%d)", in.Key, in.Client, in.Process)
+		},
+		DescribeState: func(state interface{}) string {
+			if s := state.(int); s != free {
+				return fmt.Sprintf("held by p%d", s)
+			}
+			return "free"
+		},
+	}
+}
+
+func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
+	idx := map[string]int{}
+	var parts [][]porcupine.Operation
+	for _, op := range ops {
+		k := op.Input.(MutexInput).Key
+		i, ok := idx[k]
+		if !ok {
+			i = len(parts)
+			idx[k] = i
+			parts = append(parts, nil)
+		}
+		parts[i] = append(parts[i], op)
+	}
+	return parts
+}
+
+// holdOps appends the two operations of a hold. acqCall and relReturn are
+// the (possibly narrowed) acquire call and release return.
+func holdOps(ops []porcupine.Operation, hr *holdRec, acqCall, relReturn int64, client func(int) int) []porcupine.Operation {
+	in := MutexInput{Kind: MutexAcquire, Key: hr.Key, Process: hr.Process, Client: hr.Client, Fence: hr.Fence}
+	cid := client(hr.Process)
+	ops = append(ops, porcupine.Operation{ClientId: cid, Input: in, Call: acqCall, Return: hr.From})
+	in.Kind = MutexRelease
+	return append(ops, porcupine.Operation{ClientId: cid, Input: in, Call: hr.To, Return: relReturn})
+}
+
+func unknownOp(u *unknownAcq, key string, client func(int) int) porcupine.Operation {
+	return porcupine.Operation{ClientId: client(u.process),
+		Input: MutexInput{Kind: MutexUnknown, Key: key, Process: u.process, Client: u.client},
+		Call:  u.invoke, Return: Infinity}
+}
+
+// clientIDs numbers processes from zero, as porcupine's visualization wants.
+func clientIDs() func(int) int {
+	m := map[int]int{}
+	return func(p int) int {
+		if id, ok := m[p]; ok {
+			return id
+		}
+		m[p] = len(m)
+		return m[p]
+	}
+}
+
+// MutexOperations returns the whole history as mutex model operations with
+// their recorded intervals (acquire: invoke → ok; unknown acquire: invoke →
+// Infinity; release: end of the critical section → release completion),
+// unsplit. Check splits them instead; this is the reference it is tested
+// against, and what small histories can be checked with directly.
+func MutexOperations(h History) []porcupine.Operation {
+	return analyze(h).operations()
+}
+
+func (a *analysis) operations() []porcupine.Operation {
+	var ops []porcupine.Operation
+	client := clientIDs()
+	for _, kd := range a.keys {
+		for i := range kd.holds {
+			hr := &kd.holds[i]
+			ops = holdOps(ops, hr, hr.invoke, max(hr.relDone, hr.To), client)
+		}
+		for i := range kd.unknowns {
+			ops = append(ops, unknownOp(&kd.unknowns[i], kd.name, client))
+		}
+	}
+	return ops
+}

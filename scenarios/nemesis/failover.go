@@ -1,0 +1,68 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+
+	"github.com/lockstorm/lockstorm/scenarios/cluster"
+)
+
+// Failover does what Sentinel would: the master of each targeted node is
+// killed, its replica is promoted (REPLICAOF NO ONE), and every client link
+// to that node is pointed at the promoted replica. Writes the master
+// acknowledged but had not replicated are gone: seed 002's flaw of the
+// regular scheme. It does not heal; the promoted replica stays master.
+func init() {
+	Register("failover", "kill the targeted masters, promote their replicas and redirect the clients to them (as Sentinel)",
+		func(s Spec) (Fault, error) {
+			if len(s.Nodes) == 0 {
+				return nil, fmt.Errorf("failover: needs nodes")
+			}
+			return &failover{s}, nil
+		})
+}
+
+type failover struct{ spec Spec }
+
+// SetUpstream points the link at another server: existing connections are
+// dropped (the client sees its master vanish) and new ones reach addr.
+func (l *Link) SetUpstream(addr string) error {
+	if err := l.proxy.Update(&toxiproxy.Proxy{Listen: l.Addr, Upstream: addr, Enabled: true}); err != nil {
+		return fmt.Errorf("link %s: redirect to %s: %w", l.Name(), addr, err)
+	}
+	return nil
+}
+
+func (f *failover) Inject(ctx context.Context, env *Env) (Heal, string, error) {
+	sc, ok := env.Cluster.(cluster.ServerControl)
+	if !ok {
+		return nil, "", fmt.Errorf("failover: the %s backend has no server control", env.Cluster.Kind())
+	}
+	var done []string
+	for _, n := range f.spec.Nodes {
+		rep := env.Replicas[n]
+		if rep == nil {
+			return nil, "", fmt.Errorf("failover: node %s has no replica (set replicas: 1 in the scenario)", n)
+		}
+		i, err := nodeIndex(env, n)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := sc.Kill(i); err != nil {
+			return nil, "", fmt.Errorf("failover: kill %s: %w", n, err)
+		}
+		if err := rep.Promote(); err != nil {
+			return nil, "", fmt.Errorf("failover: promote %s: %w", rep.Name, err)
+		}
+		for _, l := range env.Net.Links(func(l *Link) bool { return l.Node == n && !strings.HasPrefix(l.Host, "r") }) {
+			if err := l.SetUpstream(rep.Addr); err != nil {
+				return nil, "", err
+			}
+		}
+		done = append(done, n+"→"+rep.Name)
+	}
+	return func() error { return nil }, strings.Join(done, ","), nil
+}

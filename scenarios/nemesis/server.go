@@ -1,0 +1,103 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lockstorm/lockstorm/scenarios/cluster"
+)
+
+// Server faults act on the Redis processes themselves.
+func init() {
+	Register("kill", "SIGKILL the targeted nodes; healing restarts them empty (no persistence: the data is gone)",
+		serverFactory(func(sc cluster.ServerControl, i int) (func() error, error) {
+			if err := sc.Kill(i); err != nil {
+				return nil, err
+			}
+			return func() error { return sc.Restart(i) }, nil
+		}))
+	Register("server-pause", "freeze the targeted nodes (SIGSTOP) until the fault heals (SIGCONT)",
+		serverFactory(func(sc cluster.ServerControl, i int) (func() error, error) {
+			if err := sc.Pause(i); err != nil {
+				return nil, err
+			}
+			return func() error { return sc.Resume(i) }, nil
+		}))
+	Register("server-clock", "move the targeted nodes' wall clocks by offset (keys expire by it); healing moves them back",
+		func(s Spec) (Fault, error) {
+			if s.Offset == 0 {
+				return nil, errors.New("server-clock: needs offset")
+			}
+			return serverFactory(func(sc cluster.ServerControl, i int) (func() error, error) {
+				before := sc.ClockOffset(i)
+				if err := sc.SetClockOffset(i, before+s.Offset); err != nil {
+					return nil, err
+				}
+				return func() error { return sc.SetClockOffset(i, before) }, nil
+			})(s)
+		})
+}
+
+type serverFault struct {
+	spec Spec
+	act  func(sc cluster.ServerControl, i int) (func() error, error)
+}
+
+func serverFactory(act func(sc cluster.ServerControl, i int) (func() error, error)) Factory {
+	return func(s Spec) (Fault, error) {
+		if len(s.Nodes) == 0 && s.Pick != "minority" && s.Pick != "majority" {
+			return nil, fmt.Errorf("%s: needs nodes or pick: minority|majority", s.Kind)
+		}
+		return &serverFault{spec: s, act: act}, nil
+	}
+}
+
+// UsesServerClock says whether any of specs needs the server clock shim.
+func UsesServerClock(specs []Spec) bool {
+	for _, s := range specs {
+		if s.Kind == "server-clock" {
+			return true
+		}
+	}
+	return false
+}
+
+func nodeIndex(env *Env, name string) (int, error) {
+	for i, n := range env.Cluster.Nodes() {
+		if n.Name == name {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("no node %s", name)
+}
+
+func (f *serverFault) Inject(_ context.Context, env *Env) (Heal, string, error) {
+	sc, ok := env.Cluster.(cluster.ServerControl)
+	if !ok {
+		return nil, "", fmt.Errorf("%s: the %s backend has no server control", f.spec.Kind, env.Cluster.Kind())
+	}
+	var heals []func() error
+	heal := func() error {
+		var errs []error
+		for _, h := range heals {
+			errs = append(errs, h())
+		}
+		return errors.Join(errs...)
+	}
+	nodes := f.spec.nodes(env)
+	for _, n := range nodes {
+		i, err := nodeIndex(env, n)
+		if err != nil {
+			heal()
+			return nil, "", err
+		}
+		h, err := f.act(sc, i)
+		if err != nil {
+			heal()
+			return nil, "", fmt.Errorf("%s %s: %w", f.spec.Kind, n, err)
+		}
+		heals = append(heals, h)
+	}
+	return heal, fmt.Sprintf("nodes %v", nodes), nil
+}
