@@ -11,7 +11,7 @@ import (
 
 // Action is what a failpoint does when a client reaches it. Exactly the
 // fields that are set apply, in this order: wait for another client's step,
-// sleep, wait for a gate, crash.
+// wait for a gate, run Do (a fault placed here), sleep, open a gate, crash.
 type Action struct {
 	// Skip ignores the first Skip hits of the point.
 	Skip int `yaml:"skip" json:"skip,omitempty"`
@@ -34,8 +34,9 @@ type Action struct {
 	Crash bool `yaml:"crash" json:"crash,omitempty"`
 	// Open opens the named gate after the other parts ran.
 	Open string `yaml:"open" json:"open,omitempty"`
-	// Do runs last, before a crash: the runner's hook for faults placed
-	// at a step (a pause while holding, a clock jump at the right moment).
+	// Do runs after the waits and before the sleep: the runner's hook for
+	// faults placed at a step (a pause while holding, a clock jump at the
+	// right moment), which then take effect while the client sleeps there.
 	Do func(ctx context.Context) error `yaml:"-" json:"-"`
 }
 
@@ -162,6 +163,16 @@ func (f *Failpoints) do(ctx context.Context, point string, a *Action) error {
 			return fmt.Errorf("failpoint %s: waiting for client %d at %s: %w", point, a.WaitClient, a.WaitFor, err)
 		}
 	}
+	if a.Gate != "" {
+		if err := h.waitUntil(ctx, func() bool { return h.gates[a.Gate] }); err != nil {
+			return fmt.Errorf("failpoint %s: gate %s: %w", point, a.Gate, err)
+		}
+	}
+	if a.Do != nil {
+		if err := a.Do(ctx); err != nil {
+			return fmt.Errorf("failpoint %s: %w", point, err)
+		}
+	}
 	if a.Sleep > 0 {
 		t := time.NewTimer(a.Sleep)
 		select {
@@ -171,18 +182,8 @@ func (f *Failpoints) do(ctx context.Context, point string, a *Action) error {
 		case <-t.C:
 		}
 	}
-	if a.Gate != "" {
-		if err := h.waitUntil(ctx, func() bool { return h.gates[a.Gate] }); err != nil {
-			return fmt.Errorf("failpoint %s: gate %s: %w", point, a.Gate, err)
-		}
-	}
 	if a.Open != "" {
 		h.Open(a.Open)
-	}
-	if a.Do != nil {
-		if err := a.Do(ctx); err != nil {
-			return fmt.Errorf("failpoint %s: %w", point, err)
-		}
 	}
 	if a.Crash {
 		return fmt.Errorf("%w %s", ErrCrashed, point)

@@ -34,6 +34,8 @@ type Row struct {
 	FirstViolationMs *float64 `json:"first_violation_ms"`
 	Witness          string   `json:"witness"`
 	Replay           string   `json:"replay"`
+	// RunDir is the run folder, when one was kept.
+	RunDir string `json:"run_dir,omitempty"`
 }
 
 // FromOutcome flattens an outcome.

@@ -47,7 +47,7 @@ func main() {
 	if ctx.Err() != nil {
 		code = 130
 	}
-	if code != 1 || ee == nil || ee.err.Error() != "" {
+	if err.Error() != "" {
 		fmt.Fprintln(os.Stderr, "lockstorm:", err)
 	}
 	os.Exit(code)

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/lockstorm/lockstorm/reports"
 	"github.com/lockstorm/lockstorm/scenarios"
@@ -31,6 +33,10 @@ type runFlags struct {
 	format    string
 	verbose   bool
 	gatedOnly bool
+	out       string
+	keep      string
+	junit     string
+	parallel  int
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
@@ -46,6 +52,10 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.BoolVar(&f.json, "json", false, "print JSON rows (same as --format json)")
 	fs.StringVar(&f.format, "format", "table", "table, markdown or json")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging on stderr")
+	fs.StringVar(&f.out, "out", "out", "root folder for run folders")
+	fs.StringVar(&f.keep, "keep", reports.KeepFailures, "which run folders to keep: failures, all or none")
+	fs.StringVar(&f.junit, "junit", "", "also write JUnit XML to this file")
+	fs.IntVar(&f.parallel, "parallel", 3, "scenario runs at once (each has its own servers and ports)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stdout)
@@ -64,6 +74,14 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	case reports.FormatTable, reports.FormatMarkdown, reports.FormatJSON:
 	default:
 		return nil, usage("run: --format %q: want table, markdown or json", f.format)
+	}
+	switch f.keep {
+	case reports.KeepFailures, reports.KeepAll, reports.KeepNone:
+	default:
+		return nil, usage("run: --keep %q: want failures, all or none", f.keep)
+	}
+	if f.parallel < 1 {
+		return nil, usage("run: --parallel must be at least 1")
 	}
 	if _, err := cluster.Resolve(f.backend); err != nil {
 		return nil, usage("run: --backend: %v", err)
@@ -107,7 +125,7 @@ func cmdRun(ctx context.Context, args []string) error {
 			return usage("run: scenario %s lists no impls; give --impl", spec.Name)
 		}
 		for _, impl := range impls {
-			if _, err := scenarioImpl(impl); err != nil {
+			if _, _, err := spec.Resolve(impl); err != nil {
 				return usage("run: --impl: %v", err)
 			}
 			jobs = append(jobs, job{spec, impl})
@@ -123,30 +141,54 @@ func cmdRun(ctx context.Context, args []string) error {
 		fmt.Fprintln(os.Stderr, "lockstorm: no redis-server on PATH: using the embedded backend (miniredis); install redis-server for real servers")
 	}
 	tty := isTerminal(os.Stderr)
-	var rows []reports.Row
-	mismatch := 0
+	results := make([]*scenarios.Outcome, len(jobs))
+	errs := make([]error, len(jobs))
+	prog := newProgress(tty, len(jobs))
+	sem := make(chan struct{}, f.parallel)
+	var wg sync.WaitGroup
 	for i, j := range jobs {
-		cfg := scenarios.Config{Impl: j.impl, Seed: f.seed, Backend: backend, Log: log}
-		if tty {
-			cfg.Progress = func(p scenarios.Progress) {
-				fmt.Fprintf(os.Stderr, "\r\x1b[K[%d/%d] %s × %s: %.0f/%.0fs, %d acquisitions", i+1, len(jobs),
-					p.Scenario, p.Impl, p.Elapsed.Seconds(), p.Total.Seconds(), p.Acquired)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				errs[i] = ctx.Err()
+				return
 			}
-		}
-		out, err := scenarios.Run(ctx, j.spec, cfg)
-		if tty {
-			fmt.Fprint(os.Stderr, "\r\x1b[K")
-		}
-		if err != nil {
-			return &exitError{2, fmt.Errorf("%s × %s: %w", j.spec.Name, j.impl, err)}
+			cfg := scenarios.Config{Impl: j.impl, Seed: f.seed, Backend: backend, Log: log, Progress: prog.update}
+			out, err := scenarios.Run(ctx, j.spec, cfg)
+			prog.done(j.spec.Name, j.impl, out)
+			results[i], errs[i] = out, err
+		}()
+	}
+	wg.Wait()
+	prog.clear()
+	var rows []reports.Row
+	var cases []reports.JUnitCase
+	mismatch := 0
+	now := time.Now()
+	for i, out := range results {
+		if errs[i] != nil {
+			return &exitError{2, fmt.Errorf("%s × %s: %w", jobs[i].spec.Name, jobs[i].impl, errs[i])}
 		}
 		row := reports.FromOutcome(out)
 		if !row.AsExpected {
 			mismatch++
 		}
+		if reports.ShouldKeep(f.keep, out) {
+			dir, err := reports.WriteRunDir(f.out, out, now)
+			if err != nil {
+				return &exitError{2, err}
+			}
+			row.RunDir = dir
+		}
 		rows = append(rows, row)
-		if !tty {
-			log.Info("done", "scenario", row.Scenario, "impl", row.Impl, "verdict", row.Verdict)
+		cases = append(cases, reports.JUnitCase{Row: row, Seconds: out.Elapsed.Seconds()})
+	}
+	if f.junit != "" {
+		if err := reports.WriteJUnitFile(f.junit, cases); err != nil {
+			return &exitError{2, err}
 		}
 	}
 	if err := reports.Write(os.Stdout, rows, f.format, isTerminal(os.Stdout)); err != nil {
@@ -157,7 +199,7 @@ func cmdRun(ctx context.Context, args []string) error {
 			fmt.Fprintf(os.Stdout, "\n%d of %d verdicts differ from the expected ones; replay with:\n", mismatch, len(rows))
 			for _, r := range rows {
 				if !r.AsExpected {
-					fmt.Fprintf(os.Stdout, "  %s\n", r.Replay)
+					fmt.Fprintf(os.Stdout, "  %s    # %s\n", r.Replay, r.RunDir)
 				}
 			}
 		}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/lockstorm/lockstorm/scenarios"
+)
+
+// progress prints one status line on a terminal while runs go on, and
+// nothing when stderr is not a terminal (CI logs stay clean).
+type progress struct {
+	tty      bool
+	mu       sync.Mutex
+	total    int
+	finished int
+	unsafe   int
+	running  map[string]scenarios.Progress
+}
+
+func newProgress(tty bool, total int) *progress {
+	return &progress{tty: tty, total: total, running: map[string]scenarios.Progress{}}
+}
+
+func (p *progress) update(s scenarios.Progress) {
+	if !p.tty {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running[s.Scenario+"/"+s.Impl] = s
+	p.printLocked()
+}
+
+func (p *progress) done(scen, impl string, out *scenarios.Outcome) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.running, scen+"/"+impl)
+	p.finished++
+	if out != nil && !out.AsExpected() {
+		p.unsafe++
+	}
+	if p.tty {
+		p.printLocked()
+	}
+}
+
+func (p *progress) printLocked() {
+	line := fmt.Sprintf("[%d/%d done, %d unexpected]", p.finished, p.total, p.unsafe)
+	for k, s := range p.running {
+		line += fmt.Sprintf(" %s %.0f/%.0fs", k, s.Elapsed.Seconds(), s.Total.Seconds())
+	}
+	fmt.Fprintf(os.Stderr, "\r\x1b[K%s", line)
+}
+
+func (p *progress) clear() {
+	if p.tty {
+		fmt.Fprint(os.Stderr, "\r\x1b[K")
+	}
+}
