@@ -2,8 +2,11 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -139,3 +142,19 @@ func (r *resource) write(key string, v, fence int64) bool {
 	r.n[key] = v
 	return true
 }
+
+// redisLog routes go-redis's own log lines (dial failures to servers a
+// fault killed, which are expected) to the debug level of the run's logger
+// instead of stderr.
+type redisLog struct{}
+
+// debugLog is where redisLog writes; set per process by Run.
+var debugLog atomic.Pointer[slog.Logger]
+
+func (redisLog) Printf(ctx context.Context, format string, v ...any) {
+	if l := debugLog.Load(); l != nil {
+		l.Debug("go-redis: " + fmt.Sprintf(format, v...))
+	}
+}
+
+func init() { redis.SetLogger(redisLog{}) }

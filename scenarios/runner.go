@@ -108,6 +108,7 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	debugLog.Store(cfg.Log)
 	seed := spec.Seed
 	if cfg.Seed != 0 {
 		seed = cfg.Seed

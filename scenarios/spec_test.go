@@ -26,9 +26,9 @@ func TestParseRejectsBadSpecs(t *testing.T) {
 		{"negative duration", strings.Replace(goodSpec, "ttl: 100ms", "ttl: -100ms", 1), 5, "lock.ttl", "must not be negative"},
 		{"syntax error", goodSpec + "faults: [\n", 0, "", ""},
 		{"missing duration", "name: t\nclients: 1\n", 0, "duration", "missing"},
-		{"bad expected verdict", goodSpec + "expected:\n  set-nx-px: fine\n", 9, "expected.set-nx-px", "verdict must be"},
-		{"bad fault", goodSpec + "faults:\n  - {at: 1s, kind: meteor}\n", 9, "faults.0", "unknown fault kind"},
-		{"failpoint client out of range", goodSpec + "failpoints:\n  - {client: 5, point: set-nx-px/before-set, sleep: 1s}\n", 9, "failpoints.0.client", "no client 5"},
+		{"bad expected verdict", goodSpec + "expected:\n  set-nx-px: fine\n", 8, "expected.set-nx-px", "verdict must be"},
+		{"bad fault", goodSpec + "faults:\n  - {at: 1s, kind: meteor}\n", 8, "faults.0", "unknown fault kind"},
+		{"failpoint client out of range", goodSpec + "failpoints:\n  - {client: 5, point: set-nx-px/before-set, sleep: 1s}\n", 8, "failpoints.0.client", "no client 5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("x.yaml", []byte(tc.text))
