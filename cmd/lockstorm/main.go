@@ -35,6 +35,7 @@ func usage(format string, args ...any) error {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:])
+	interrupted := ctx.Err() != nil
 	stop()
 	if err == nil {
 		return
@@ -44,7 +45,7 @@ func main() {
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	if ctx.Err() != nil {
+	if interrupted {
 		code = 130
 	}
 	if err.Error() != "" {
