@@ -65,9 +65,11 @@ func run(ctx context.Context, args []string) error {
 		return cmdRun(ctx, args[1:])
 	case "check":
 		return cmdCheck(args[1:])
+	case "bench":
+		return cmdBench(ctx, args[1:])
 	case "-h", "--help", "help":
-		fmt.Println("usage: lockstorm list | run | check  (lockstorm CMD -h for flags)")
+		fmt.Println("usage: lockstorm list | run | check | bench  (lockstorm CMD -h for flags)")
 		return nil
 	}
-	return usage("unknown command %q (want list, run or check)", args[0])
+	return usage("unknown command %q (want list, run, check or bench)", args[0])
 }

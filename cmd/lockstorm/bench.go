@@ -1,0 +1,7 @@
+package main
+
+import "context"
+
+func cmdBench(ctx context.Context, args []string) error {
+	return usage("bench: not built yet")
+}
