@@ -180,8 +180,13 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		}
 	}
 	r.nextPID.Store(int64(spec.Clients))
+	skewRng := rand.New(rand.NewPCG(seed, 0x736b6577))
 	for i := 0; i < spec.Clients; i++ {
-		c := &runClient{id: i, host: hostOf(i), clock: lockimpl.NewSkewClock(spec.ClockOffsets[i]), fp: lockimpl.NewFailpoints(hub, i)}
+		offset, ok := spec.ClockOffsets[i]
+		if !ok && spec.ClockSkew > 0 && i%2 == 1 {
+			offset = -time.Duration(skewRng.Int64N(int64(spec.ClockSkew)))
+		}
+		c := &runClient{id: i, host: hostOf(i), clock: lockimpl.NewSkewClock(offset), fp: lockimpl.NewFailpoints(hub, i)}
 		c.process.Store(int64(i))
 		c.ctx, c.cancel = context.WithCancel(ctx)
 		env := lockimpl.Env{Client: i, Clock: c.clock, FP: c.fp, Log: cfg.Log,
@@ -217,6 +222,12 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		if fp.Fault != nil {
 			fs := *fp.Fault
 			a.Do = func(ctx context.Context) error { return tl.injectNow(ctx, fs) }
+		}
+		if fp.Client == -1 {
+			for _, c := range r.clients {
+				c.fp.Attach(fp.Point, a)
+			}
+			continue
 		}
 		r.clients[fp.Client].fp.Attach(fp.Point, a)
 	}
@@ -272,9 +283,11 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		}
 	}
 	if !waitClients() {
-		// The run's time is up: clients finish the cycle they are in (a
+		// The run's time is up: faults heal first (a paused client must be
+		// able to finish), then clients finish the cycle they are in (a
 		// critical section ends with its release), within a grace period
 		// that covers one more wait and hold; then they are cancelled.
+		tl.stopAndHeal()
 		grace := time.NewTimer(r.grace())
 		select {
 		case <-done:

@@ -71,6 +71,10 @@ type Spec struct {
 
 	// ClockOffsets sets client clocks apart from the start (client → offset).
 	ClockOffsets map[int]time.Duration `yaml:"clock_offsets"`
+	// ClockSkew sets every other client's clock behind by a random amount
+	// in [0, ClockSkew), drawn from the seed (clients whose ClockOffsets
+	// are given keep those).
+	ClockSkew time.Duration `yaml:"clock_skew"`
 	// Variants name implementations with their own lock options.
 	Variants map[string]Variant `yaml:"variants"`
 	// Impls are the implementations (or variants) the scenario runs by default.
@@ -105,7 +109,8 @@ type Network struct {
 	Jitter  time.Duration `yaml:"jitter"`
 }
 
-// FailpointSpec attaches an action to a step of one client. Points are an
+// FailpointSpec attaches an action to a step of one client (client -1:
+// every client). Points are an
 // implementation's steps (impl/step) or the runner's own: cycle/before-acquire,
 // cs/hold (inside the critical section, after the read) and
 // cycle/before-release (the critical section is over; the release is next).
@@ -234,7 +239,7 @@ func (s *Spec) validate(root *yaml.Node) error {
 	}{{"duration", s.Duration}, {"client_timeout", s.ClientTimeout}, {"think", s.Think},
 		{"lock.ttl", s.Lock.TTL}, {"lock.retry_delay", s.Lock.RetryDelay}, {"lock.wait_timeout", s.Lock.WaitTimeout},
 		{"lock.node_timeout", s.Lock.NodeTimeout}, {"workload.cs_min", s.Workload.CSMin}, {"workload.cs_max", s.Workload.CSMax},
-		{"network.latency", s.Network.Latency}, {"network.jitter", s.Network.Jitter}, {"deadlock_bound", s.DeadlockBound}}
+		{"network.latency", s.Network.Latency}, {"clock_skew", s.ClockSkew}, {"network.jitter", s.Network.Jitter}, {"deadlock_bound", s.DeadlockBound}}
 	for _, d := range durs {
 		if d.d < 0 {
 			return bad(d.f, "must not be negative, got %v", d.d)
@@ -311,7 +316,7 @@ func (s *Spec) validate(root *yaml.Node) error {
 		if fp.Point == "" || !strings.Contains(fp.Point, "/") {
 			return bad(fmt.Sprintf("failpoints.%d.point", i), "want impl/step, got %q", fp.Point)
 		}
-		if fp.Client < 0 || fp.Client >= s.Clients {
+		if fp.Client < -1 || fp.Client >= s.Clients {
 			return bad(fmt.Sprintf("failpoints.%d.client", i), "no client %d (clients: %d)", fp.Client, s.Clients)
 		}
 		if fp.Sleep < 0 {

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -16,13 +17,15 @@ import (
 // history entry of the nemesis process. Whatever is still active heals when
 // the run ends, before the final checks.
 type timeline struct {
-	r      *run
-	env    *nemesis.Env
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	active map[int]activeFault
-	seq    int
-	cancel context.CancelFunc
+	r        *run
+	env      *nemesis.Env
+	wg       sync.WaitGroup
+	injectMu sync.Mutex
+	mu       sync.Mutex
+	active   map[int]activeFault
+	seq      int
+	cancel   context.CancelFunc
+	ctx      context.Context // the schedule's; done when it stops
 }
 
 type activeFault struct {
@@ -70,42 +73,36 @@ func describe(s nemesis.Spec, detail string) string {
 
 func (t *timeline) start(ctx context.Context, faults []nemesis.Spec) {
 	ctx, t.cancel = context.WithCancel(ctx)
-	for _, s := range faults {
+	t.ctx = ctx
+	for i, s := range faults {
 		f, err := nemesis.Build(s) // validated at load; cannot fail here
 		if err != nil {
 			t.r.log.Error("fault", "err", err)
 			continue
 		}
-		at := s.At
-		var first int
+		// Each fault draws its times and targets from its own source, so a
+		// seed replays the same schedule whatever the goroutines' order.
+		env := *t.env
+		env.Rand = rand.New(rand.NewPCG(t.r.seed(), 0x66617531+uint64(i)))
+		at := s.At + jitter(env.Rand, s.Within)
+		first := 0
 		if at == 0 {
 			// Faults from time zero are in place before any client starts,
 			// so the first operation already runs under them.
-			first = t.inject(ctx, s, f)
+			first = t.inject(ctx, &env, s, f)
 		}
 		t.wg.Add(1)
 		go func() {
 			defer t.wg.Done()
 			for {
-				if at == 0 && first != 0 {
-					id := first
-					first = 0
-					if s.For > 0 {
-						if !sleepCtx(ctx, s.For) {
-							return
-						}
-						t.heal(id)
-					}
-					if s.Every <= 0 {
+				id := first
+				if first == 0 {
+					if !sleepCtx(ctx, at-t.r.elapsed()) {
 						return
 					}
-					at += s.Every
-					continue
+					id = t.inject(ctx, &env, s, f)
 				}
-				if !sleepCtx(ctx, at-t.r.elapsed()) {
-					return
-				}
-				id := t.inject(ctx, s, f)
+				first = 0
 				if s.For > 0 {
 					if !sleepCtx(ctx, s.For) {
 						return
@@ -115,16 +112,28 @@ func (t *timeline) start(ctx context.Context, faults []nemesis.Spec) {
 				if s.Every <= 0 {
 					return
 				}
-				at += s.Every
+				at += s.Every + jitter(env.Rand, s.Within)
 			}
 		}()
 	}
 }
 
+// jitter draws a start offset in [0, within).
+func jitter(r *rand.Rand, within time.Duration) time.Duration {
+	if within <= 0 {
+		return 0
+	}
+	return time.Duration(r.Int64N(int64(within)))
+}
+
 func (r *run) elapsed() time.Duration { return time.Duration(r.rec.Now()) }
 
-func (t *timeline) inject(ctx context.Context, s nemesis.Spec, f nemesis.Fault) int {
-	heal, detail, err := f.Inject(ctx, t.env)
+// inject starts one fault and records it; faults are injected one at a
+// time, as a single nemesis process would.
+func (t *timeline) inject(ctx context.Context, env *nemesis.Env, s nemesis.Spec, f nemesis.Fault) int {
+	t.injectMu.Lock()
+	heal, detail, err := f.Inject(ctx, env)
+	t.injectMu.Unlock()
 	desc := describe(s, detail)
 	if err != nil {
 		t.r.rec.Add(checker.Op{Type: checker.Fail, Process: checker.NemesisProcess, Client: -1, F: checker.FStart, Value: desc, Error: err.Error()})
@@ -147,14 +156,16 @@ func (t *timeline) injectNow(ctx context.Context, s nemesis.Spec) error {
 	if err != nil {
 		return err
 	}
-	id := t.inject(ctx, s, f)
+	env := *t.env
+	env.Rand = rand.New(rand.NewPCG(t.r.seed(), 0x66706f696e74))
+	id := t.inject(ctx, &env, s, f)
 	if id < 0 || s.For <= 0 {
 		return nil
 	}
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		time.Sleep(s.For) // heals even when the run ends first: stopAndHeal waits
+		sleepCtx(t.ctx, s.For) // cut short when the schedule stops: it heals now
 		t.heal(id)
 	}()
 	return nil

@@ -28,6 +28,7 @@ type runFlags struct {
 	impls     multi
 	all       bool
 	seed      uint64
+	seeds     int
 	backend   string
 	json      bool
 	format    string
@@ -48,6 +49,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.BoolVar(&f.all, "all", false, "run every embedded scenario")
 	fs.BoolVar(&f.gatedOnly, "gated", false, "with --all: only gated scenarios")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed (0: the scenario's)")
+	fs.IntVar(&f.seeds, "seeds", 1, "run every job with this many seeds (from --seed, default 1) and print how often each verdict was as expected")
 	fs.StringVar(&f.backend, "backend", cluster.Auto, "auto, redis-server or embedded")
 	fs.BoolVar(&f.json, "json", false, "print JSON rows (same as --format json)")
 	fs.StringVar(&f.format, "format", "table", "table, markdown or json")
@@ -80,6 +82,9 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	default:
 		return nil, usage("run: --keep %q: want failures, all or none", f.keep)
 	}
+	if f.seeds < 1 {
+		return nil, usage("run: --seeds must be at least 1")
+	}
 	if f.parallel < 1 {
 		return nil, usage("run: --parallel must be at least 1")
 	}
@@ -100,6 +105,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 type job struct {
 	spec *scenarios.Spec
 	impl string
+	seed uint64
 }
 
 func cmdRun(ctx context.Context, args []string) error {
@@ -128,7 +134,13 @@ func cmdRun(ctx context.Context, args []string) error {
 			if _, _, err := spec.Resolve(impl); err != nil {
 				return usage("run: --impl: %v", err)
 			}
-			jobs = append(jobs, job{spec, impl})
+			for k := 0; k < f.seeds; k++ {
+				seed := f.seed
+				if f.seeds > 1 {
+					seed = max(f.seed, 1) + uint64(k)
+				}
+				jobs = append(jobs, job{spec, impl, seed})
+			}
 		}
 	}
 	level := slog.LevelWarn
@@ -156,7 +168,7 @@ func cmdRun(ctx context.Context, args []string) error {
 				errs[i] = ctx.Err()
 				return
 			}
-			cfg := scenarios.Config{Impl: j.impl, Seed: f.seed, Backend: backend, Log: log, Progress: prog.update}
+			cfg := scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: backend, Log: log, Progress: prog.update}
 			out, err := scenarios.Run(ctx, j.spec, cfg)
 			prog.done(j.spec.Name, j.impl, out)
 			results[i], errs[i] = out, err
@@ -190,6 +202,18 @@ func cmdRun(ctx context.Context, args []string) error {
 		if err := reports.WriteJUnitFile(f.junit, cases); err != nil {
 			return &exitError{2, err}
 		}
+	}
+	if f.seeds > 1 {
+		agg := reports.Aggregate(rows)
+		if err := reports.WriteAggregate(os.Stdout, agg, f.format); err != nil {
+			return &exitError{2, err}
+		}
+		for _, a := range agg {
+			if a.Matched < a.Runs {
+				return &exitError{1, errors.New("")}
+			}
+		}
+		return nil
 	}
 	if err := reports.Write(os.Stdout, rows, f.format, isTerminal(os.Stdout)); err != nil {
 		return &exitError{2, err}

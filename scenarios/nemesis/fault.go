@@ -18,6 +18,10 @@ import (
 type Spec struct {
 	// At is when the fault starts, from the start of the run.
 	At time.Duration `yaml:"at" json:"at"`
+	// Within, when set, moves each start to a random instant in
+	// [At, At+Within) drawn from the run's seed: faults at random times that
+	// a seed replays.
+	Within time.Duration `yaml:"within" json:"within,omitempty"`
 	// For is how long it lasts; 0 means until the end of the run.
 	For time.Duration `yaml:"for" json:"for,omitempty"`
 	// Every repeats the fault with this period (0: once).
@@ -110,8 +114,8 @@ func Build(s Spec) (Fault, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown fault kind %q (known: %s)", s.Kind, strings.Join(Kinds(), ", "))
 	}
-	if s.At < 0 || s.For < 0 || s.Every < 0 {
-		return nil, fmt.Errorf("fault %s: negative at/for/every", s.Kind)
+	if s.At < 0 || s.For < 0 || s.Every < 0 || s.Within < 0 {
+		return nil, fmt.Errorf("fault %s: negative at/for/every/within", s.Kind)
 	}
 	return k.factory(s)
 }

@@ -1,0 +1,418 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/cluster"
+	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+)
+
+// Drive-rate goals: lock cycles per second over SET NX PX requests per
+// second (a cycle is two commands, so 0.5 is the ceiling).
+const (
+	GoalDriveDirect  = 0.35
+	GoalDriveProxied = 0.25
+)
+
+// DriveConfig sets up DriveRate.
+type DriveConfig struct {
+	// Clients and Keys: 64 and 64 by default. Client i locks key i mod Keys.
+	Clients, Keys int
+	// Duration is each drive measurement's window (default 5 s), after
+	// Warmup (default 500 ms).
+	Duration, Warmup time.Duration
+	// SetRequests is redis-benchmark's -n (default 200000).
+	SetRequests int
+	// Impl is the lock on trial (default set-nx-px).
+	Impl string
+	// Runner adds the sub-row driven by scenarios.Run (recording and check).
+	Runner   bool
+	Progress Progress
+}
+
+func (c *DriveConfig) defaults() {
+	if c.Clients <= 0 {
+		c.Clients = 64
+	}
+	if c.Keys <= 0 {
+		c.Keys = 64
+	}
+	if c.Duration <= 0 {
+		c.Duration = 5 * time.Second
+	}
+	if c.Warmup <= 0 {
+		c.Warmup = 500 * time.Millisecond
+	}
+	if c.SetRequests <= 0 {
+		c.SetRequests = 200_000
+	}
+	if c.Impl == "" {
+		c.Impl = "set-nx-px"
+	}
+}
+
+// DriveStats is one drive measurement.
+type DriveStats struct {
+	Cycles     int64         // acquire + release pairs completed in the window
+	Window     time.Duration // the measuring window
+	Errors     int64         // acquires or releases that failed (any error)
+	PerSec     float64       // Cycles / Window
+	FirstError string
+}
+
+// DriveRate measures lock cycles per second of cfg.Impl against one real
+// redis-server (spawned here), with no faults: (a) every client on its own
+// direct connection, (b) every client through its own toxiproxy link (one
+// link per client host, as the runner sets them up), and optionally (c)
+// through scenarios.Run, which also records the history and checks it. The
+// reference is SET NX PX requests per second from redis-benchmark with the
+// same concurrency against the same server, taken before and after the lock
+// measurements (their mean is the reference; both are in the note).
+func DriveRate(ctx context.Context, cfg DriveConfig) ([]Row, error) {
+	cfg.defaults()
+	srv, err := cluster.StartRedisServers(ctx, cluster.Options{Nodes: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	addr := srv.Nodes()[0].Addr
+
+	cfg.Progress.say("drive: reference SET NX PX rps (%d clients, %d requests)", cfg.Clients, cfg.SetRequests)
+	ref1, how, err := SetRPS(ctx, addr, cfg.Clients, cfg.SetRequests)
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+
+	direct := make([]string, cfg.Clients)
+	for i := range direct {
+		direct[i] = addr
+	}
+	cfg.Progress.say("drive: %s direct, %v", cfg.Impl, cfg.Duration)
+	d, err := DriveLocker(ctx, cfg.Impl, direct, cfg.Keys, cfg.Warmup, cfg.Duration)
+	if err != nil {
+		return nil, fmt.Errorf("direct: %w", err)
+	}
+
+	cfg.Progress.say("drive: %s through %d proxies, %v", cfg.Impl, cfg.Clients, cfg.Duration)
+	nw := nemesis.NewNetwork()
+	proxied := make([]string, cfg.Clients)
+	for i := range proxied {
+		l, err := nw.AddLink(fmt.Sprintf("h%d", i+1), "n1", addr)
+		if err != nil {
+			nw.Close()
+			return nil, err
+		}
+		proxied[i] = l.Addr
+	}
+	p, err := DriveLocker(ctx, cfg.Impl, proxied, cfg.Keys, cfg.Warmup, cfg.Duration)
+	nw.Close()
+	if err != nil {
+		return nil, fmt.Errorf("proxied: %w", err)
+	}
+
+	var rr *RunnerStats
+	if cfg.Runner {
+		cfg.Progress.say("drive: %s through scenarios.Run, %v", cfg.Impl, cfg.Duration)
+		rr, err = DriveRunner(ctx, cfg.Impl, cfg.Clients, cfg.Keys, cfg.Duration)
+		if err != nil {
+			return nil, fmt.Errorf("runner: %w", err)
+		}
+	}
+
+	cfg.Progress.say("drive: reference SET NX PX rps again")
+	ref2, _, err := SetRPS(ctx, addr, cfg.Clients, cfg.SetRequests)
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	ref := (ref1 + ref2) / 2
+	refNote := fmt.Sprintf("reference %s: %.0f before, %.0f after (mean %.0f)", how, ref1, ref2, ref)
+
+	mk := func(id, name, measure string, s DriveStats, goal float64, note string) Row {
+		r := Row{Row: id, Name: name, Measure: measure, Figure: s.PerSec, Unit: "cycles/s",
+			Reference: ref, RefUnit: "SET/s", RefName: "redis-benchmark", Ratio: s.PerSec / ref,
+			Extra: map[string]float64{"cycles": float64(s.Cycles), "window_s": s.Window.Seconds(), "errors": float64(s.Errors),
+				"ref_before": ref1, "ref_after": ref2}}
+		r.Goal = "≥ " + strconv.FormatFloat(goal, 'f', 2, 64)
+		r.judge(r.Ratio >= goal && s.Errors == 0)
+		r.Note = note
+		if s.Errors > 0 {
+			r.Note += fmt.Sprintf("; %d errors, first: %s", s.Errors, s.FirstError)
+		}
+		return r
+	}
+	rows := []Row{
+		mk("1a", "drive/direct", fmt.Sprintf("drive %s, %d clients/%d keys, direct (Locker, no history)", cfg.Impl, cfg.Clients, cfg.Keys),
+			d, GoalDriveDirect, fmt.Sprintf("%d cycles in %.1f s; %s", d.Cycles, d.Window.Seconds(), refNote)),
+		mk("1b", "drive/proxied", fmt.Sprintf("drive %s, %d clients/%d keys, via %d toxiproxy links (Locker)", cfg.Impl, cfg.Clients, cfg.Keys, cfg.Clients),
+			p, GoalDriveProxied, fmt.Sprintf("%d cycles in %.1f s; proxied/direct = %.2f", p.Cycles, p.Window.Seconds(), p.PerSec/d.PerSec)),
+	}
+	if rr != nil {
+		r := Row{Row: "1c", Name: "drive/runner", Measure: fmt.Sprintf("drive %s, %d clients/%d keys, scenarios.Run (proxied, recorded, checked)", cfg.Impl, cfg.Clients, cfg.Keys),
+			Figure: rr.PerSec, Unit: "cycles/s", Reference: ref, RefUnit: "SET/s", RefName: "redis-benchmark", Ratio: rr.PerSec / ref,
+			Status: Info, Extra: map[string]float64{"cycles": float64(rr.Cycles), "window_s": rr.Window.Seconds(), "ops_recorded": float64(rr.Ops),
+				"check_s": rr.Check.Seconds(), "run_elapsed_s": rr.Elapsed.Seconds(), "acquire_attempts": float64(rr.Attempts)}}
+		r.Note = fmt.Sprintf("%d cycles in %.1f s of traffic, %d ops recorded, verdict %s; runner/proxied = %.2f; checker.Check on that history %.2f s; "+
+			"Run's Elapsed %.1f s (traffic + grace + check); the runner picks a random key per cycle, so clients also contend (%d acquire attempts; retry_delay 1ms)",
+			rr.Cycles, rr.Window.Seconds(), rr.Ops, rr.Verdict, rr.PerSec/p.PerSec, rr.Check.Seconds(), rr.Elapsed.Seconds(), rr.Attempts)
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+var rpsRe = regexp.MustCompile(`([0-9]+(?:\.[0-9]+)?) requests per second`)
+
+// ParseRPS reads the requests-per-second figure from redis-benchmark -q
+// output (the last one, after the \r-separated progress lines).
+func ParseRPS(out []byte) (float64, error) {
+	m := rpsRe.FindAllSubmatch(out, -1)
+	if len(m) == 0 {
+		return 0, fmt.Errorf("no \"requests per second\" in redis-benchmark output %q", tailBytes(out, 200))
+	}
+	return strconv.ParseFloat(string(m[len(m)-1][1]), 64)
+}
+
+func tailBytes(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// SetRPS measures SET key x NX PX 10000 requests per second against addr
+// with the given concurrency, with redis-benchmark when installed (random
+// keys from 100000, no pipelining), else from Go with one goroutine and
+// connection per client. how names the tool used.
+func SetRPS(ctx context.Context, addr string, clients, requests int) (rps float64, how string, err error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, "", err
+	}
+	if bin, err := exec.LookPath("redis-benchmark"); err == nil {
+		cmd := exec.CommandContext(ctx, bin, "-h", host, "-p", port, "-c", strconv.Itoa(clients), "-n", strconv.Itoa(requests),
+			"-r", "100000", "-P", "1", "-q", "SET", "__rand_int__", "x", "NX", "PX", "10000")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			return 0, "", fmt.Errorf("redis-benchmark: %w: %s", err, tailBytes(out.Bytes(), 300))
+		}
+		rps, err := ParseRPS(out.Bytes())
+		return rps, "redis-benchmark -c " + strconv.Itoa(clients), err
+	}
+	rps, err = goSetRPS(ctx, addr, clients, requests)
+	return rps, "Go SET NX PX driver (redis-benchmark not installed)", err
+}
+
+// goSetRPS is SetRPS without redis-benchmark.
+func goSetRPS(ctx context.Context, addr string, clients, requests int) (float64, error) {
+	var left atomic.Int64
+	left.Store(int64(requests))
+	var firstErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	rdbs := make([]*redis.Client, clients)
+	for i := range rdbs {
+		rdbs[i] = redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, Protocol: 2, DisableIdentity: true})
+		defer rdbs[i].Close()
+		if err := rdbs[i].Ping(ctx).Err(); err != nil {
+			return 0, err
+		}
+	}
+	start := time.Now()
+	for i := range rdbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), 1))
+			for left.Add(-1) >= 0 {
+				err := rdbs[i].Do(ctx, "SET", "key:"+strconv.Itoa(rng.IntN(100000)), "x", "NX", "PX", 10000).Err()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(requests) / time.Since(start).Seconds(), firstErr
+}
+
+// newBenchClient is a connection set up as the runner sets up its own.
+func newBenchClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 2 * time.Second,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, PoolSize: 4,
+		ContextTimeoutEnabled: true, Protocol: 2, DialerRetries: 1, DisableIdentity: true})
+}
+
+// DriveLocker runs len(addrs) clients of impl, client i connected to
+// addrs[i] and locking key i mod keys, acquire then release in a tight loop
+// with no history recording, and counts the cycles completed in window
+// after warmup.
+func DriveLocker(ctx context.Context, impl string, addrs []string, keys int, warmup, window time.Duration) (DriveStats, error) {
+	info, err := lockimpl.Lookup(impl)
+	if err != nil {
+		return DriveStats{}, err
+	}
+	hub := lockimpl.NewHub()
+	opts := lockimpl.Options{TTL: 10 * time.Second, RetryDelay: time.Millisecond, WaitTimeout: 10 * time.Second}
+	lockers := make([]lockimpl.Locker, len(addrs))
+	for i, a := range addrs {
+		rdb := newBenchClient(a)
+		defer rdb.Close()
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			return DriveStats{}, fmt.Errorf("client %d: %w", i, err)
+		}
+		env := lockimpl.Env{Client: i, Nodes: []redis.UniversalClient{rdb}, Clock: lockimpl.NewSkewClock(0),
+			FP: lockimpl.NewFailpoints(hub, i), Rand: rand.New(rand.NewPCG(1, uint64(i)+1))}
+		if lockers[i], err = info.New(env, opts); err != nil {
+			return DriveStats{}, err
+		}
+	}
+	var cycles, errs atomic.Int64
+	var firstErr atomic.Value
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	for i, l := range lockers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := "bench:lock:" + strconv.Itoa(i%keys)
+			for runCtx.Err() == nil {
+				lease, err := l.Acquire(runCtx, key)
+				if err == nil {
+					err = l.Release(runCtx, lease)
+				}
+				if err != nil {
+					if runCtx.Err() != nil {
+						return
+					}
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				cycles.Add(1)
+			}
+		}()
+	}
+	sleep := func(d time.Duration) error {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	}
+	if err := sleep(warmup); err != nil {
+		stop()
+		wg.Wait()
+		return DriveStats{}, err
+	}
+	c0, e0, t0 := cycles.Load(), errs.Load(), time.Now()
+	err = sleep(window)
+	c1, e1, t1 := cycles.Load(), errs.Load(), time.Now()
+	stop()
+	wg.Wait()
+	if err != nil {
+		return DriveStats{}, err
+	}
+	s := DriveStats{Cycles: c1 - c0, Window: t1.Sub(t0), Errors: e1 - e0}
+	s.PerSec = float64(s.Cycles) / s.Window.Seconds()
+	if v, ok := firstErr.Load().(string); ok {
+		s.FirstError = v
+	}
+	return s, nil
+}
+
+// RunnerStats is a drive through scenarios.Run.
+type RunnerStats struct {
+	DriveStats
+	Ops      int           // history entries recorded
+	Attempts int           // acquire attempts (Result.Attempts)
+	Check    time.Duration // checker.Check on the run's history, timed again here
+	Elapsed  time.Duration // Outcome.Elapsed: traffic, grace and check
+	Verdict  string
+}
+
+// DriveSpec is the in-memory scenario DriveRunner runs: no faults, no
+// latency, an empty critical section.
+func DriveSpec(impl string, clients, keys int, d time.Duration) string {
+	return fmt.Sprintf(`name: bench-drive
+description: lockstorm bench drive rate, no faults
+mode: random
+gated: false
+seed: 1
+clients: %d
+keys: %d
+duration: %s
+client_timeout: 2s
+lock:
+  ttl: 10s
+  retry_delay: 1ms
+  wait_timeout: 10s
+workload:
+  cs_min: 0s
+  cs_max: 0s
+impls: [%s]
+`, clients, keys, d, impl)
+}
+
+// DriveRunner runs DriveSpec through scenarios.Run on a real redis-server
+// and counts the cycles (release ok entries) in the history, over the time
+// from the first acquire invoke to the last release completion.
+func DriveRunner(ctx context.Context, impl string, clients, keys int, d time.Duration) (*RunnerStats, error) {
+	spec, err := scenarios.Parse("bench-drive.yaml", []byte(DriveSpec(impl, clients, keys, d)))
+	if err != nil {
+		return nil, err
+	}
+	out, err := scenarios.Run(ctx, spec, scenarios.Config{Impl: impl, Backend: cluster.RedisServer})
+	if err != nil {
+		return nil, err
+	}
+	s := &RunnerStats{Ops: len(out.History), Attempts: out.Result.Attempts, Elapsed: out.Elapsed, Verdict: out.Result.Verdict}
+	first, last := int64(-1), int64(0)
+	for _, op := range out.History {
+		if op.Client < 0 {
+			continue
+		}
+		if first < 0 && op.F == checker.FAcquire && op.Type == checker.Invoke {
+			first = op.Time
+		}
+		if op.F == checker.FRelease && op.Type == checker.Ok {
+			s.Cycles++
+			last = op.Time
+		}
+		if op.Type == checker.Info || op.Type == checker.Fail && op.F == checker.FRelease {
+			s.Errors++
+		}
+	}
+	if first >= 0 && last > first {
+		s.Window = time.Duration(last - first)
+		s.PerSec = float64(s.Cycles) / s.Window.Seconds()
+	}
+	start := time.Now()
+	checker.Check(out.History, out.CheckOptions)
+	s.Check = time.Since(start)
+	return s, nil
+}
