@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,5 +77,89 @@ func TestScheduledCasesReproduce(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFaultsInHistory runs the combined scenario (latency, client pause,
+// server clock jump, lost replies) and checks every fault's start and end
+// are in the history, in order.
+func TestFaultsInHistory(t *testing.T) {
+	cluster.StartForTest(t, 1)
+	spec, err := Load("combined-faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), spec, Config{Impl: "set-nx-px", Backend: cluster.RedisServer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := map[int64]checker.Op{}
+	kinds := map[string]bool{}
+	for _, op := range out.History {
+		if op.Process != checker.NemesisProcess {
+			continue
+		}
+		if op.Type != checker.Ok {
+			t.Errorf("fault entry failed: %+v", op)
+			continue
+		}
+		switch op.F {
+		case checker.FStart:
+			starts[op.N] = op
+		case checker.FStop:
+			st, ok := starts[op.N]
+			if !ok || st.Time > op.Time {
+				t.Errorf("stop without an earlier start: %+v", op)
+			}
+			kinds[strings.Fields(st.Value)[0]] = true
+		}
+	}
+	for _, k := range []string{"latency", "pause", "server-clock", "lost-reply"} {
+		if !kinds[k] {
+			t.Errorf("no start/stop pair for %s in the history", k)
+		}
+	}
+}
+
+// TestCrashedClientLockStaysUntilTTL: a client crashed while holding never
+// releases; the next holder gets the lock only once the TTL has run out.
+func TestCrashedClientLockStaysUntilTTL(t *testing.T) {
+	cluster.StartForTest(t, 1)
+	spec, err := Parse("crash.yaml", []byte(`name: crash
+clients: 2
+keys: 1
+duration: 1500ms
+lock: {ttl: 400ms, retry_delay: 5ms, wait_timeout: 2s}
+failpoints:
+  - {client: 1, point: cycle/before-acquire, times: 1, wait_for: cs/hold, wait_client: 0}
+  - {client: 0, point: cs/hold, times: 1, fault: {kind: crash, clients: [0]}}
+impls: [set-nx-px]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), spec, Config{Impl: "set-nx-px", Backend: cluster.RedisServer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c0ok, c1ok, crash int64 = -1, -1, -1
+	for _, op := range out.History {
+		switch {
+		case op.Client == 0 && op.F == checker.FAcquire && op.Type == checker.Ok && c0ok < 0:
+			c0ok = op.Time
+		case op.Client == 0 && op.F == checker.FCrash:
+			crash = op.Time
+		case op.Client == 1 && op.F == checker.FAcquire && op.Type == checker.Ok && c1ok < 0:
+			c1ok = op.Time
+		}
+	}
+	if c0ok < 0 || c1ok < 0 || crash < 0 {
+		t.Fatalf("c0 ok %d, crash %d, c1 ok %d", c0ok, crash, c1ok)
+	}
+	if wait := time.Duration(c1ok - c0ok); wait < 390*time.Millisecond {
+		t.Errorf("c1 acquired %v after the crashed c0: before the 400 ms TTL", wait)
+	}
+	if out.Result.Verdict != checker.Safe {
+		t.Errorf("verdict %s: %s", out.Result.Verdict, out.Result.Reason)
 	}
 }

@@ -38,6 +38,7 @@ type runFlags struct {
 	keep      string
 	junit     string
 	parallel  int
+	onlyDiff  bool
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
@@ -57,6 +58,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.out, "out", "out", "root folder for run folders")
 	fs.StringVar(&f.keep, "keep", reports.KeepFailures, "which run folders to keep: failures, all or none")
 	fs.StringVar(&f.junit, "junit", "", "also write JUnit XML to this file")
+	fs.BoolVar(&f.onlyDiff, "only-diff", false, "print only the verdicts that differ from the expected ones (the gate's output)")
 	fs.IntVar(&f.parallel, "parallel", 3, "scenario runs at once (each has its own servers and ports)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -215,8 +217,22 @@ func cmdRun(ctx context.Context, args []string) error {
 		}
 		return nil
 	}
-	if err := reports.Write(os.Stdout, rows, f.format, isTerminal(os.Stdout)); err != nil {
-		return &exitError{2, err}
+	shown := rows
+	if f.onlyDiff {
+		shown = nil
+		for _, r := range rows {
+			if !r.AsExpected {
+				shown = append(shown, r)
+			}
+		}
+		if len(shown) == 0 {
+			fmt.Printf("all %d verdicts as expected\n", len(rows))
+		}
+	}
+	if len(shown) > 0 || !f.onlyDiff {
+		if err := reports.Write(os.Stdout, shown, f.format, isTerminal(os.Stdout)); err != nil {
+			return &exitError{2, err}
+		}
 	}
 	if mismatch > 0 {
 		if f.format != reports.FormatJSON {

@@ -72,6 +72,11 @@ func StartRedisServers(ctx context.Context, o Options) (*Servers, error) {
 	if o.ServerClock {
 		shim = o.ClockShim
 		if shim == "" {
+			// make builds the shim and exports its path; without make the
+			// shim is built on demand into the user's cache.
+			shim = os.Getenv(ShimEnv)
+		}
+		if shim == "" {
 			if shim, err = EnsureShim(""); err != nil {
 				return nil, err
 			}

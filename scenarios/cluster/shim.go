@@ -26,6 +26,10 @@ var clockShimSource []byte
 // learns the path of its offset file.
 const ClockFileEnv = "LOCKSTORM_CLOCK_FILE"
 
+// ShimEnv names the environment variable through which make hands over
+// the shim it built (build/clockshim.so).
+const ShimEnv = "LOCKSTORM_CLOCKSHIM"
+
 // ErrNoGCC is returned by EnsureShim when the shim must be compiled and no
 // C compiler is installed.
 var ErrNoGCC = errors.New("gcc not found on PATH: it is needed to build the redis-server clock shim (apt-get install -y gcc, or build it with make and pass Options.ClockShim)")
