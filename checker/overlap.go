@@ -103,7 +103,43 @@ func steps(h *Hold) string {
 	if len(h.Steps) == 0 {
 		return ""
 	}
-	return " (steps " + strings.Join(h.Steps, " → ") + ")"
+	return " (steps " + CompressSteps(h.Steps) + ")"
+}
+
+// CompressSteps joins failpoint names with arrows, folding a polling loop
+// (the same few steps repeated back to back) into "(a → b → c) ×n", so a
+// witness stays one readable line however long the client waited.
+func CompressSteps(steps []string) string {
+	var parts []string
+	for i := 0; i < len(steps); {
+		best, bestReps := 1, 1
+		for p := 1; p <= 4 && i+2*p <= len(steps); p++ {
+			reps := 1
+			for i+(reps+1)*p <= len(steps) && equalRun(steps[i:i+p], steps[i+reps*p:i+(reps+1)*p]) {
+				reps++
+			}
+			if reps > 1 && reps*p > bestReps*best {
+				best, bestReps = p, reps
+			}
+		}
+		if bestReps > 1 {
+			parts = append(parts, fmt.Sprintf("(%s) ×%d", strings.Join(steps[i:i+best], " → "), bestReps))
+			i += best * bestReps
+			continue
+		}
+		parts = append(parts, steps[i])
+		i++
+	}
+	return strings.Join(parts, " → ")
+}
+
+func equalRun(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func ending(h *Hold) string {
