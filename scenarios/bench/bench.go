@@ -220,9 +220,8 @@ const heapSample = "/memory/classes/heap/objects:bytes"
 
 // PeakHeap runs f while a goroutine samples the heap every 2 ms, and
 // returns f's wall time and the peak heap seen (bytes, including whatever
-// was live before f started, e.g. the history under check). If abort is
-// non-nil it is called once when the heap passes limit (0: no limit).
-func PeakHeap(f func(), limit uint64, abort func()) (time.Duration, uint64) {
+// was live before f started, e.g. the history under check).
+func PeakHeap(f func()) (time.Duration, uint64) {
 	var peak atomic.Uint64
 	done := make(chan struct{})
 	stopped := make(chan struct{})
@@ -231,16 +230,11 @@ func PeakHeap(f func(), limit uint64, abort func()) (time.Duration, uint64) {
 		s := []metrics.Sample{{Name: heapSample}}
 		tick := time.NewTicker(2 * time.Millisecond)
 		defer tick.Stop()
-		aborted := false
 		for {
 			metrics.Read(s)
 			v := s[0].Value.Uint64()
 			if v > peak.Load() {
 				peak.Store(v)
-			}
-			if limit > 0 && v > limit && abort != nil && !aborted {
-				aborted = true
-				abort()
 			}
 			select {
 			case <-done:
