@@ -110,22 +110,32 @@ func (h pauseHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // resource is the shared state the critical section protects: seed 001's
 // counter N (read N, hold, write N+1). It lives in the harness, outside the
 // system under test, so faults on the lock's servers cannot corrupt the
-// measurement of what the lock let happen to it. A fenced resource refuses
-// writes whose token is not strictly above the last accepted one.
+// measurement of what the lock let happen to it.
+//
+// A fenced resource is Kleppmann's storage: it sees the token of every
+// access, reads included, and refuses a write whose token is not strictly
+// above the last accepted write's or is below the highest token it has seen.
+// Checking writes alone is not enough for a read-modify-write: a paused
+// holder with token 10 could read, the next holder with token 11 read the
+// same value, and the old holder's write of N+1 land before the new one's.
 type resource struct {
 	mu     sync.Mutex
 	fenced bool
 	n      map[string]int64
-	fence  map[string]int64
+	wrote  map[string]int64 // fence of the last accepted write
+	seen   map[string]int64 // highest fence of any access
 }
 
 func newResource(fenced bool) *resource {
-	return &resource{fenced: fenced, n: map[string]int64{}, fence: map[string]int64{}}
+	return &resource{fenced: fenced, n: map[string]int64{}, wrote: map[string]int64{}, seen: map[string]int64{}}
 }
 
-func (r *resource) read(key string) int64 {
+func (r *resource) read(key string, fence int64) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.fenced && fence > r.seen[key] {
+		r.seen[key] = fence
+	}
 	return r.n[key]
 }
 
@@ -134,10 +144,11 @@ func (r *resource) write(key string, v, fence int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fenced {
-		if fence <= r.fence[key] {
+		if fence <= r.wrote[key] || fence < r.seen[key] {
 			return false
 		}
-		r.fence[key] = fence
+		r.wrote[key] = fence
+		r.seen[key] = fence
 	}
 	r.n[key] = v
 	return true

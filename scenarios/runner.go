@@ -314,7 +314,7 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	for k := 0; k < spec.Keys; k++ {
 		key := keyName(k)
 		r.rec.Add(checker.Op{Type: checker.Invoke, Process: -2, Client: -1, F: checker.FRead, Key: key})
-		r.rec.Add(checker.Op{Type: checker.Ok, Process: -2, Client: -1, F: checker.FRead, Key: key, N: r.res.read(key)})
+		r.rec.Add(checker.Op{Type: checker.Ok, Process: -2, Client: -1, F: checker.FRead, Key: key, N: r.res.read(key, 0)})
 	}
 	h := r.rec.History()
 	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
@@ -451,9 +451,9 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 // criticalSection reads the counter, holds, writes N+1. It returns false
 // when the client crashed or was cancelled inside.
 func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lease *lockimpl.Lease, rng *rand.Rand) bool {
-	r.add(c, checker.Invoke, checker.FRead, key, nil)
-	n := r.res.read(key)
-	r.add(c, checker.Ok, checker.FRead, key, func(o *checker.Op) { o.N = n })
+	r.add(c, checker.Invoke, checker.FRead, key, func(o *checker.Op) { o.Fence = lease.Fence })
+	n := r.res.read(key, lease.Fence)
+	r.add(c, checker.Ok, checker.FRead, key, func(o *checker.Op) { o.N = n; o.Fence = lease.Fence })
 	hold := r.spec.Workload.CSMin
 	if span := r.spec.Workload.CSMax - r.spec.Workload.CSMin; span > 0 {
 		hold += time.Duration(rng.Int64N(int64(span) + 1))
