@@ -67,15 +67,19 @@ type Op struct {
 type History []Op
 
 // Recorder appends entries with times from one monotonic clock. It is safe
-// for concurrent use by every client and the nemesis.
+// for concurrent use by every client and the nemesis. Entries are kept in
+// fixed-size chunks, so a long run never copies what it already recorded.
 type Recorder struct {
-	mu    sync.Mutex
-	start time.Time
-	ops   []Op
+	mu     sync.Mutex
+	start  time.Time
+	chunks [][]Op
+	n      int
 }
 
+const recorderChunk = 4096
+
 // NewRecorder starts the clock.
-func NewRecorder() *Recorder { return &Recorder{start: time.Now(), ops: make([]Op, 0, 1024)} }
+func NewRecorder() *Recorder { return &Recorder{start: time.Now()} }
 
 // Now is nanoseconds since the recorder started (monotonic).
 func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
@@ -87,8 +91,13 @@ func (r *Recorder) Start() time.Time { return r.start }
 func (r *Recorder) Add(op Op) Op {
 	r.mu.Lock()
 	op.Time = int64(time.Since(r.start))
-	op.Index = len(r.ops)
-	r.ops = append(r.ops, op)
+	op.Index = r.n
+	if r.n%recorderChunk == 0 {
+		r.chunks = append(r.chunks, make([]Op, 0, recorderChunk))
+	}
+	last := len(r.chunks) - 1
+	r.chunks[last] = append(r.chunks[last], op)
+	r.n++
 	r.mu.Unlock()
 	return op
 }
@@ -97,7 +106,11 @@ func (r *Recorder) Add(op Op) Op {
 func (r *Recorder) History() History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append(History(nil), r.ops...)
+	h := make(History, 0, r.n)
+	for _, c := range r.chunks {
+		h = append(h, c...)
+	}
+	return h
 }
 
 // Infinity is the return time of an operation whose outcome is unknown: it
