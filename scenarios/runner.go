@@ -415,7 +415,7 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 				return
 			}
 			r.newProcess(c)
-			if r.sleepThink(ctx, c) != nil {
+			if r.backoff(ctx, c) != nil {
 				return
 			}
 			continue
@@ -510,6 +510,14 @@ func runCtxOf(runCtx, ctx context.Context) context.Context {
 	merged, cancel := context.WithCancel(ctx)
 	context.AfterFunc(runCtx, cancel)
 	return merged
+}
+
+// backoff waits after an unknown outcome before the client tries again, as a
+// real client backs off after a connection error; without it a client facing
+// a dead link would spin and flood the history.
+func (r *run) backoff(ctx context.Context, c *runClient) error {
+	d := max(r.spec.Think, r.spec.Lock.RetryDelay, 10*time.Millisecond)
+	return c.pause.sleep(ctx, d)
 }
 
 func (r *run) sleepThink(ctx context.Context, c *runClient) error {
