@@ -53,8 +53,9 @@ test: redis-server vet $(SHIM)
 # The regression gate: gated scenarios only (scheduled modes, and random
 # modes found on 20 of 20 seeds); exit 1 on any unexpected verdict, printing
 # only the differences and the commands that replay them.
+SEED ?= 0
 gate: build
-	./$(BIN) run --all --gated --only-diff --junit build/junit.xml
+	./$(BIN) run --all --gated --only-diff --junit build/junit.xml --seed $(SEED)
 
 clean:
 	rm -rf build out

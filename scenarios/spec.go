@@ -422,6 +422,15 @@ func overlay(base, top lockimpl.Options) lockimpl.Options {
 	return o
 }
 
+// Unsupported says why the spec cannot run on backend kind ("" when it can):
+// replicas exist only on spawned redis-server processes.
+func (s *Spec) Unsupported(kind string) string {
+	if s.Replicas > 0 && kind != "redis-server" {
+		return "needs replicas, which only the redis-server backend has"
+	}
+	return ""
+}
+
 // AllFaults is the timeline's faults plus those placed at failpoints.
 func (s *Spec) AllFaults() []nemesis.Spec {
 	out := append([]nemesis.Spec(nil), s.Faults...)

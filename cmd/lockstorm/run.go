@@ -115,6 +115,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	backend, _ := cluster.Resolve(f.backend)
 	// Everything is loaded and validated before anything starts.
 	var jobs []job
 	for _, name := range f.scenarios {
@@ -123,6 +124,10 @@ func cmdRun(ctx context.Context, args []string) error {
 			return &exitError{2, err}
 		}
 		if f.gatedOnly && !spec.IsGated() {
+			continue
+		}
+		if why := spec.Unsupported(backend); why != "" {
+			fmt.Fprintf(os.Stderr, "lockstorm: skipping %s on the %s backend: %s\n", spec.Name, backend, why)
 			continue
 		}
 		impls := f.impls
@@ -150,9 +155,15 @@ func cmdRun(ctx context.Context, args []string) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	backend, _ := cluster.Resolve(f.backend)
 	if backend == cluster.Embedded {
-		fmt.Fprintln(os.Stderr, "lockstorm: no redis-server on PATH: using the embedded backend (miniredis); install redis-server for real servers")
+		if f.backend == cluster.Embedded {
+			fmt.Fprintln(os.Stderr, "lockstorm: using the embedded backend (miniredis)")
+		} else {
+			fmt.Fprintln(os.Stderr, "lockstorm: no redis-server on PATH: using the embedded backend (miniredis); install redis-server for real servers")
+		}
+	}
+	if len(jobs) == 0 {
+		return usage("run: nothing to run on the %s backend", backend)
 	}
 	tty := isTerminal(os.Stderr)
 	results := make([]*scenarios.Outcome, len(jobs))
