@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockstorm/lockstorm/reports"
@@ -166,28 +165,14 @@ func cmdRun(ctx context.Context, args []string) error {
 		return usage("run: nothing to run on the %s backend", backend)
 	}
 	tty := isTerminal(os.Stderr)
-	results := make([]*scenarios.Outcome, len(jobs))
-	errs := make([]error, len(jobs))
 	prog := newProgress(tty, len(jobs))
-	sem := make(chan struct{}, f.parallel)
-	var wg sync.WaitGroup
+	runs := make([]scenarios.Job, len(jobs))
 	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if ctx.Err() != nil {
-				errs[i] = ctx.Err()
-				return
-			}
-			cfg := scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: backend, Log: log, Progress: prog.update}
-			out, err := scenarios.Run(ctx, j.spec, cfg)
-			prog.done(j.spec.Name, j.impl, out)
-			results[i], errs[i] = out, err
-		}()
+		runs[i] = scenarios.Job{Spec: j.spec, Config: scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: backend, Log: log, Progress: prog.update}}
 	}
-	wg.Wait()
+	results, errs := scenarios.RunMany(ctx, runs, f.parallel, nil, func(i int, out *scenarios.Outcome, _ error) {
+		prog.done(jobs[i].spec.Name, jobs[i].impl, out)
+	})
 	prog.clear()
 	var rows []reports.Row
 	var cases []reports.JUnitCase

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
@@ -131,26 +130,14 @@ func BuggyImpls(spec *scenarios.Spec) []string {
 // ttbSeeds runs one spec × impl over the seeds, cfg.Parallel at a time.
 func ttbSeeds(ctx context.Context, cfg TTBConfig, spec *scenarios.Spec, impl, backend string) (TTBStats, error) {
 	st := TTBStats{Spec: spec.Name, Impl: impl, Expected: spec.Expect(impl), Seeds: cfg.Seeds}
-	outs := make([]*scenarios.Outcome, cfg.Seeds)
-	errs := make([]error, cfg.Seeds)
-	sem := make(chan struct{}, max(cfg.Parallel, 1))
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range cfg.Seeds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if ctx.Err() != nil {
-				errs[i] = ctx.Err()
-				return
-			}
-			cfg.Progress.say("time to bug: %s × %s seed %d/%d", spec.Name, impl, i+1, cfg.Seeds)
-			outs[i], errs[i] = scenarios.Run(ctx, spec, scenarios.Config{Impl: impl, Seed: uint64(i + 1), Backend: backend})
-		}()
+	jobs := make([]scenarios.Job, cfg.Seeds)
+	for i := range jobs {
+		jobs[i] = scenarios.Job{Spec: spec, Config: scenarios.Config{Impl: impl, Seed: uint64(i + 1), Backend: backend}}
 	}
-	wg.Wait()
+	start := time.Now()
+	outs, errs := scenarios.RunMany(ctx, jobs, cfg.Parallel, func(i int) {
+		cfg.Progress.say("time to bug: %s × %s seed %d/%d", spec.Name, impl, i+1, cfg.Seeds)
+	}, nil)
 	st.RunSeconds = time.Since(start).Seconds()
 	for i, out := range outs {
 		if errs[i] != nil {
