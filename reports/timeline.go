@@ -120,6 +120,10 @@ func WriteTimeline(w io.Writer, h checker.History, res checker.Result, title str
 	if res.Witness != nil {
 		fmt.Fprintf(&b, "<p id=\"witness\">%s</p>\n", html.EscapeString(res.Witness.Text))
 	}
+	b.WriteString(`<p><svg width="14" height="10"><rect class="hold" width="14" height="10"/></svg> critical section (acquire ok → release) ` +
+		`<svg width="14" height="10"><rect class="hold witness" width="14" height="10"/></svg> the two holders of the witness ` +
+		`<svg width="14" height="10"><rect class="ov" width="14" height="10"/></svg> overlap ` +
+		`<svg width="14" height="10"><rect class="fault" width="14" height="10" stroke="#c90"/></svg> fault window</p>` + "\n")
 	fmt.Fprintf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\">\n", left+width+20, height)
 	for i, f := range faults {
 		if f.To < lo || f.From > hi {
@@ -151,8 +155,20 @@ func WriteTimeline(w io.Writer, h checker.History, res checker.Result, title str
 			x0, top-10, max(x1-x0, 2), laneH*float64(len(lanes))+10, ms(wt.FromNs), ms(wt.ToNs))
 		fmt.Fprintf(&b, "<text x=\"%.1f\" y=\"%.0f\" fill=\"#c00\">overlap %s – %s</text>\n", x0, top-14, ms(wt.FromNs), ms(wt.ToNs))
 	}
-	fmt.Fprintf(&b, "<text x=\"%.0f\" y=\"%.0f\">%s</text><text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s</text>\n",
-		left, top+laneH*float64(len(lanes))+14, ms(lo), left+width, top+laneH*float64(len(lanes))+14, ms(hi))
+	// Time axis: five ticks across the drawn window.
+	axisY := top + laneH*float64(len(lanes)) + 14
+	for k := 0; k <= 4; k++ {
+		t := lo + (hi-lo)*int64(k)/4
+		anchor := "middle"
+		switch k {
+		case 0:
+			anchor = "start"
+		case 4:
+			anchor = "end"
+		}
+		fmt.Fprintf(&b, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#999\"/><text x=\"%.1f\" y=\"%.0f\" text-anchor=\"%s\">%s</text>\n",
+			x(t), axisY-12, x(t), axisY-8, x(t), axisY, anchor, ms(t))
+	}
 	b.WriteString("</svg>\n</body></html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
