@@ -18,7 +18,7 @@ const (
 	FormatJSON     = "json"
 )
 
-var header = []string{"scenario", "impl", "backend", "verdict", "expected", "", "acquired", "acq/s",
+var header = []string{"scenario", "impl", "mode", "seed", "backend", "verdict", "expected", "", "acquired", "acq/s",
 	"acq p50 ms", "acq p99 ms", "overlaps", "lost upd", "stale wr", "handoff p50 ms", "fairness", "first viol ms"}
 
 // Write prints rows in format. color adds ANSI colour to verdicts (only
@@ -89,7 +89,7 @@ func cells(r Row, color bool) []string {
 		fv = strconv.FormatFloat(*r.FirstViolationMs, 'f', 1, 64)
 	}
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
-	return []string{r.Scenario, r.Impl, r.Backend, verdict, r.Expected, mark,
+	return []string{r.Scenario, r.Impl, r.Mode, strconv.FormatUint(r.Seed, 10), r.Backend, verdict, r.Expected, mark,
 		strconv.Itoa(r.Acquired), strconv.FormatFloat(r.AcquiresPerSec, 'f', 1, 64), f(r.AcquireP50Ms), f(r.AcquireP99Ms),
 		strconv.Itoa(r.Overlaps), strconv.FormatInt(r.LostUpdates, 10), strconv.Itoa(r.StaleWrites),
 		f(r.HandoffP50Ms), f(r.Fairness), fv}
