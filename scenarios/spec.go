@@ -5,7 +5,6 @@ package scenarios
 import (
 	"bytes"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -87,7 +86,6 @@ type Spec struct {
 
 	// File is where the spec came from (embedded specs: specs/NAME.yaml).
 	File string `yaml:"-"`
-	raw  []byte
 }
 
 // Workload is what each client does inside the lock.
@@ -134,7 +132,7 @@ type Variant struct {
 	lockimpl.Options `yaml:",inline"`
 }
 
-// Gate says whether the scenario's verdicts are gated.
+// IsGated says whether the scenario's verdicts are gated.
 func (s *Spec) IsGated() bool {
 	if s.Gated != nil {
 		return *s.Gated
@@ -208,15 +206,13 @@ func Parse(file string, b []byte) (*Spec, error) {
 	}
 	var root yaml.Node
 	_ = yaml.Unmarshal(b, &root)
-	s.File, s.raw = file, b
+	s.File = file
 	if err := s.validate(&root); err != nil {
 		return nil, err
 	}
 	return &s, nil
 }
 
-// Raw is the spec's text as loaded.
-func (s *Spec) Raw() []byte { return s.raw }
 
 // validate checks values and fills defaults.
 func (s *Spec) validate(root *yaml.Node) error {
@@ -372,8 +368,6 @@ func lineOf(root *yaml.Node, field string) int {
 	return line
 }
 
-// ErrBadSpec marks spec errors for exit code 2.
-var ErrBadSpec = errors.New("bad scenario")
 
 // Resolve maps an implementation or variant name to the registered
 // implementation and the lock options to run it with.
