@@ -213,7 +213,6 @@ func Parse(file string, b []byte) (*Spec, error) {
 	return &s, nil
 }
 
-
 // validate checks values and fills defaults.
 func (s *Spec) validate(root *yaml.Node) error {
 	bad := func(field, msg string, args ...any) error {
@@ -367,7 +366,6 @@ func lineOf(root *yaml.Node, field string) int {
 	}
 	return line
 }
-
 
 // Resolve maps an implementation or variant name to the registered
 // implementation and the lock options to run it with.
