@@ -5,6 +5,9 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestRedisServersStartAndStop(t *testing.T) {
@@ -55,6 +58,27 @@ func TestResolve(t *testing.T) {
 		_, err := Resolve(tc.in)
 		if (err != nil) != tc.wantErr {
 			t.Errorf("Resolve(%q) err = %v", tc.in, err)
+		}
+	}
+}
+
+// TestEmbeddedScriptWithClockOffset: a Lua script's redis.call goes through
+// the server hook while EVAL holds miniredis's lock; with a clock offset set
+// that once deadlocked the node.
+func TestEmbeddedScriptWithClockOffset(t *testing.T) {
+	m, err := StartEmbedded(Options{Nodes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.SetClockOffset(0, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: m.Nodes()[0].Addr, ReadTimeout: 2 * time.Second})
+	defer c.Close()
+	for i := 0; i < 50; i++ {
+		if err := c.Eval(context.Background(), "redis.call('SET', KEYS[1], 'v', 'PX', 1000) return redis.call('GET', KEYS[1])", []string{"k"}).Err(); err != nil {
+			t.Fatalf("EVAL %d with a clock offset: %v", i, err)
 		}
 	}
 }
