@@ -100,7 +100,33 @@ type run struct {
 // Run executes spec against cfg.Impl and checks the history. A returned
 // error means the run could not be carried out (setup); a lock-safety
 // violation is a verdict in the Outcome, not an error.
+//
+// Every run is bounded in time: if it has not finished within its duration
+// plus the grace period plus two minutes for set-up and checking, Run gives
+// up with an error instead of hanging (the stuck goroutines are abandoned;
+// the servers die with the process).
 func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
+	type result struct {
+		o   *Outcome
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		o, err := runOnce(ctx, spec, cfg)
+		done <- result{o, err}
+	}()
+	bound := spec.Duration + (&run{spec: spec}).grace() + 2*time.Minute
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.o, r.err
+	case <-t.C:
+		return nil, fmt.Errorf("%s × %s did not finish within %v: the harness is stuck (a bug: please report it with the seed)", spec.Name, cfg.Impl, bound)
+	}
+}
+
+func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	info, opts, err := spec.Resolve(cfg.Impl)
 	if err != nil {
 		return nil, err
