@@ -1,14 +1,15 @@
 package reports
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,209 +18,688 @@ import (
 	"github.com/lockstorm/lockstorm/scenarios"
 )
 
+func fptr(f float64) *float64 { return &f }
+
+// sampleRows covers a violation not as expected, a clean run, and awkward
+// text (a pipe, a newline, quotes, XML metacharacters).
 func sampleRows() []Row {
-	fv := 12.5
 	return []Row{
 		{Scenario: "del-race", Impl: "setnx-del", Seed: 1, Backend: "redis-server", Mode: "scheduled", Gated: true,
-			Verdict: "unsafe", Expected: "unsafe", AsExpected: true, Acquired: 10, FirstViolationMs: &fv, Witness: "c1 and c2"},
-		{Scenario: "del-race", Impl: "set-nx-px", Seed: 1, Backend: "redis-server", Mode: "scheduled", Gated: true,
-			Verdict: "unsafe", Expected: "safe", AsExpected: false, Acquired: 7, Replay: "lockstorm run ..."},
+			Verdict: "unsafe", Expected: "safe", AsExpected: false, Reason: "2 overlapping holds; c1 & c2 <both>",
+			Acquired: 216, AcquiresPerSec: 108.5, AcquireP50Ms: 2.26, AcquireP99Ms: 132.27, HandoffP50Ms: 1.5,
+			Fairness: 0.96, Overlaps: 2, LostUpdates: 1, FirstViolationMs: fptr(341.62),
+			Witness: "c1 (p1) held lock:0 \"from\" 337.0 ms…", Replay: "lockstorm run --scenario del-race --impl setnx-del --seed 1 --backend redis-server",
+			RunDir: "/tmp/x/run"},
+		{Scenario: "contention", Impl: "set-nx-px", Seed: 7, Backend: "embedded", Mode: "random",
+			Verdict: "safe", Expected: "safe", AsExpected: true, Reason: "no overlap", Acquired: 10, Fairness: 1},
+		{Scenario: "odd|name", Impl: "redlock", Seed: 3, Backend: "embedded", Mode: "random",
+			Verdict: "deadlock", Expected: "safe", AsExpected: false, Reason: "line one\nline two", FirstViolationMs: fptr(0)},
 	}
 }
 
 func TestWriteJSONRoundTrip(t *testing.T) {
 	rows := sampleRows()
 	var buf bytes.Buffer
-	if err := Write(&buf, rows, FormatJSON, false); err != nil {
+	if err := Write(&buf, rows, FormatJSON, true); err != nil {
 		t.Fatal(err)
 	}
-	var back []Row
+	if strings.Contains(buf.String(), "\x1b[") {
+		t.Error("json output has colour codes")
+	}
 	dec := json.NewDecoder(&buf)
-	for {
-		var r Row
-		if err := dec.Decode(&r); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
+	for i, want := range rows {
+		var got Row
+		if err := dec.Decode(&got); err != nil {
+			t.Fatalf("row %d: %v", i, err)
 		}
-		back = append(back, r)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("row %d round trip:\n got %+v\nwant %+v", i, got, want)
+		}
 	}
-	if !reflect.DeepEqual(back, rows) {
-		t.Fatalf("round trip:\n got %+v\nwant %+v", back, rows)
+	var extra Row
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		t.Errorf("after %d rows: %v, want EOF", len(rows), err)
+	}
+	// One object per line, with the stable snake_case names.
+	buf.Reset()
+	_ = Write(&buf, rows, FormatJSON, false)
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != len(rows) {
+		t.Fatalf("%d lines, want %d", len(lines), len(rows))
+	}
+	for _, k := range []string{`"scenario":`, `"as_expected":`, `"first_violation_ms":`, `"lost_updates":`, `"acquires_per_sec":`} {
+		if !strings.Contains(lines[0], k) {
+			t.Errorf("json line lacks %s: %s", k, lines[0])
+		}
 	}
 }
 
-func TestWriteMarkdownIsATable(t *testing.T) {
-	var buf bytes.Buffer
-	if err := Write(&buf, sampleRows(), FormatMarkdown, false); err != nil {
-		t.Fatal(err)
+// splitMarkdownRow splits a GitHub table row into cells, honouring \|.
+func splitMarkdownRow(t *testing.T, line string) []string {
+	t.Helper()
+	if !strings.HasPrefix(line, "|") || !strings.HasSuffix(line, "|") {
+		t.Fatalf("markdown line does not start and end with |: %q", line)
 	}
-	var lines []string
-	sc := bufio.NewScanner(&buf)
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" {
-			lines = append(lines, l)
+	var cells []string
+	var cur strings.Builder
+	inner := line[1 : len(line)-1]
+	for i := 0; i < len(inner); i++ {
+		switch {
+		case inner[i] == '\\' && i+1 < len(inner) && inner[i+1] == '|':
+			cur.WriteString(`\|`)
+			i++
+		case inner[i] == '|':
+			cells = append(cells, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteByte(inner[i])
 		}
 	}
-	if len(lines) != 2+len(sampleRows()) {
-		t.Fatalf("%d lines, want header + separator + %d rows:\n%s", len(lines), len(sampleRows()), strings.Join(lines, "\n"))
-	}
-	cols := strings.Count(lines[0], "|")
-	for i, l := range lines {
-		if !strings.HasPrefix(l, "|") || !strings.HasSuffix(l, "|") || strings.Count(l, "|") != cols {
-			t.Errorf("line %d is not a table row with %d pipes: %q", i, cols, l)
-		}
-	}
-	if strings.Trim(lines[1], "|-: ") != "" {
-		t.Errorf("second line is not a separator: %q", lines[1])
-	}
+	return append(cells, strings.TrimSpace(cur.String()))
 }
 
-func TestWriteTableMarksDifferences(t *testing.T) {
-	for _, color := range []bool{false, true} {
-		var buf bytes.Buffer
-		if err := Write(&buf, sampleRows(), FormatTable, color); err != nil {
-			t.Fatal(err)
-		}
-		out := buf.String()
-		for _, want := range []string{"del-race", "setnx-del", "set-nx-px", "unsafe", "DIFF"} {
-			if !strings.Contains(out, want) {
-				t.Errorf("color=%v: table lacks %q", color, want)
+func TestWriteMarkdownIsGitHubTable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rows []Row
+	}{
+		{"rows", sampleRows()},
+		{"one row", sampleRows()[1:2]},
+		{"no rows", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Write(&buf, tc.rows, FormatMarkdown, true); err != nil {
+				t.Fatal(err)
 			}
-		}
-		if got := strings.Contains(out, "\x1b["); got != color {
-			t.Errorf("color=%v: ANSI codes present = %v", color, got)
-		}
+			out := buf.String()
+			if strings.Contains(out, "\x1b[") {
+				t.Error("markdown has colour codes although it is never a terminal")
+			}
+			lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+			if len(lines) != 2+len(tc.rows) {
+				t.Fatalf("%d lines, want header + separator + %d rows:\n%s", len(lines), len(tc.rows), out)
+			}
+			head := splitMarkdownRow(t, lines[0])
+			if !reflect.DeepEqual(head, header) {
+				t.Errorf("header cells %q, want %q", head, header)
+			}
+			sep := splitMarkdownRow(t, lines[1])
+			// GFM: hyphens, optionally a colon at either end (tablewriter
+			// writes :-: for a one-character column).
+			sepCell := regexp.MustCompile(`^:?-+:?$`)
+			for i, c := range sep {
+				if !sepCell.MatchString(c) {
+					t.Errorf("separator cell %d is %q, want |---|", i, c)
+				}
+			}
+			for i, l := range lines {
+				if n := len(splitMarkdownRow(t, l)); n != len(header) {
+					t.Errorf("line %d has %d cells, want %d: %q", i, n, len(header), l)
+				}
+			}
+			col := map[string]int{}
+			for i, h := range header {
+				col[h] = i
+			}
+			for i, r := range tc.rows {
+				cells := splitMarkdownRow(t, lines[2+i])
+				want := strings.ReplaceAll(r.Scenario, "|", `\|`)
+				if cells[col["scenario"]] != want || cells[col["impl"]] != r.Impl || cells[col["verdict"]] != r.Verdict {
+					t.Errorf("row %d cells %q, want %s/%s/%s", i, cells, want, r.Impl, r.Verdict)
+				}
+				if mark := cells[col[""]]; mark != map[bool]string{true: "ok", false: "DIFF"}[r.AsExpected] {
+					t.Errorf("row %d mark %q with AsExpected %v", i, mark, r.AsExpected)
+				}
+			}
+		})
+	}
+}
+
+func TestWriteTextTable(t *testing.T) {
+	rows := sampleRows()
+	ansi := regexp.MustCompile("\x1b\\[[0-9;]*m")
+	for _, color := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "color"}[color], func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Write(&buf, rows, FormatTable, color); err != nil {
+				t.Fatal(err)
+			}
+			out := buf.String()
+			if has := ansi.MatchString(out); has != color {
+				t.Fatalf("colour codes present = %v, want %v:\n%s", has, color, out)
+			}
+			plain := ansi.ReplaceAllString(out, "")
+			for _, r := range rows {
+				var line string
+				for _, l := range strings.Split(plain, "\n") {
+					if strings.Contains(l, " "+r.Impl+" ") {
+						line = l
+					}
+				}
+				if line == "" {
+					t.Fatalf("no line for %s/%s:\n%s", r.Scenario, r.Impl, plain)
+				}
+				for _, s := range []string{r.Verdict, r.Expected} {
+					if !strings.Contains(line, s) {
+						t.Errorf("%s/%s line lacks %q: %s", r.Scenario, r.Impl, s, line)
+					}
+				}
+				if !strings.Contains(plain, r.Scenario) && !strings.Contains(plain, strings.SplitN(r.Scenario, "|", 2)[0]) {
+					t.Errorf("table lacks scenario %q", r.Scenario)
+				}
+				if diff := strings.Contains(line, "DIFF"); diff == r.AsExpected {
+					t.Errorf("%s/%s: DIFF mark = %v with AsExpected = %v: %s", r.Scenario, r.Impl, diff, r.AsExpected, line)
+				}
+			}
+			if color && !strings.Contains(out, "\x1b[31munsafe\x1b[0m") {
+				t.Error("unsafe verdict not red")
+			}
+		})
+	}
+	// The default format is the table.
+	var a, b bytes.Buffer
+	_ = Write(&a, rows, "", false)
+	_ = Write(&b, rows, FormatTable, false)
+	if a.String() != b.String() {
+		t.Error(`format "" differs from "table"`)
+	}
+}
+
+func TestWriteUnknownFormat(t *testing.T) {
+	if err := Write(io.Discard, sampleRows(), "csv", false); err == nil || !strings.Contains(err.Error(), "csv") {
+		t.Errorf("err = %v, want unknown format", err)
 	}
 }
 
 func TestJUnitRoundTrip(t *testing.T) {
-	rows := sampleRows()
-	var cases []JUnitCase
-	for _, r := range rows {
-		cases = append(cases, JUnitCase{Row: r, Seconds: 1.5})
-	}
-	var buf bytes.Buffer
-	if err := WriteJUnit(&buf, cases); err != nil {
-		t.Fatal(err)
-	}
-	// Well-formed XML, token by token.
-	dec := xml.NewDecoder(bytes.NewReader(buf.Bytes()))
-	for {
-		if _, err := dec.Token(); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("not well-formed XML: %v", err)
-		}
-	}
-	names, failures, err := ReadJUnit(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"del-race/setnx-del", "del-race/set-nx-px"}; !reflect.DeepEqual(names, want) {
-		t.Errorf("cases %v, want %v", names, want)
-	}
-	if len(failures) != 1 || failures["del-race/set-nx-px"] != "expected safe, got unsafe" {
-		t.Errorf("failures %v", failures)
+	for _, tc := range []struct {
+		name string
+		rows []Row
+	}{
+		{"mixed", sampleRows()},
+		{"all pass", sampleRows()[1:2]},
+		{"empty", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cases []JUnitCase
+			wantFail := map[string]string{}
+			var wantNames []string
+			for i, r := range tc.rows {
+				cases = append(cases, JUnitCase{Row: r, Seconds: float64(i) + 0.5})
+				name := r.Scenario + "/" + r.Impl
+				wantNames = append(wantNames, name)
+				if !r.AsExpected {
+					wantFail[name] = "expected " + r.Expected + ", got " + r.Verdict
+				}
+			}
+			var buf bytes.Buffer
+			if err := WriteJUnit(&buf, cases); err != nil {
+				t.Fatal(err)
+			}
+			raw := buf.Bytes()
+
+			// Well-formed XML: every token decodes.
+			d := xml.NewDecoder(bytes.NewReader(raw))
+			for {
+				_, err := d.Token()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("not well-formed XML: %v\n%s", err, raw)
+				}
+			}
+			// The structure CI reads.
+			var doc struct {
+				Suites []struct {
+					Tests    int `xml:"tests,attr"`
+					Failures int `xml:"failures,attr"`
+					Cases    []struct {
+						Name    string `xml:"name,attr"`
+						Failure *struct {
+							Message string `xml:"message,attr"`
+						} `xml:"failure"`
+					} `xml:"testcase"`
+				} `xml:"testsuite"`
+			}
+			if err := xml.Unmarshal(raw, &doc); err != nil {
+				t.Fatal(err)
+			}
+			if len(doc.Suites) != 1 {
+				t.Fatalf("%d testsuites, want 1", len(doc.Suites))
+			}
+			s := doc.Suites[0]
+			if len(s.Cases) != len(tc.rows) || s.Tests != len(tc.rows) {
+				t.Errorf("%d testcases, tests=%d; want %d", len(s.Cases), s.Tests, len(tc.rows))
+			}
+			nf := 0
+			for _, c := range s.Cases {
+				if c.Failure != nil {
+					nf++
+				}
+			}
+			if s.Failures != len(wantFail) || nf != len(wantFail) {
+				t.Errorf("failures attr %d, failure elements %d; want %d", s.Failures, nf, len(wantFail))
+			}
+
+			names, fails, err := ReadJUnit(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(names) != len(wantNames) || (len(names) > 0 && !reflect.DeepEqual(names, wantNames)) {
+				t.Errorf("case names %q, want %q", names, wantNames)
+			}
+			if !reflect.DeepEqual(fails, wantFail) {
+				t.Errorf("failures %q, want %q", fails, wantFail)
+			}
+		})
 	}
 }
 
-// outcomeFrom builds an outcome from a golden checker history.
-func outcomeFrom(t *testing.T, golden string) *scenarios.Outcome {
+func TestReadJUnitRejectsGarbage(t *testing.T) {
+	if _, _, err := ReadJUnit(strings.NewReader("<testsuites><testsuite>")); err == nil {
+		t.Error("truncated XML read without error")
+	}
+}
+
+func TestWriteJUnitFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "junit.xml")
+	if err := WriteJUnitFile(path, []JUnitCase{{Row: sampleRows()[0], Seconds: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	names, fails, err := ReadJUnit(f)
+	if err != nil || len(names) != 1 || fails["del-race/setnx-del"] != "expected safe, got unsafe" {
+		t.Errorf("names %q, failures %q, err %v", names, fails, err)
+	}
+}
+
+// withFault returns h with a nemesis fault (id 1) from..to (to < 0: never
+// healed), entries inserted in time order and indexes renumbered.
+func withFault(h checker.History, desc string, from, to int64) checker.History {
+	ins := []checker.Op{{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStart, Value: desc, N: 1, Time: from}}
+	if to >= 0 {
+		ins = append(ins, checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStop, Value: desc, N: 1, Time: to})
+	}
+	var out checker.History
+	for _, op := range h {
+		for len(ins) > 0 && ins[0].Time <= op.Time {
+			out = append(out, ins[0])
+			ins = ins[1:]
+		}
+		out = append(out, op)
+	}
+	out = append(out, ins...)
+	for i := range out {
+		out[i].Index = i
+	}
+	return out
+}
+
+func readGolden(t *testing.T, name string) checker.History {
 	t.Helper()
-	h, err := checker.ReadFile(filepath.Join("..", "checker", "testdata", golden))
+	h, err := checker.ReadFile(filepath.Join("..", "checker", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A fault window around the violation, as the nemesis records it.
-	h = append(h,
-		checker.Op{Index: len(h), Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStart, Value: "pause clients=[1]", N: 1, Time: 790e6},
-		checker.Op{Index: len(h) + 1, Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStop, Value: "pause clients=[1]", N: 1, Time: 950e6})
-	spec, err := scenarios.Parse("t.yaml", []byte("name: t\nduration: 1s\nclients: 3\nimpls: [setnx-del]\nexpected: {setnx-del: unsafe}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := checker.Options{}
-	return &scenarios.Outcome{Scenario: "t", Impl: "setnx-del", Seed: 42, Backend: "redis-server", Mode: "random",
-		Expected: "unsafe", Result: checker.Check(h, opts), CheckOptions: opts, Elapsed: time.Second, History: h, Spec: spec}
+	return h
+}
+
+const tinySpec = `name: tiny
+mode: scheduled
+seed: 7
+duration: 1s
+clients: 2
+lock:
+  ttl: 100ms
+failpoints:
+  - {client: 0, point: cs/hold, times: 1, fault: {kind: pause, clients: [0], for: 300ms}}
+impls: [setnx-del]
+expected:
+  setnx-del: unsafe
+`
+
+const faultDesc = "pause clients=[1] on=clients [1]"
+
+func outcome(t *testing.T, h checker.History, spec *scenarios.Spec, expected string) *scenarios.Outcome {
+	t.Helper()
+	opts := checker.Options{DeadlockBound: 5 * time.Second, Timeout: 2 * time.Second}
+	return &scenarios.Outcome{Scenario: "tiny", Impl: "setnx-del", Seed: 42, Backend: "embedded", Mode: "scheduled",
+		Gated: true, Expected: expected, Result: checker.Check(h, opts), Elapsed: 1500 * time.Millisecond,
+		CheckOptions: opts, History: h, Spec: spec}
 }
 
 func TestRunDirRoundTrip(t *testing.T) {
-	o := outcomeFrom(t, "overlap.jsonl")
-	if o.Result.Verdict != checker.Unsafe || o.Result.Witness == nil {
-		t.Fatalf("golden overlap history judged %s", o.Result.Verdict)
-	}
-	dir, err := WriteRunDir(t.TempDir(), o, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	spec, err := scenarios.Parse("tiny.yaml", []byte(tinySpec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, h, err := ReadRunDir(dir)
-	if err != nil {
-		t.Fatal(err)
+	overlap := withFault(readGolden(t, "overlap.jsonl"), faultDesc, 802_000_000, 905_000_000)
+	for _, tc := range []struct {
+		name      string
+		h         checker.History
+		spec      *scenarios.Spec
+		expected  string
+		verdict   string
+		violation bool
+	}{
+		{"violation with spec and fault", overlap, spec, checker.Unsafe, checker.Unsafe, true},
+		{"violation, no spec", readGolden(t, "overlap.jsonl"), nil, "", checker.Unsafe, true},
+		{"safe, no spec", readGolden(t, "good.jsonl"), nil, "", checker.Safe, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := outcome(t, tc.h, tc.spec, tc.expected)
+			if o.Result.Verdict != tc.verdict {
+				t.Fatalf("verdict %q (%s), want %q", o.Result.Verdict, o.Result.Reason, tc.verdict)
+			}
+			root := t.TempDir()
+			when := time.Date(2025, 3, 4, 5, 6, 7, 890e6, time.UTC)
+			dir, err := WriteRunDir(root, o, when)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := filepath.Join(root, "20250304-050607.890-tiny-setnx-del-s42"); dir != want {
+				t.Errorf("dir %q, want %q", dir, want)
+			}
+
+			sum, h, err := ReadRunDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Summary{Row: FromOutcome(o), Result: o.Result, Options: o.CheckOptions}
+			if sum == nil || !reflect.DeepEqual(*sum, want) {
+				t.Errorf("summary round trip:\n got %+v\nwant %+v", sum, want)
+			}
+			if !reflect.DeepEqual(h, o.History) {
+				t.Errorf("history round trip: got %d entries, want %d", len(h), len(o.History))
+			}
+			// Re-judging the stored history with the stored options gives
+			// the stored result (what `lockstorm check` does).
+			if again := checker.Check(h, sum.Options); !reflect.DeepEqual(again, sum.Result) {
+				t.Errorf("re-check differs:\n got %+v\nwant %+v", again, sum.Result)
+			}
+			// The history file itself loads with its folder's summary...
+			if s2, h2, err := ReadRunDir(filepath.Join(dir, HistoryFile)); err != nil || s2 == nil || !reflect.DeepEqual(*s2, want) || !reflect.DeepEqual(h2, h) {
+				t.Errorf("history in its folder: summary %v, %d entries, err %v", s2 != nil, len(h2), err)
+			}
+			// ...and a bare one, alone, without a summary.
+			bare := filepath.Join(t.TempDir(), "h.jsonl")
+			if err := checker.WriteFile(bare, h); err != nil {
+				t.Fatal(err)
+			}
+			if s2, h2, err := ReadRunDir(bare); err != nil || s2 != nil || !reflect.DeepEqual(h2, h) {
+				t.Errorf("bare history: summary %v, %d entries, err %v", s2, len(h2), err)
+			}
+
+			yamlPath := filepath.Join(dir, ScenarioFile)
+			b, err := os.ReadFile(yamlPath)
+			if tc.spec == nil {
+				if err == nil {
+					t.Errorf("%s written without a spec", ScenarioFile)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				back, err := scenarios.Parse(yamlPath, b)
+				if err != nil {
+					t.Fatalf("%s does not parse back: %v\n%s", ScenarioFile, err, b)
+				}
+				if back.Seed != o.Seed {
+					t.Errorf("seed %d, want the run's %d", back.Seed, o.Seed)
+				}
+				if back.Name != spec.Name || back.Lock.TTL != spec.Lock.TTL || back.Clients != spec.Clients ||
+					back.Duration != spec.Duration || len(back.Failpoints) != 1 || back.Failpoints[0].Fault == nil ||
+					back.Failpoints[0].Fault.For != 300*time.Millisecond || back.Expect("setnx-del") != checker.Unsafe {
+					t.Errorf("resolved spec changed in the round trip:\n%s", b)
+				}
+				if spec.Seed != 7 {
+					t.Errorf("WriteRunDir changed the caller's spec seed to %d", spec.Seed)
+				}
+			}
+
+			for _, f := range []string{TimelineFile, PorcupineFile} {
+				st, err := os.Stat(filepath.Join(dir, f))
+				if exists := err == nil; exists != tc.violation {
+					t.Errorf("%s exists = %v, want %v", f, exists, tc.violation)
+				} else if exists && st.Size() == 0 {
+					t.Errorf("%s is empty", f)
+				}
+			}
+			if !tc.violation {
+				return
+			}
+			page, err := os.ReadFile(filepath.Join(dir, TimelineFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkTimeline(t, string(page), o.Result, tc.h)
+		})
 	}
-	if !reflect.DeepEqual(h, o.History) {
-		t.Error("history differs after the round trip")
+}
+
+// checkTimeline asserts what a reader of timeline.html must find.
+func checkTimeline(t *testing.T, page string, res checker.Result, h checker.History) {
+	t.Helper()
+	if res.Witness == nil {
+		t.Fatal("no witness")
 	}
-	if sum == nil || !reflect.DeepEqual(sum.Row, FromOutcome(o)) || sum.Result.Verdict != o.Result.Verdict ||
-		sum.Result.Overlaps != o.Result.Overlaps || sum.Options != o.CheckOptions {
-		t.Errorf("summary differs: %+v", sum)
+	if !strings.Contains(page, esc(res.Witness.Text)) {
+		t.Error("timeline lacks the witness text")
 	}
-	b, err := os.ReadFile(filepath.Join(dir, ScenarioFile))
-	if err != nil {
-		t.Fatal(err)
+	if !regexp.MustCompile(`<rect class="ov" id="overlap-overview"`).MatchString(page) {
+		t.Error("timeline lacks the overlap element")
 	}
-	spec, err := scenarios.Parse("resolved.yaml", b)
-	if err != nil {
-		t.Fatalf("scenario.yaml does not parse back: %v", err)
+	if !strings.Contains(page, "overlap: c") || !strings.Contains(page, ms(res.Witness.FromNs)+" – "+ms(res.Witness.ToNs)) {
+		t.Error("timeline lacks the overlap label with its times")
 	}
-	if spec.Seed != 42 || spec.Name != "t" {
-		t.Errorf("resolved spec: seed %d name %q", spec.Seed, spec.Name)
+	if n := strings.Count(page, `class="hold w"`); n < 2 {
+		t.Errorf("%d witness bars, want both holds marked", n)
 	}
-	html, err := os.ReadFile(filepath.Join(dir, TimelineFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`class="ov"`, `class="fault"`, "fault: pause clients=[1]", `id="witness"`, `class="hold witness"`} {
-		if !strings.Contains(string(html), want) {
-			t.Errorf("timeline.html lacks %q", want)
+	faults := faultWindows(h)
+	for _, f := range faults {
+		lbl := esc("fault 1: " + f.Desc + " (" + ms(f.From) + " – " + ms(f.To) + ")")
+		if !strings.Contains(page, lbl) {
+			t.Errorf("timeline lacks the fault window label %q", lbl)
+		}
+		if !strings.Contains(page, `<rect class="fault"`) {
+			t.Error("timeline lacks the shaded fault window")
 		}
 	}
-	if st, err := os.Stat(filepath.Join(dir, PorcupineFile)); err != nil || st.Size() == 0 {
-		t.Errorf("porcupine.html: %v", err)
+	if len(faults) == 0 && strings.Contains(page, `class="fault"`) {
+		t.Error("fault window drawn for a history without faults")
 	}
-	// A bare history.jsonl loads without a summary.
-	sum2, h2, err := ReadRunDir(filepath.Join(dir, HistoryFile))
-	if err != nil || len(h2) != len(h) || sum2 == nil {
-		t.Errorf("bare history: %v, %d entries, summary %v", err, len(h2), sum2 != nil)
+	for _, bad := range []string{"<script", "https://", "src=", "href=", "@import", "url(http"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("timeline is not self-contained: has %q", bad)
+		}
+	}
+	if !strings.Contains(page, `class="legend"`) || !strings.Contains(page, " ms</text>") {
+		t.Error("timeline lacks the legend or the time axis labels")
+	}
+	if err := wellFormedSVG(page); err != nil {
+		t.Error(err)
+	}
+}
+
+// wellFormedSVG parses every <svg>…</svg> of the page as XML.
+func wellFormedSVG(page string) error {
+	for _, m := range regexp.MustCompile(`(?s)<svg .*?</svg>`).FindAllString(page, -1) {
+		d := xml.NewDecoder(strings.NewReader(m))
+		for {
+			_, err := d.Token()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func TestFaultWindows(t *testing.T) {
+	h := readGolden(t, "overlap.jsonl")
+	for _, tc := range []struct {
+		name     string
+		h        checker.History
+		from, to int64
+		open     bool
+		n        int
+	}{
+		{"healed", withFault(h, faultDesc, 802e6, 905e6), 802e6, 905e6, false, 1},
+		{"never healed", withFault(h, faultDesc, 802e6, -1), 802e6, 1000100000, true, 1},
+		{"none", h, 0, 0, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fw := faultWindows(tc.h)
+			if len(fw) != tc.n {
+				t.Fatalf("%d windows, want %d", len(fw), tc.n)
+			}
+			if tc.n == 1 && (fw[0].From != tc.from || fw[0].To != tc.to || fw[0].Open != tc.open || fw[0].Desc != faultDesc || fw[0].ID != 1) {
+				t.Errorf("window %+v, want %d–%d open=%v", fw[0], tc.from, tc.to, tc.open)
+			}
+		})
+	}
+}
+
+// longHistory has two clients taking turns on lock:0 n times (1 ms holds),
+// with one overlap in the middle and a fault around it.
+func longHistory(n int) checker.History {
+	var h checker.History
+	add := func(op checker.Op) { op.Index = len(h); h = append(h, op) }
+	tm := int64(1e6)
+	for i := 0; i < n; i++ {
+		c := i % 2
+		tok := "t" + string(rune('a'+c)) + strings.Repeat("x", i%3)
+		add(checker.Op{Type: checker.Invoke, Process: c, Client: c, F: checker.FAcquire, Key: "lock:0", Value: tok, Time: tm})
+		add(checker.Op{Type: checker.Ok, Process: c, Client: c, F: checker.FAcquire, Key: "lock:0", Value: tok, Time: tm + 100e3})
+		if i == n/2 {
+			// The other client takes it too before this one releases.
+			o := 1 - c
+			add(checker.Op{Type: checker.Invoke, Process: o, Client: o, F: checker.FAcquire, Key: "lock:0", Value: "late", Time: tm + 200e3})
+			add(checker.Op{Type: checker.Ok, Process: o, Client: o, F: checker.FAcquire, Key: "lock:0", Value: "late", Time: tm + 300e3})
+			add(checker.Op{Type: checker.Invoke, Process: o, Client: o, F: checker.FRelease, Key: "lock:0", Value: "late", Time: tm + 500e3})
+			add(checker.Op{Type: checker.Ok, Process: o, Client: o, F: checker.FRelease, Key: "lock:0", Value: "late", Time: tm + 600e3})
+		}
+		add(checker.Op{Type: checker.Invoke, Process: c, Client: c, F: checker.FRelease, Key: "lock:0", Value: tok, Time: tm + 900e3})
+		add(checker.Op{Type: checker.Ok, Process: c, Client: c, F: checker.FRelease, Key: "lock:0", Value: tok, Time: tm + 1000e3})
+		tm += 1100e3
+	}
+	mid := int64(n/2)*1100e3 + 1e6
+	return withFault(h, "partition hosts=[h1]", mid-5e6, mid+5e6)
+}
+
+func TestTimelineCapsBarsAndStaysSmall(t *testing.T) {
+	h := longHistory(5000)
+	res := checker.Check(h, checker.Options{})
+	if res.Witness == nil {
+		t.Fatalf("synthetic history has no witness: %s", res.Reason)
+	}
+	var buf bytes.Buffer
+	if err := WriteTimeline(&buf, h, res, "long <run> & co"); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	overview := regexp.MustCompile(`(?s)<svg id="overview".*?</svg>`).FindString(page)
+	if n := strings.Count(overview, `<rect class="hold`); n == 0 || n > maxBars {
+		t.Errorf("%d bars in the overview, want 1..%d", n, maxBars)
+	}
+	if len(page) > 200_000 {
+		t.Errorf("timeline is %d bytes for a %d-entry history", len(page), len(h))
+	}
+	if !strings.Contains(page, "<title>long &lt;run&gt; &amp; co</title>") {
+		t.Error("title not escaped")
+	}
+	checkTimeline(t, page, res, h)
+}
+
+func TestTimelineWithoutWitness(t *testing.T) {
+	// A lost update without an overlap, or a deadlock, still gets a page.
+	h := withFault(readGolden(t, "good.jsonl"), faultDesc, 1e6, -1)
+	res := checker.Check(h, checker.Options{})
+	res.Witness = nil
+	var buf bytes.Buffer
+	if err := WriteTimeline(&buf, h, res, "no witness"); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if strings.Contains(page, `class="ov"`) || strings.Contains(page, `id="witness"`) {
+		t.Error("overlap drawn without a witness")
+	}
+	if !strings.Contains(page, "never healed") || !strings.Contains(page, `<rect class="fault"`) {
+		t.Error("open fault window not drawn")
+	}
+	if err := wellFormedSVG(page); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestNiceStep(t *testing.T) {
+	for _, tc := range []struct{ span, want int64 }{
+		{1000e6, 200e6}, {12e6, 2e6}, {7e6, 1e6}, {40e6, 5e6}, {3, 1}, {0, 1},
+	} {
+		if got := niceStep(tc.span); got != tc.want {
+			t.Errorf("niceStep(%d) = %d, want %d", tc.span, got, tc.want)
+		}
+	}
+}
+
+func TestFromOutcome(t *testing.T) {
+	o := outcome(t, readGolden(t, "overlap.jsonl"), nil, checker.Unsafe)
+	r := FromOutcome(o)
+	if r.Verdict != checker.Unsafe || !r.AsExpected || r.Witness != o.Result.Witness.Text || r.FirstViolationMs == nil {
+		t.Errorf("row %+v", r)
+	}
+	if want := "lockstorm run --scenario tiny --impl setnx-del --seed 42 --backend embedded"; r.Replay != want {
+		t.Errorf("replay %q, want %q", r.Replay, want)
+	}
+	if r.AcquiresPerSec != round2(float64(o.Result.Acquired)/1.5) {
+		t.Errorf("acquires/s %v", r.AcquiresPerSec)
+	}
+	o.Expected = ""
+	if r := FromOutcome(o); r.Expected != checker.Safe || r.AsExpected {
+		t.Errorf("no expectation: expected %q, as expected %v", r.Expected, r.AsExpected)
+	}
+	for _, tc := range []struct{ in, want float64 }{{1.005, 1}, {2.345, 2.35}, {-1.236, -1.24}, {0, 0}} {
+		if got := round2(tc.in); got != tc.want {
+			t.Errorf("round2(%v) = %v, want %v", tc.in, got, tc.want)
+		}
 	}
 }
 
 func TestSafeRunKeepsNoPictures(t *testing.T) {
-	o := outcomeFrom(t, "good.jsonl")
+	o := outcome(t, readGolden(t, "good.jsonl"), nil, checker.Unsafe)
 	if o.Result.Verdict != checker.Safe {
 		t.Fatalf("good history judged %s: %s", o.Result.Verdict, o.Result.Reason)
 	}
-	if !ShouldKeep(KeepFailures, o) {
-		t.Error("a safe verdict where unsafe was expected is a failure, and must be kept")
-	}
-	o.Expected = checker.Safe
-	if ShouldKeep(KeepFailures, o) {
-		t.Error("a safe, expected run kept under --keep failures")
-	}
-	dir, err := WriteRunDir(t.TempDir(), o, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, TimelineFile)); !os.IsNotExist(err) {
-		t.Error("timeline.html written for a safe run")
+	for _, tc := range []struct {
+		keep, expected string
+		want           bool
+	}{
+		{KeepFailures, checker.Unsafe, true}, // safe where unsafe was expected is a failure
+		{KeepFailures, checker.Safe, false},
+		{KeepAll, checker.Safe, true},
+		{KeepNone, checker.Unsafe, false},
+	} {
+		o.Expected = tc.expected
+		if got := ShouldKeep(tc.keep, o); got != tc.want {
+			t.Errorf("ShouldKeep(%s) with expected %s = %v, want %v", tc.keep, tc.expected, got, tc.want)
+		}
 	}
 }
 
 func TestAggregate(t *testing.T) {
 	rows := sampleRows()
-	rows = append(rows, rows[0])
+	rows = append(rows, rows[1])
 	aggs := Aggregate(rows)
-	if len(aggs) != 2 || aggs[0].Runs != 2 || aggs[0].Matched != 2 || aggs[1].Matched != 0 {
+	if len(aggs) != 3 || aggs[0].Runs != 1 || aggs[0].Matched != 0 || aggs[1].Runs != 2 || aggs[1].Matched != 2 {
 		t.Fatalf("aggregate %+v", aggs)
 	}
 	var buf bytes.Buffer

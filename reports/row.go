@@ -4,6 +4,7 @@ package reports
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/scenarios"
@@ -76,4 +77,5 @@ func ReplayCommand(o *scenarios.Outcome) string {
 
 func isEmbedded(file string) bool { return len(file) > 6 && file[:6] == "specs/" }
 
-func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+// round2 rounds to 2 decimals, half away from zero (negative values too).
+func round2(f float64) float64 { return math.Round(f*100) / 100 }

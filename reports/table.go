@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -38,7 +39,7 @@ func Write(w io.Writer, rows []Row, format string, color bool) error {
 			tablewriter.WithHeaderAutoFormat(tw.Off))
 		t.Header(toAny(header)...)
 		for _, r := range rows {
-			if err := t.Append(cells(r, false)); err != nil {
+			if err := t.Append(mdEscape(cells(r, false))); err != nil {
 				return err
 			}
 		}
@@ -55,6 +56,16 @@ func Write(w io.Writer, rows []Row, format string, color bool) error {
 		return t.Render()
 	}
 	return fmt.Errorf("unknown format %q (want table, markdown or json)", format)
+}
+
+// mdEscape keeps a cell inside its column: a bare | would end it and a
+// newline would end the row.
+func mdEscape(cs []string) []string {
+	r := strings.NewReplacer("|", `\|`, "\r\n", " ", "\n", " ", "\r", " ")
+	for i, c := range cs {
+		cs[i] = r.Replace(c)
+	}
+	return cs
 }
 
 func toAny(s []string) []any {

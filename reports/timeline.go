@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -13,8 +14,11 @@ import (
 
 // faultWindow is one nemesis fault from its start to its stop.
 type faultWindow struct {
+	ID       int64
 	Desc     string
 	From, To int64
+	// Open says the fault never healed: it lasts to the end of the history.
+	Open bool
 }
 
 // faultWindows pairs nemesis start/stop entries by fault id; a fault with no
@@ -31,7 +35,7 @@ func faultWindows(h checker.History) []faultWindow {
 		switch op.F {
 		case checker.FStart:
 			open[op.N] = len(out)
-			out = append(out, faultWindow{Desc: op.Value, From: op.Time, To: -1})
+			out = append(out, faultWindow{ID: op.N, Desc: op.Value, From: op.Time, To: -1})
 		case checker.FStop:
 			if i, ok := open[op.N]; ok {
 				out[i].To = op.Time
@@ -41,7 +45,7 @@ func faultWindows(h checker.History) []faultWindow {
 	}
 	for i := range out {
 		if out[i].To < 0 {
-			out[i].To = end
+			out[i].To, out[i].Open = end, true
 		}
 	}
 	return out
@@ -60,116 +64,433 @@ func WriteTimelineFile(path string, h checker.History, res checker.Result, title
 	return f.Close()
 }
 
+// maxBars caps the critical sections drawn, so the page stays small on long
+// runs and with many clients.
+const maxBars = 300
+
+// Geometry of the SVG panels (px).
+const (
+	tlLabelW = 120.0 // lane labels
+	tlPlotW  = 1090.0
+	tlRight  = 20.0
+	tlAxisH  = 26.0 // tick labels above the plot
+	tlRowH   = 16.0 // a fault or overlap label row
+	tlKeyH   = 18.0 // a key's header row
+	tlLaneH  = 20.0
+	tlBottom = 24.0 // tick labels below the plot
+)
+
+type tlLane struct {
+	key    string
+	client int
+}
+
+// timeline is what both panels draw.
+type timeline struct {
+	holds   []checker.Hold // clipped to the history's end, within the view
+	faults  []faultWindow
+	lanes   []tlLane
+	laneIdx map[tlLane]int
+	keys    []string
+	wt      *checker.Witness
+	end     int64
+}
+
 // WriteTimeline draws holders per key over time as a self-contained HTML
-// page (inline SVG, no scripts, no network): one lane per client, critical
-// sections as bars, fault windows shaded and labelled, the violating overlap
-// in red. Only the neighbourhood of the violation is drawn when there is
-// one, so the file stays small on long runs.
+// page (inline SVG and CSS, no scripts, no network): one lane per client per
+// key, critical sections as bars, fault windows shaded and labelled, the
+// violating overlap in red, a time axis, a legend. Only the neighbourhood of
+// the violation is drawn when there is one, and at most maxBars critical
+// sections, so the file stays small on long runs; when the overlap is too
+// short to see at that scale a second panel zooms on it.
 func WriteTimeline(w io.Writer, h checker.History, res checker.Result, title string) error {
-	holds := checker.Holds(h)
-	faults := faultWindows(h)
-	var lo, hi int64
+	var end int64
 	for _, op := range h {
-		hi = max(hi, op.Time)
+		end = max(end, op.Time)
 	}
-	if wt := res.Witness; wt != nil {
-		span := max(wt.ToNs-wt.FromNs, int64(200e6))
+	all := checker.Holds(h)
+	for i := range all {
+		all[i].To = min(max(all[i].To, all[i].From), max(end, all[i].From))
+	}
+	wt := res.Witness
+	lo, hi, c0, c1 := viewWindow(all, res, end)
+
+	var shown []checker.Hold
+	for _, hd := range all {
+		if hd.To >= lo && hd.From <= hi {
+			shown = append(shown, hd)
+		}
+	}
+	omitted := 0
+	if len(shown) > maxBars {
+		// Keep the witness and the holds nearest the violation.
+		dist := func(hd checker.Hold) int64 {
+			if isWitness(wt, hd) {
+				return -1
+			}
+			switch {
+			case hd.To < c0:
+				return c0 - hd.To
+			case hd.From > c1:
+				return hd.From - c1
+			}
+			return 0
+		}
+		sort.SliceStable(shown, func(i, j int) bool { return dist(shown[i]) < dist(shown[j]) })
+		omitted = len(shown) - maxBars
+		shown = shown[:maxBars]
+		sort.SliceStable(shown, func(i, j int) bool { return shown[i].From < shown[j].From })
+	}
+
+	t := &timeline{holds: shown, faults: faultWindows(h), laneIdx: map[tlLane]int{}, wt: wt, end: end}
+	for _, hd := range shown {
+		l := tlLane{hd.Key, hd.Client}
+		if _, ok := t.laneIdx[l]; !ok {
+			t.laneIdx[l] = -1
+			t.lanes = append(t.lanes, l)
+		}
+	}
+	if wt != nil { // the witness lanes exist even if a hold was clipped away
+		for _, l := range []tlLane{{wt.Key, wt.A.Client}, {wt.Key, wt.B.Client}} {
+			if _, ok := t.laneIdx[l]; !ok {
+				t.laneIdx[l] = -1
+				t.lanes = append(t.lanes, l)
+			}
+		}
+	}
+	sort.Slice(t.lanes, func(i, j int) bool {
+		if t.lanes[i].key != t.lanes[j].key {
+			return keyLess(t.lanes[i].key, t.lanes[j].key)
+		}
+		return t.lanes[i].client < t.lanes[j].client
+	})
+	for i, l := range t.lanes {
+		t.laneIdx[l] = i
+		if i == 0 || t.lanes[i-1].key != l.key {
+			t.keys = append(t.keys, l.key)
+		}
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n", esc(title))
+	b.WriteString(tlCSS)
+	b.WriteString("</head><body>\n")
+	fmt.Fprintf(&b, "<h1>%s <span class=\"verdict v-%s\">%s</span></h1>\n", esc(title), esc(res.Verdict), esc(res.Verdict))
+	fmt.Fprintf(&b, "<p class=\"reason\">%s</p>\n", esc(res.Reason))
+	if wt != nil {
+		fmt.Fprintf(&b, "<p class=\"witness\" id=\"witness\">%s</p>\n", esc(wt.Text))
+	}
+	writeLegend(&b, t)
+
+	if wt != nil {
+		fmt.Fprintf(&b, "<h2>Around the violation: %s – %s of %s</h2>\n", ms(lo), ms(hi), ms(end))
+	} else {
+		fmt.Fprintf(&b, "<h2>%s – %s of %s</h2>\n", ms(lo), ms(hi), ms(end))
+	}
+	t.panel(&b, "overview", lo, hi)
+	if wt != nil && (wt.ToNs-wt.FromNs)*40 < hi-lo {
+		pad := max((wt.ToNs-wt.FromNs)*2, (hi-lo)/200, 1000)
+		zlo, zhi := max(0, wt.FromNs-pad), wt.ToNs+pad
+		fmt.Fprintf(&b, "<h2>Zoom on the overlap: %s – %s</h2>\n", ms(zlo), ms(zhi))
+		t.panel(&b, "zoom", zlo, zhi)
+	}
+	fmt.Fprintf(&b, "<p class=\"note\">%d critical sections drawn", len(shown))
+	if omitted > 0 {
+		fmt.Fprintf(&b, "; %d more in this window omitted (the ones farthest from the violation)", omitted)
+	}
+	fmt.Fprintf(&b, ". Times are from the start of the run. Hover a bar for its details.</p>\n")
+	writeTables(&b, t)
+	b.WriteString("</body></html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+const tlCSS = `<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:16px 20px;color:#222;max-width:1260px}
+h1{font-size:20px;margin:0 0 6px}h2{font-size:15px;margin:16px 0 4px}
+.verdict{font-size:13px;padding:2px 8px;border-radius:10px;color:#fff;background:#2e7d32;vertical-align:middle}
+.v-unsafe{background:#c62828}.v-deadlock,.v-inconclusive{background:#ef6c00}
+.reason{margin:4px 0}
+.witness{margin:6px 0;padding:6px 10px;border-left:4px solid #c62828;background:#fdecea;max-height:4.2em;overflow:auto;font-size:13px}
+.legend{display:flex;flex-wrap:wrap;gap:18px;margin:8px 0;font-size:13px}
+.legend span{display:inline-flex;align-items:center;gap:6px}
+.sw{display:inline-block;width:22px;height:12px;border-radius:2px}
+.note{color:#666;font-size:12px}
+table{border-collapse:collapse;font-size:12px;margin:6px 0}
+td,th{border:1px solid #ddd;padding:2px 8px;text-align:left}th{background:#f4f4f4}
+svg text{font:11px ui-monospace,monospace;fill:#333}
+svg .lbl{font:12px system-ui,sans-serif}
+svg .key{font:bold 12px system-ui,sans-serif;fill:#000}
+svg .wl{fill:#c62828;font-weight:bold}
+.grid{stroke:#e4e4e4}.axis{stroke:#888}
+.lane0{fill:#fafafa}.lane1{fill:#f0f0f0}
+.hold{fill:#5b8def}.hold.w{fill:#1a3e8c;stroke:#000;stroke-width:.8}
+.fault{fill:url(#hatch);stroke:#d68910;stroke-width:1}
+.flbl{fill:#9c5b00}
+.ov{fill:#e53935;fill-opacity:.55;stroke:#b71c1c;stroke-width:1.5}
+.ovl{stroke:#e53935;stroke-width:1.2;stroke-dasharray:4 3}
+.ovt{fill:#b71c1c;font-weight:bold}
+</style>
+`
+
+func writeLegend(b *strings.Builder, t *timeline) {
+	b.WriteString(`<div class="legend">` +
+		`<span><i class="sw" style="background:#5b8def"></i>critical section (acquire ok → release)</span>`)
+	if t.wt != nil {
+		b.WriteString(`<span><i class="sw" style="background:#1a3e8c;outline:1px solid #000"></i>the two witness holds</span>` +
+			`<span><i class="sw" style="background:rgba(229,57,53,.55);outline:1.5px solid #b71c1c"></i>overlap: both held the key</span>`)
+	}
+	if len(t.faults) > 0 {
+		b.WriteString(`<span><i class="sw" style="background:repeating-linear-gradient(45deg,rgba(245,176,65,.55) 0 3px,rgba(245,176,65,.2) 3px 6px);outline:1px solid #d68910"></i>fault window</span>`)
+	}
+	for _, hd := range t.holds {
+		if hd.End == "crash" {
+			b.WriteString(`<span>✕ client crashed holding it</span>`)
+			break
+		}
+	}
+	b.WriteString("</div>\n")
+}
+
+// panel draws the lanes over [lo, hi] as one SVG.
+func (t *timeline) panel(b *strings.Builder, id string, lo, hi int64) {
+	if hi <= lo {
+		hi = lo + 1
+	}
+	var faults []faultWindow
+	for _, f := range t.faults {
+		if f.To >= lo && f.From <= hi {
+			faults = append(faults, f)
+		}
+	}
+	const maxFaultRows = 6
+	frows := min(len(faults), maxFaultRows)
+	ovRow := 0.0
+	if t.wt != nil {
+		ovRow = tlRowH
+	}
+	plotTop := tlAxisH + tlRowH*float64(frows) + ovRow
+	keyIdx := make(map[string]int, len(t.keys))
+	for k, key := range t.keys {
+		keyIdx[key] = k
+	}
+	laneY := func(i int) float64 { // top of lane i, below its key's header
+		return plotTop + tlKeyH*float64(keyIdx[t.lanes[i].key]+1) + tlLaneH*float64(i)
+	}
+	plotBottom := plotTop + tlKeyH*float64(len(t.keys)) + tlLaneH*float64(len(t.lanes))
+	height := plotBottom + tlBottom
+	width := tlLabelW + tlPlotW + tlRight
+	x := func(ns int64) float64 {
+		ns = min(max(ns, lo), hi)
+		return tlLabelW + tlPlotW*float64(ns-lo)/float64(hi-lo)
+	}
+
+	fmt.Fprintf(b, "<svg id=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
+		id, width, height, width, height)
+	if id == "overview" {
+		b.WriteString(`<defs><pattern id="hatch" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">` +
+			`<rect width="8" height="8" fill="#f5b041" fill-opacity=".22"/><rect width="3" height="8" fill="#f5b041" fill-opacity=".5"/></pattern></defs>` + "\n")
+	}
+	// Lane backgrounds, key headers and labels.
+	for i, l := range t.lanes {
+		if i > 0 && t.lanes[i-1].key == l.key {
+			continue
+		}
+		key, y := l.key, laneY(i)-tlKeyH
+		fmt.Fprintf(b, "<text class=\"key\" x=\"4\" y=\"%.0f\">%s</text><line class=\"axis\" x1=\"0\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\"/>\n",
+			y+13, esc(key), width-tlRight, y+tlKeyH-1, y+tlKeyH-1)
+	}
+	for i, l := range t.lanes {
+		y := laneY(i)
+		cls := "lbl"
+		if t.wt != nil && l.key == t.wt.Key && (l.client == t.wt.A.Client || l.client == t.wt.B.Client) {
+			cls += " wl"
+		}
+		fmt.Fprintf(b, "<rect class=\"lane%d\" x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\"/><text class=\"%s\" x=\"16\" y=\"%.0f\">client c%d</text>\n",
+			i%2, tlLabelW, y, tlPlotW, tlLaneH, cls, y+14, l.client)
+	}
+	// Time axis: grid lines and tick labels above and below.
+	step := niceStep(hi - lo)
+	dec := max(0, int(math.Ceil(-math.Log10(float64(step)/1e6))))
+	for tk := (lo + step - 1) / step * step; tk <= hi; tk += step {
+		xx := x(tk)
+		lbl := fmt.Sprintf("%.*f ms", dec, float64(tk)/1e6)
+		fmt.Fprintf(b, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\"/>", xx, xx, tlAxisH-4, plotBottom)
+		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text><text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n",
+			xx, tlAxisH-8, lbl, xx, plotBottom+15, lbl)
+	}
+	fmt.Fprintf(b, "<line class=\"axis\" x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\"/>\n", tlLabelW, tlLabelW+tlPlotW, tlAxisH-4, tlAxisH-4)
+	// Fault windows: shaded over every lane, one label row each.
+	for i, f := range faults {
+		x0, x1 := x(f.From), x(f.To)
+		top := plotTop
+		if i < frows {
+			top = tlAxisH + tlRowH*float64(i)
+		}
+		to := ms(f.To)
+		if f.Open {
+			to = "end (never healed)"
+		}
+		fmt.Fprintf(b, "<rect class=\"fault\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\"><title>fault %d: %s, %s – %s</title></rect>\n",
+			x0, top, max(x1-x0, 2), plotBottom-top, f.ID, esc(f.Desc), ms(f.From), to)
+		if i < frows {
+			lbl := fmt.Sprintf("fault %d: %s (%s – %s)", f.ID, f.Desc, ms(f.From), to)
+			anchor, lx := "start", x0+4
+			if x0 > tlLabelW+tlPlotW*0.6 {
+				anchor, lx = "end", x1-4
+			}
+			fmt.Fprintf(b, "<text class=\"flbl\" x=\"%.1f\" y=\"%.0f\" text-anchor=\"%s\">%s</text>\n", lx, top+12, anchor, esc(lbl))
+		}
+	}
+	// Critical sections.
+	for _, hd := range t.holds {
+		if hd.To < lo || hd.From > hi {
+			continue
+		}
+		i, ok := t.laneIdx[tlLane{hd.Key, hd.Client}]
+		if !ok {
+			continue
+		}
+		cls := "hold"
+		if isWitness(t.wt, hd) {
+			cls += " w"
+		}
+		x0, x1 := x(hd.From), x(hd.To)
+		y := laneY(i)
+		fence := ""
+		if hd.Fence != 0 {
+			fence = fmt.Sprintf(", fence %d", hd.Fence)
+		}
+		fmt.Fprintf(b, "<rect class=\"%s\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\"><title>c%d (p%d) held %s %s – %s, ended by %s%s</title></rect>\n",
+			cls, x0, y+4, max(x1-x0, 1.5), tlLaneH-8, hd.Client, hd.Process, esc(hd.Key), ms(hd.From), ms(hd.To), esc(hd.End), fence)
+		if hd.End == "crash" && hd.To <= hi {
+			fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.0f\" fill=\"#000\">✕</text>\n", x1+1, y+14)
+		}
+	}
+	// The overlap: a red box over the two witness lanes, dashed lines down
+	// the whole panel, and its label.
+	if wt := t.wt; wt != nil {
+		ia, oka := t.laneIdx[tlLane{wt.Key, wt.A.Client}]
+		ib, okb := t.laneIdx[tlLane{wt.Key, wt.B.Client}]
+		if oka && okb {
+			x0, x1 := x(wt.FromNs), x(wt.ToNs)
+			if x1-x0 < 4 { // too short to see: widen around its centre
+				c := (x0 + x1) / 2
+				x0, x1 = c-2, c+2
+			}
+			ya, yb := laneY(min(ia, ib)), laneY(max(ia, ib))+tlLaneH
+			oy := tlAxisH + tlRowH*float64(frows)
+			fmt.Fprintf(b, "<line class=\"ovl\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\"/><line class=\"ovl\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\"/>\n",
+				x0, x0, oy+tlRowH-2, plotBottom, x1, x1, oy+tlRowH-2, plotBottom)
+			fmt.Fprintf(b, "<rect class=\"ov\" id=\"overlap-%s\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\"><title>overlap on %s: %s – %s</title></rect>\n",
+				id, x0, ya+1, x1-x0, yb-ya-2, esc(wt.Key), ms(wt.FromNs), ms(wt.ToNs))
+			lbl := fmt.Sprintf("▼ overlap: c%d and c%d both held %s, %s – %s (%s)", wt.A.Client, wt.B.Client, wt.Key,
+				ms(wt.FromNs), ms(wt.ToNs), ms(wt.ToNs-wt.FromNs))
+			anchor, lx := "start", x0-5
+			if x0 > tlLabelW+tlPlotW*0.55 {
+				anchor, lx = "end", x1+5
+			}
+			fmt.Fprintf(b, "<text class=\"ovt\" x=\"%.1f\" y=\"%.0f\" text-anchor=\"%s\">%s</text>\n", lx, oy+12, anchor, esc(lbl))
+		}
+	}
+	b.WriteString("</svg>\n")
+}
+
+func writeTables(b *strings.Builder, t *timeline) {
+	if wt := t.wt; wt != nil {
+		b.WriteString("<h2>Witness</h2>\n<table><tr><th></th><th>client</th><th>process</th><th>key</th><th>held from</th><th>to</th><th>ended by</th><th>fence</th><th>token</th></tr>\n")
+		for _, r := range []struct {
+			n string
+			h checker.Hold
+		}{{"A", wt.A}, {"B", wt.B}} {
+			fmt.Fprintf(b, "<tr><td>%s</td><td>c%d</td><td>p%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%s</td></tr>\n",
+				r.n, r.h.Client, r.h.Process, esc(r.h.Key), ms(r.h.From), ms(r.h.To), esc(r.h.End), r.h.Fence, esc(r.h.Token))
+		}
+		fmt.Fprintf(b, "<tr><td colspan=\"9\">overlap %s – %s (%s)</td></tr></table>\n", ms(wt.FromNs), ms(wt.ToNs), ms(wt.ToNs-wt.FromNs))
+	}
+	if len(t.faults) > 0 {
+		b.WriteString("<h2>Faults</h2>\n<table><tr><th>id</th><th>fault</th><th>from</th><th>to</th></tr>\n")
+		for i, f := range t.faults {
+			if i == 50 {
+				fmt.Fprintf(b, "<tr><td colspan=\"4\">… %d more</td></tr>\n", len(t.faults)-i)
+				break
+			}
+			to := ms(f.To)
+			if f.Open {
+				to = "never healed"
+			}
+			fmt.Fprintf(b, "<tr><td>%d</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", f.ID, esc(f.Desc), ms(f.From), to)
+		}
+		b.WriteString("</table>\n")
+	}
+}
+
+// viewWindow chooses the time window to draw, [lo, hi], and the interval of
+// interest [c0, c1] it narrows towards when too many holds fall in it.
+func viewWindow(holds []checker.Hold, res checker.Result, end int64) (lo, hi, c0, c1 int64) {
+	lo, hi = 0, max(end, 1)
+	switch wt := res.Witness; {
+	case wt != nil:
+		c0, c1 = wt.FromNs, min(wt.ToNs, max(end, wt.FromNs))
+		span := max(c1-c0, int64(200e6))
 		lo = max(0, min(wt.A.From, wt.B.From)-span)
-		hi = min(hi, max(wt.A.To, wt.B.To)+span)
+		hi = min(hi, max(wt.A.To, wt.B.To, c1)+span)
+	case res.FirstViolationNs >= 0:
+		c0, c1 = res.FirstViolationNs, res.FirstViolationNs
+	default:
+		c0, c1 = 0, 0
+	}
+	count := func(lo, hi int64) int {
+		n := 0
+		for _, hd := range holds {
+			if hd.To >= lo && hd.From <= hi {
+				n++
+			}
+		}
+		return n
+	}
+	for count(lo, hi) > maxBars {
+		nlo, nhi := lo+(min(c0, hi)-lo)/2, hi-(hi-max(c1, lo))/2
+		if nlo == lo && nhi == hi {
+			break
+		}
+		lo, hi = nlo, nhi
 	}
 	if hi <= lo {
 		hi = lo + 1
 	}
-	// Lanes: per key, one per client that held it in the window.
-	type lane struct {
-		key    string
-		client int
-	}
-	laneIdx := map[lane]int{}
-	var lanes []lane
-	var shown []checker.Hold
-	for _, hd := range holds {
-		if hd.To < lo || hd.From > hi {
-			continue
-		}
-		shown = append(shown, hd)
-		l := lane{hd.Key, hd.Client}
-		if _, ok := laneIdx[l]; !ok {
-			laneIdx[l] = -1
-			lanes = append(lanes, l)
-		}
-	}
-	sort.Slice(lanes, func(i, j int) bool {
-		if lanes[i].key != lanes[j].key {
-			return lanes[i].key < lanes[j].key
-		}
-		return lanes[i].client < lanes[j].client
-	})
-	for i, l := range lanes {
-		laneIdx[l] = i
-	}
-	const left, width, laneH, top = 150.0, 1000.0, 22.0, 40.0
-	height := top + laneH*float64(len(lanes)) + 40 + 16*float64(len(faults))
-	x := func(t int64) float64 { return left + width*float64(t-lo)/float64(hi-lo) }
-	ms := func(t int64) string { return fmt.Sprintf("%.1f ms", float64(t)/1e6) }
-
-	var b strings.Builder
-	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>%s</title>\n", html.EscapeString(title))
-	b.WriteString(`<style>body{font:13px sans-serif;margin:16px}.hold{fill:#4a7bd0}.hold.witness{fill:#d04a4a}.fault{fill:#f0c040;fill-opacity:.25}.ov{fill:#ff0000;fill-opacity:.35}text{font:11px monospace}</style></head><body>` + "\n")
-	fmt.Fprintf(&b, "<h2>%s</h2>\n<p>verdict <b>%s</b>: %s</p>\n", html.EscapeString(title), html.EscapeString(res.Verdict), html.EscapeString(res.Reason))
-	if res.Witness != nil {
-		fmt.Fprintf(&b, "<p id=\"witness\">%s</p>\n", html.EscapeString(res.Witness.Text))
-	}
-	b.WriteString(`<p><svg width="14" height="10"><rect class="hold" width="14" height="10"/></svg> critical section (acquire ok → release) ` +
-		`<svg width="14" height="10"><rect class="hold witness" width="14" height="10"/></svg> the two holders of the witness ` +
-		`<svg width="14" height="10"><rect class="ov" width="14" height="10"/></svg> overlap ` +
-		`<svg width="14" height="10"><rect class="fault" width="14" height="10" stroke="#c90"/></svg> fault window</p>` + "\n")
-	fmt.Fprintf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\">\n", left+width+20, height)
-	for i, f := range faults {
-		if f.To < lo || f.From > hi {
-			continue
-		}
-		x0, x1 := x(max(f.From, lo)), x(min(f.To, hi))
-		fmt.Fprintf(&b, "<rect class=\"fault\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\"><title>%s %s–%s</title></rect>\n",
-			x0, top, max(x1-x0, 1), laneH*float64(len(lanes)), html.EscapeString(f.Desc), ms(f.From), ms(f.To))
-		fmt.Fprintf(&b, "<text x=\"%.1f\" y=\"%.0f\">fault: %s (%s – %s)</text>\n", x0, top+laneH*float64(len(lanes))+30+16*float64(i),
-			html.EscapeString(f.Desc), ms(f.From), ms(f.To))
-	}
-	for i, l := range lanes {
-		fmt.Fprintf(&b, "<text x=\"4\" y=\"%.0f\">%s c%d</text>\n", top+laneH*float64(i)+15, html.EscapeString(l.key), l.client)
-	}
-	wt := res.Witness
-	for _, hd := range shown {
-		cls := "hold"
-		if wt != nil && hd.Key == wt.Key && ((hd.Process == wt.A.Process && hd.From == wt.A.From) || (hd.Process == wt.B.Process && hd.From == wt.B.From)) {
-			cls += " witness"
-		}
-		i := laneIdx[lane{hd.Key, hd.Client}]
-		x0, x1 := x(max(hd.From, lo)), x(min(hd.To, hi))
-		fmt.Fprintf(&b, "<rect class=\"%s\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\"><title>c%d p%d %s %s–%s fence %d</title></rect>\n",
-			cls, x0, top+laneH*float64(i)+3, max(x1-x0, 1), laneH-6, hd.Client, hd.Process, html.EscapeString(hd.Key), ms(hd.From), ms(hd.To), hd.Fence)
-	}
-	if wt != nil {
-		x0, x1 := x(wt.FromNs), x(wt.ToNs)
-		fmt.Fprintf(&b, "<rect class=\"ov\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\"><title>overlap %s–%s</title></rect>\n",
-			x0, top-10, max(x1-x0, 2), laneH*float64(len(lanes))+10, ms(wt.FromNs), ms(wt.ToNs))
-		fmt.Fprintf(&b, "<text x=\"%.1f\" y=\"%.0f\" fill=\"#c00\">overlap %s – %s</text>\n", x0, top-14, ms(wt.FromNs), ms(wt.ToNs))
-	}
-	// Time axis: five ticks across the drawn window.
-	axisY := top + laneH*float64(len(lanes)) + 14
-	for k := 0; k <= 4; k++ {
-		t := lo + (hi-lo)*int64(k)/4
-		anchor := "middle"
-		switch k {
-		case 0:
-			anchor = "start"
-		case 4:
-			anchor = "end"
-		}
-		fmt.Fprintf(&b, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#999\"/><text x=\"%.1f\" y=\"%.0f\" text-anchor=\"%s\">%s</text>\n",
-			x(t), axisY-12, x(t), axisY-8, x(t), axisY, anchor, ms(t))
-	}
-	b.WriteString("</svg>\n</body></html>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	return lo, hi, c0, c1
 }
+
+// niceStep is a tick step of 1, 2 or 5 × 10^k ns giving about 8 ticks.
+func niceStep(span int64) int64 {
+	raw := float64(span) / 8
+	if raw < 1 {
+		return 1
+	}
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if raw <= m*mag {
+			return int64(m * mag)
+		}
+	}
+	return int64(10 * mag)
+}
+
+func isWitness(wt *checker.Witness, hd checker.Hold) bool {
+	return wt != nil && hd.Key == wt.Key &&
+		((hd.Process == wt.A.Process && hd.From == wt.A.From) || (hd.Process == wt.B.Process && hd.From == wt.B.From))
+}
+
+// keyLess orders keys naturally: lock:2 before lock:10.
+func keyLess(a, b string) bool {
+	ta, tb := strings.TrimRight(a, "0123456789"), strings.TrimRight(b, "0123456789")
+	if ta == tb && len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+func ms(ns int64) string { return fmt.Sprintf("%.1f ms", float64(ns)/1e6) }
+
+func esc(s string) string { return html.EscapeString(s) }
