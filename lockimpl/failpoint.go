@@ -174,12 +174,8 @@ func (f *Failpoints) do(ctx context.Context, point string, a *Action) error {
 		}
 	}
 	if a.Sleep > 0 {
-		t := time.NewTimer(a.Sleep)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := SleepCtx(ctx, a.Sleep); err != nil {
+			return err
 		}
 	}
 	if a.Open != "" {

@@ -187,6 +187,15 @@ func (e Env) sleep(ctx context.Context, d time.Duration) error {
 	if e.Sleep != nil {
 		return e.Sleep(ctx, d)
 	}
+	return SleepCtx(ctx, d)
+}
+
+// SleepCtx waits d or until ctx ends, whichever comes first, and returns
+// ctx's error in the second case. The one cancellable sleep of lockstorm.
+func SleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
 // pauser stops a client the way a stop-the-world GC pause would: its main
@@ -56,14 +58,8 @@ func (p *pauser) wait(ctx context.Context) error {
 // sleep waits d, then for the end of any pause: a paused thread that was
 // sleeping wakes only when the world restarts.
 func (p *pauser) sleep(ctx context.Context, d time.Duration) error {
-	if d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
+	if err := lockimpl.SleepCtx(ctx, d); err != nil {
+		return err
 	}
 	return p.wait(ctx)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
 
@@ -203,16 +204,7 @@ func (t *timeline) stopAndHeal() {
 	}
 }
 
+// sleepCtx reports whether d passed before ctx ended.
 func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-tm.C:
-		return true
-	}
+	return lockimpl.SleepCtx(ctx, d) == nil
 }

@@ -314,16 +314,7 @@ func DriveLocker(ctx context.Context, impl string, addrs []string, keys int, war
 			}
 		}()
 	}
-	sleep := func(d time.Duration) error {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		}
-	}
+	sleep := func(d time.Duration) error { return lockimpl.SleepCtx(ctx, d) }
 	if err := sleep(warmup); err != nil {
 		stop()
 		wg.Wait()
