@@ -707,3 +707,25 @@ func TestAggregate(t *testing.T) {
 		t.Errorf("aggregate table: %v\n%s", err, buf.String())
 	}
 }
+
+func TestMissedOnlyForExploratoryNotFound(t *testing.T) {
+	for _, tc := range []struct {
+		r    Row
+		want bool
+	}{
+		{Row{Gated: false, Expected: "unsafe", Verdict: "safe"}, true},
+		{Row{Gated: false, Expected: "deadlock", Verdict: "safe"}, true},
+		{Row{Gated: true, Expected: "unsafe", Verdict: "safe"}, false},
+		{Row{Gated: false, Expected: "safe", Verdict: "unsafe"}, false},
+		{Row{Gated: false, Expected: "unsafe", Verdict: "unsafe", AsExpected: true}, false},
+	} {
+		if got := tc.r.Missed(); got != tc.want {
+			t.Errorf("%+v: Missed() = %v, want %v", tc.r, got, tc.want)
+		}
+		var buf bytes.Buffer
+		Write(&buf, []Row{tc.r}, FormatTable, false)
+		if tc.want != strings.Contains(buf.String(), "miss") {
+			t.Errorf("%+v: table mark wrong:\n%s", tc.r, buf.String())
+		}
+	}
+}

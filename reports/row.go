@@ -66,6 +66,15 @@ func FromOutcome(o *scenarios.Outcome) Row {
 	return row
 }
 
+// Missed says the row is an exploratory (ungated) search that did not find
+// its failure this time: expected unsafe or deadlock, got safe. Such a row is
+// marked but does not fail a run, since exploratory modes are documented as
+// not finding their bug on every seed; any other difference still does.
+func (r Row) Missed() bool {
+	return !r.AsExpected && !r.Gated && r.Verdict == checker.Safe &&
+		(r.Expected == checker.Unsafe || r.Expected == checker.Deadlock)
+}
+
 // ReplayCommand is the one command that replays the run.
 func ReplayCommand(o *scenarios.Outcome) string {
 	scen := o.Scenario

@@ -79,7 +79,10 @@ func toAny(s []string) []any {
 func cells(r Row, color bool) []string {
 	verdict := r.Verdict
 	mark := "ok"
-	if !r.AsExpected {
+	switch {
+	case r.Missed():
+		mark = "miss"
+	case !r.AsExpected:
 		mark = "DIFF"
 	}
 	if color {
@@ -91,7 +94,7 @@ func cells(r Row, color bool) []string {
 			c = "33"
 		}
 		verdict = "\x1b[" + c + "m" + verdict + "\x1b[0m"
-		if !r.AsExpected {
+		if mark == "DIFF" {
 			mark = "\x1b[1;31mDIFF\x1b[0m"
 		}
 	}

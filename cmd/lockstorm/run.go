@@ -176,14 +176,17 @@ func cmdRun(ctx context.Context, args []string) error {
 	prog.clear()
 	var rows []reports.Row
 	var cases []reports.JUnitCase
-	mismatch := 0
+	mismatch, missed := 0, 0
 	now := time.Now()
 	for i, out := range results {
 		if errs[i] != nil {
 			return &exitError{2, fmt.Errorf("%s × %s: %w", jobs[i].spec.Name, jobs[i].impl, errs[i])}
 		}
 		row := reports.FromOutcome(out)
-		if !row.AsExpected {
+		switch {
+		case row.Missed():
+			missed++
+		case !row.AsExpected:
 			mismatch++
 		}
 		if reports.ShouldKeep(f.keep, out) {
@@ -230,11 +233,19 @@ func cmdRun(ctx context.Context, args []string) error {
 			return &exitError{2, err}
 		}
 	}
+	if missed > 0 && f.format != reports.FormatJSON {
+		fmt.Fprintf(os.Stdout, "\n%d exploratory run(s) did not find their failure on this seed (marked miss; not a regression):\n", missed)
+		for _, r := range rows {
+			if r.Missed() {
+				fmt.Fprintf(os.Stdout, "  %s\n", r.Replay)
+			}
+		}
+	}
 	if mismatch > 0 {
 		if f.format != reports.FormatJSON {
 			fmt.Fprintf(os.Stdout, "\n%d of %d verdicts differ from the expected ones; replay with:\n", mismatch, len(rows))
 			for _, r := range rows {
-				if !r.AsExpected {
+				if !r.AsExpected && !r.Missed() {
 					fmt.Fprintf(os.Stdout, "  %s    # %s\n", r.Replay, r.RunDir)
 				}
 			}
