@@ -38,6 +38,7 @@ const (
 	FCrash   = "crash" // the client vanished
 	FStart   = "start" // nemesis: a fault begins; Value describes it
 	FStop    = "stop"  // nemesis: a fault heals
+	FEnd     = "end"   // the runner's last entry: a history without it was cut short
 )
 
 // NemesisProcess is the process id of fault entries.

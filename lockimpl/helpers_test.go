@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/lockimpl"
-	"github.com/lockstorm/lockstorm/scenarios/cluster"
+	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/redis/go-redis/v9"
 )
 

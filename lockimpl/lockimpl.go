@@ -122,6 +122,22 @@ type Info struct {
 	Fenced bool
 	// New builds one client's Locker.
 	New func(env Env, o Options) (Locker, error)
+	// Points are the failpoints (impl/step) the implementation calls, so a
+	// spec naming a point that does not exist is refused at load.
+	Points []string
+	// Claims is what the lock says about itself; a scenario that does not
+	// list the lock derives its expectation from them. The zero value
+	// declares nothing, and such a lock gets no expectation.
+	Claims Claims
+}
+
+// Claims is what a lock declares about its own guarantees. The battery of
+// scenarios derives each expectation from them and the scenario's fault
+// (a pause past the TTL breaks any lock without fencing, say).
+type Claims struct {
+	// Declared is true when the lock states its claims; false means it
+	// says nothing and gets no expectation.
+	Declared bool
 }
 
 var (

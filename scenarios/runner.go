@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
-	"github.com/lockstorm/lockstorm/scenarios/cluster"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
 
@@ -79,6 +77,7 @@ type runClient struct {
 	fp      *lockimpl.Failpoints
 	rdb     []*redis.Client
 	locker  lockimpl.Locker
+	rec     *recordingLocker
 	process atomic.Int64
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -148,54 +147,12 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	if nodes == 0 {
 		nodes = info.Nodes(opts)
 	}
-	cl, err := cluster.Start(ctx, cfg.Backend, cluster.Options{Nodes: nodes, Log: cfg.Log,
-		ServerClock: nemesis.UsesServerClock(spec.AllFaults())})
+	topo, err := startTopology(ctx, spec, cfg, nodes)
 	if err != nil {
-		return nil, fmt.Errorf("start %s backend: %w", cfg.Backend, err)
+		return nil, err
 	}
-	defer cl.Close()
-	cfg.Log.Info("backend up", "kind", cl.Kind(), "nodes", nodes)
-
-	net := nemesis.NewNetwork()
-	defer net.Close()
-	hosts := spec.Hosts
-	if hosts == 0 {
-		hosts = min(spec.Clients, 64)
-	}
-	hostOf := func(c int) string { return fmt.Sprintf("h%d", c%hosts+1) }
-	for h := 0; h < hosts; h++ {
-		for _, n := range cl.Nodes() {
-			if _, err := net.AddLink(fmt.Sprintf("h%d", h+1), n.Name, n.Addr); err != nil {
-				return nil, err
-			}
-		}
-	}
-
-	replicas := map[string]*cluster.Process{}
-	if spec.Replicas > 0 {
-		servers, ok := cl.(*cluster.Servers)
-		if !ok {
-			return nil, fmt.Errorf("scenario %s needs replicas, which only the redis-server backend has", spec.Name)
-		}
-		for i, n := range cl.Nodes() {
-			// Replication flows through its own link, so a fault can delay or cut it.
-			link, err := net.AddLink(fmt.Sprintf("r%d", i+1), n.Name, n.Addr)
-			if err != nil {
-				return nil, err
-			}
-			rep, err := servers.AddReplica(ctx, link.Addr)
-			if err != nil {
-				return nil, fmt.Errorf("replica of %s: %w", n.Name, err)
-			}
-			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err = rep.WaitLinkUp(wctx)
-			cancel()
-			if err != nil {
-				return nil, fmt.Errorf("replica of %s: %w", n.Name, err)
-			}
-			replicas[n.Name] = rep
-		}
-	}
+	defer topo.Close()
+	cl, net, hostOf, replicas := topo.cl, topo.net, topo.hostOf, topo.replicas
 
 	hub := lockimpl.NewHub()
 	hub.Seed = seed
@@ -217,19 +174,8 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		c.ctx, c.cancel = context.WithCancel(ctx)
 		env := lockimpl.Env{Client: i, Clock: c.clock, FP: c.fp, Log: cfg.Log,
 			Rand: rand.New(rand.NewPCG(seed, uint64(i)+1)), Sleep: c.pause.sleep}
-		for _, n := range cl.Nodes() {
-			link := net.Link(c.host, n.Name)
-			rdb := redis.NewClient(&redis.Options{
-				Addr: link.Addr, MaxRetries: -1, DialTimeout: spec.ClientTimeout,
-				ReadTimeout: spec.ClientTimeout, WriteTimeout: spec.ClientTimeout,
-				PoolSize: 4, ContextTimeoutEnabled: true, Protocol: 2,
-				// One dial attempt: a dead node is a refused connection (a
-				// definite no for Redlock), not five attempts that end as a timeout.
-				DialerRetries:   1,
-				DisableIdentity: true,
-			})
-			rdb.AddHook(pauseHook{&c.pause})
-			c.rdb = append(c.rdb, rdb)
+		c.rdb = topo.connect(c.host, spec.ClientTimeout, &c.pause)
+		for _, rdb := range c.rdb {
 			env.Nodes = append(env.Nodes, rdb)
 		}
 		c.locker, err = info.New(env, opts)
@@ -237,6 +183,7 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 			r.closeClients()
 			return nil, fmt.Errorf("%s: %w", cfg.Impl, err)
 		}
+		c.rec = &recordingLocker{r: r, c: c, locker: c.locker}
 		r.clients = append(r.clients, c)
 	}
 	defer r.closeClients()
@@ -397,192 +344,3 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
-
-// clientLoop runs acquire → critical section → release until the run ends.
-func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquired *atomic.Int64) {
-	spec := r.spec
-	rng := rand.New(rand.NewPCG(r.seed(), uint64(c.id)+0x10000))
-	ctx := c.ctx
-	barrierCtx := runCtxOf(runCtx, ctx)
-	cycles := 0
-	for runCtx.Err() == nil && ctx.Err() == nil {
-		if spec.Ops > 0 && attempts.Add(1) > int64(spec.Ops) {
-			return
-		}
-		if spec.Workload.Cycles > 0 && cycles >= spec.Workload.Cycles {
-			return
-		}
-		if err := c.pause.wait(ctx); err != nil {
-			return
-		}
-		key := keyName(rng.IntN(spec.Keys))
-		// A client waiting at a barrier for a step that never comes (the
-		// step of another algorithm) is released when the run ends.
-		if err := c.fp.Hit(barrierCtx, "cycle/before-acquire"); err != nil {
-			r.crashedBy(c, err)
-			return
-		}
-		r.add(c, checker.Invoke, checker.FAcquire, key, nil)
-		lease, err := c.locker.Acquire(ctx, key)
-		switch {
-		case err == nil:
-			acquired.Add(1)
-			cycles++
-			r.add(c, checker.Ok, checker.FAcquire, key, func(o *checker.Op) { o.Value = lease.Token; o.Fence = lease.Fence })
-		case errors.Is(err, lockimpl.ErrNotAcquired):
-			r.add(c, checker.Fail, checker.FAcquire, key, func(o *checker.Op) { o.Error = err.Error() })
-			if r.sleepThink(ctx, c) != nil {
-				return
-			}
-			continue
-		default:
-			r.add(c, checker.Info, checker.FAcquire, key, func(o *checker.Op) { o.Error = err.Error() })
-			if r.crashedBy(c, err) {
-				return
-			}
-			r.newProcess(c)
-			if r.backoff(ctx, c) != nil {
-				return
-			}
-			continue
-		}
-		if !r.criticalSection(ctx, c, key, lease, rng) {
-			return
-		}
-		r.add(c, checker.Invoke, checker.FRelease, key, func(o *checker.Op) { o.Value = lease.Token })
-		if err := c.fp.Hit(ctx, "cycle/before-release"); err != nil {
-			r.add(c, checker.Info, checker.FRelease, key, func(o *checker.Op) { o.Error = err.Error() })
-			r.crashedBy(c, err)
-			return
-		}
-		err = c.locker.Release(ctx, lease)
-		switch {
-		case err == nil:
-			r.add(c, checker.Ok, checker.FRelease, key, nil)
-		case errors.Is(err, lockimpl.ErrNotHeld):
-			r.add(c, checker.Fail, checker.FRelease, key, func(o *checker.Op) { o.Error = err.Error() })
-		default:
-			r.add(c, checker.Info, checker.FRelease, key, func(o *checker.Op) { o.Error = err.Error() })
-			if r.crashedBy(c, err) {
-				return
-			}
-			r.newProcess(c)
-		}
-		if r.sleepThink(ctx, c) != nil {
-			return
-		}
-	}
-}
-
-// criticalSection reads the counter, holds, writes N+1. It returns false
-// when the client crashed or was cancelled inside.
-func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lease *lockimpl.Lease, rng *rand.Rand) bool {
-	r.add(c, checker.Invoke, checker.FRead, key, func(o *checker.Op) { o.Fence = lease.Fence })
-	n := r.res.read(key, lease.Fence)
-	r.add(c, checker.Ok, checker.FRead, key, func(o *checker.Op) { o.N = n; o.Fence = lease.Fence })
-	hold := r.spec.Workload.CSMin
-	if span := r.spec.Workload.CSMax - r.spec.Workload.CSMin; span > 0 {
-		hold += time.Duration(rng.Int64N(int64(span) + 1))
-	}
-	if err := c.fp.Hit(ctx, "cs/hold"); err != nil {
-		return !r.crashedBy(c, err)
-	}
-	if err := c.pause.sleep(ctx, hold); err != nil {
-		r.crashedBy(c, err)
-		return false
-	}
-	if lease.Lost != nil {
-		select {
-		case <-lease.Lost:
-			// The implementation told us the lock is gone: a careful
-			// client abandons its write rather than corrupt the resource.
-			r.add(c, checker.Ok, checker.FLost, key, nil)
-			return true
-		default:
-		}
-	}
-	r.add(c, checker.Invoke, checker.FWrite, key, func(o *checker.Op) { o.N = n + 1; o.Fence = lease.Fence })
-	if r.res.write(key, n+1, lease.Fence) {
-		r.add(c, checker.Ok, checker.FWrite, key, func(o *checker.Op) { o.N = n + 1; o.Fence = lease.Fence })
-	} else {
-		r.add(c, checker.Fail, checker.FWrite, key, func(o *checker.Op) {
-			o.N = n + 1
-			o.Fence = lease.Fence
-			o.Error = "stale fencing token"
-		})
-	}
-	return true
-}
-
-// crashedBy records a crash when err says the client died (a failpoint
-// crash or a crash fault cancelling it) and reports whether it did.
-func (r *run) crashedBy(c *runClient, err error) bool {
-	if errors.Is(err, lockimpl.ErrCrashed) || c.crashed.Load() {
-		if c.crashed.CompareAndSwap(false, true) || errors.Is(err, lockimpl.ErrCrashed) {
-			r.add(c, checker.Ok, checker.FCrash, "", func(o *checker.Op) { o.Error = errText(err) })
-		}
-		c.cancel()
-		closeLocker(c)
-		for _, rdb := range c.rdb {
-			rdb.Close()
-		}
-		return true
-	}
-	return c.ctx.Err() != nil
-}
-
-// runCtxOf is ctx, also cancelled when the run's time is up.
-func runCtxOf(runCtx, ctx context.Context) context.Context {
-	merged, cancel := context.WithCancel(ctx)
-	context.AfterFunc(runCtx, cancel)
-	return merged
-}
-
-// backoff waits after an unknown outcome before the client tries again, as a
-// real client backs off after a connection error; without it a client facing
-// a dead link would spin and flood the history.
-func (r *run) backoff(ctx context.Context, c *runClient) error {
-	d := max(r.spec.Think, r.spec.Lock.RetryDelay, 10*time.Millisecond)
-	return c.pause.sleep(ctx, d)
-}
-
-func (r *run) sleepThink(ctx context.Context, c *runClient) error {
-	if r.spec.Think > 0 {
-		return c.pause.sleep(ctx, r.spec.Think)
-	}
-	return ctx.Err()
-}
-
-func (r *run) seed() uint64 {
-	if r.cfg.Seed != 0 {
-		return r.cfg.Seed
-	}
-	return r.spec.Seed
-}
-
-// Pause implements nemesis.ClientControl.
-func (r *run) Pause(client int) { r.clients[client].pause.pause() }
-
-// Resume implements nemesis.ClientControl.
-func (r *run) Resume(client int) { r.clients[client].pause.resume() }
-
-// Crash implements nemesis.ClientControl: the client vanishes with whatever
-// it holds; its connections close and its release is never sent.
-func (r *run) Crash(client int) {
-	c := r.clients[client]
-	if c.crashed.CompareAndSwap(false, true) {
-		r.add(c, checker.Ok, checker.FCrash, "", func(o *checker.Op) { o.Error = "crash fault" })
-	}
-	c.cancel()
-	closeLocker(c)
-	c.pause.resume()
-	for _, rdb := range c.rdb {
-		rdb.Close()
-	}
-}
-
-// ClockJump implements nemesis.ClientControl.
-func (r *run) ClockJump(client int, d time.Duration) { r.clients[client].clock.Jump(d) }
-
-// ClockDrift implements nemesis.ClientControl.
-func (r *run) ClockDrift(client int, rate float64) { r.clients[client].clock.SetDrift(rate) }

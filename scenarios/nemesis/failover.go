@@ -9,7 +9,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
-	"github.com/lockstorm/lockstorm/scenarios/cluster"
+	"github.com/lockstorm/lockstorm/internal/cluster"
 )
 
 // Failover does what Sentinel would: the master of each targeted node is

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockstorm/lockstorm/scenarios/cluster"
+	"github.com/lockstorm/lockstorm/internal/cluster"
 )
 
 // Spec is one fault on a scenario's timeline, as written in the YAML.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockstorm/lockstorm/scenarios/cluster"
+	"github.com/lockstorm/lockstorm/internal/cluster"
 )
 
 func TestKillRestartsEmpty(t *testing.T) {

@@ -1,0 +1,105 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+)
+
+// topology is what a run stands on: the Redis nodes, one proxied link per
+// (client host, node) pair so faults can single out any client's path, and
+// replicas replicating through links of their own.
+type topology struct {
+	cl       cluster.Cluster
+	net      *nemesis.Network
+	hosts    int
+	hostOf   func(client int) string
+	replicas map[string]*cluster.Process
+}
+
+// startTopology starts the backend's nodes, the links and the replicas.
+// On error everything started so far is stopped.
+func startTopology(ctx context.Context, spec *Spec, cfg Config, nodes int) (_ *topology, err error) {
+	cl, err := cluster.Start(ctx, cfg.Backend, cluster.Options{Nodes: nodes, Log: cfg.Log,
+		ServerClock: nemesis.UsesServerClock(spec.AllFaults())})
+	if err != nil {
+		return nil, fmt.Errorf("start %s backend: %w", cfg.Backend, err)
+	}
+	t := &topology{cl: cl, net: nemesis.NewNetwork(), replicas: map[string]*cluster.Process{}}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	cfg.Log.Info("backend up", "kind", cl.Kind(), "nodes", nodes)
+	t.hosts = spec.Hosts
+	if t.hosts == 0 {
+		t.hosts = min(spec.Clients, 64)
+	}
+	hosts := t.hosts
+	t.hostOf = func(c int) string { return fmt.Sprintf("h%d", c%hosts+1) }
+	for h := 0; h < hosts; h++ {
+		for _, n := range cl.Nodes() {
+			if _, err := t.net.AddLink(fmt.Sprintf("h%d", h+1), n.Name, n.Addr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if spec.Replicas > 0 {
+		servers, ok := cl.(*cluster.Servers)
+		if !ok {
+			return nil, fmt.Errorf("scenario %s needs replicas, which only the redis-server backend has", spec.Name)
+		}
+		for i, n := range cl.Nodes() {
+			// Replication flows through its own link, so a fault can delay or cut it.
+			link, err := t.net.AddLink(fmt.Sprintf("r%d", i+1), n.Name, n.Addr)
+			if err != nil {
+				return nil, err
+			}
+			rep, err := servers.AddReplica(ctx, link.Addr)
+			if err != nil {
+				return nil, fmt.Errorf("replica of %s: %w", n.Name, err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err = rep.WaitLinkUp(wctx)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("replica of %s: %w", n.Name, err)
+			}
+			t.replicas[n.Name] = rep
+		}
+	}
+	return t, nil
+}
+
+// connect opens one client's connections, one per node, each through that
+// client host's own link to the node.
+func (t *topology) connect(host string, timeout time.Duration, p *pauser) []*redis.Client {
+	var out []*redis.Client
+	for _, n := range t.cl.Nodes() {
+		link := t.net.Link(host, n.Name)
+		rdb := redis.NewClient(&redis.Options{
+			Addr: link.Addr, MaxRetries: -1, DialTimeout: timeout,
+			ReadTimeout: timeout, WriteTimeout: timeout,
+			PoolSize: 4, ContextTimeoutEnabled: true, Protocol: 2,
+			// One dial attempt: a dead node is a refused connection (a
+			// definite no for Redlock), not five attempts that end as a timeout.
+			DialerRetries:   1,
+			DisableIdentity: true,
+		})
+		rdb.AddHook(pauseHook{p})
+		out = append(out, rdb)
+	}
+	return out
+}
+
+// Close stops the links, then the nodes.
+func (t *topology) Close() {
+	t.net.Close()
+	t.cl.Close()
+}

@@ -1,0 +1,185 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/lockimpl"
+)
+
+// clientLoop runs acquire → critical section → release until the run ends.
+func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquired *atomic.Int64) {
+	spec := r.spec
+	rng := rand.New(rand.NewPCG(r.seed(), uint64(c.id)+0x10000))
+	ctx := c.ctx
+	barrierCtx := runCtxOf(runCtx, ctx)
+	cycles := 0
+	for runCtx.Err() == nil && ctx.Err() == nil {
+		if spec.Ops > 0 && attempts.Add(1) > int64(spec.Ops) {
+			return
+		}
+		if spec.Workload.Cycles > 0 && cycles >= spec.Workload.Cycles {
+			return
+		}
+		if err := c.pause.wait(ctx); err != nil {
+			return
+		}
+		key := keyName(rng.IntN(spec.Keys))
+		// A client waiting at a barrier for a step that never comes (the
+		// step of another algorithm) is released when the run ends.
+		if err := c.fp.Hit(barrierCtx, "cycle/before-acquire"); err != nil {
+			r.crashedBy(c, err)
+			return
+		}
+		lease, res, err := c.rec.acquire(ctx, key)
+		switch res {
+		case success:
+			acquired.Add(1)
+			cycles++
+		case failure:
+			if r.sleepThink(ctx, c) != nil {
+				return
+			}
+			continue
+		default:
+			if r.crashedBy(c, err) {
+				return
+			}
+			r.newProcess(c)
+			if r.backoff(ctx, c) != nil {
+				return
+			}
+			continue
+		}
+		if !r.criticalSection(ctx, c, key, lease, rng) {
+			return
+		}
+		res, err = c.rec.release(ctx, key, lease, func() error { return c.fp.Hit(ctx, "cycle/before-release") })
+		if res == unknown {
+			if r.crashedBy(c, err) {
+				return
+			}
+			r.newProcess(c)
+		}
+		if r.sleepThink(ctx, c) != nil {
+			return
+		}
+	}
+}
+
+// criticalSection reads the counter, holds, writes N+1. It returns false
+// when the client crashed or was cancelled inside.
+func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lease *lockimpl.Lease, rng *rand.Rand) bool {
+	r.add(c, checker.Invoke, checker.FRead, key, func(o *checker.Op) { o.Fence = lease.Fence })
+	n := r.res.read(key, lease.Fence)
+	r.add(c, checker.Ok, checker.FRead, key, func(o *checker.Op) { o.N = n; o.Fence = lease.Fence })
+	hold := r.spec.Workload.CSMin
+	if span := r.spec.Workload.CSMax - r.spec.Workload.CSMin; span > 0 {
+		hold += time.Duration(rng.Int64N(int64(span) + 1))
+	}
+	if err := c.fp.Hit(ctx, "cs/hold"); err != nil {
+		return !r.crashedBy(c, err)
+	}
+	if err := c.pause.sleep(ctx, hold); err != nil {
+		r.crashedBy(c, err)
+		return false
+	}
+	if lease.Lost != nil {
+		select {
+		case <-lease.Lost:
+			// The implementation told us the lock is gone: a careful
+			// client abandons its write rather than corrupt the resource.
+			r.add(c, checker.Ok, checker.FLost, key, nil)
+			return true
+		default:
+		}
+	}
+	r.add(c, checker.Invoke, checker.FWrite, key, func(o *checker.Op) { o.N = n + 1; o.Fence = lease.Fence })
+	if r.res.write(key, n+1, lease.Fence) {
+		r.add(c, checker.Ok, checker.FWrite, key, func(o *checker.Op) { o.N = n + 1; o.Fence = lease.Fence })
+	} else {
+		r.add(c, checker.Fail, checker.FWrite, key, func(o *checker.Op) {
+			o.N = n + 1
+			o.Fence = lease.Fence
+			o.Error = "stale fencing token"
+		})
+	}
+	return true
+}
+
+// crashedBy records a crash when err says the client died (a failpoint
+// crash or a crash fault cancelling it) and reports whether it did.
+func (r *run) crashedBy(c *runClient, err error) bool {
+	if errors.Is(err, lockimpl.ErrCrashed) || c.crashed.Load() {
+		if c.crashed.CompareAndSwap(false, true) || errors.Is(err, lockimpl.ErrCrashed) {
+			r.add(c, checker.Ok, checker.FCrash, "", func(o *checker.Op) { o.Error = errText(err) })
+		}
+		c.cancel()
+		closeLocker(c)
+		for _, rdb := range c.rdb {
+			rdb.Close()
+		}
+		return true
+	}
+	return c.ctx.Err() != nil
+}
+
+// runCtxOf is ctx, also cancelled when the run's time is up.
+func runCtxOf(runCtx, ctx context.Context) context.Context {
+	merged, cancel := context.WithCancel(ctx)
+	context.AfterFunc(runCtx, cancel)
+	return merged
+}
+
+// backoff waits after an unknown outcome before the client tries again, as a
+// real client backs off after a connection error; without it a client facing
+// a dead link would spin and flood the history.
+func (r *run) backoff(ctx context.Context, c *runClient) error {
+	d := max(r.spec.Think, r.spec.Lock.RetryDelay, 10*time.Millisecond)
+	return c.pause.sleep(ctx, d)
+}
+
+func (r *run) sleepThink(ctx context.Context, c *runClient) error {
+	if r.spec.Think > 0 {
+		return c.pause.sleep(ctx, r.spec.Think)
+	}
+	return ctx.Err()
+}
+
+func (r *run) seed() uint64 {
+	if r.cfg.Seed != 0 {
+		return r.cfg.Seed
+	}
+	return r.spec.Seed
+}
+
+// Pause implements nemesis.ClientControl.
+func (r *run) Pause(client int) { r.clients[client].pause.pause() }
+
+// Resume implements nemesis.ClientControl.
+func (r *run) Resume(client int) { r.clients[client].pause.resume() }
+
+// Crash implements nemesis.ClientControl: the client vanishes with whatever
+// it holds; its connections close and its release is never sent.
+func (r *run) Crash(client int) {
+	c := r.clients[client]
+	if c.crashed.CompareAndSwap(false, true) {
+		r.add(c, checker.Ok, checker.FCrash, "", func(o *checker.Op) { o.Error = "crash fault" })
+	}
+	c.cancel()
+	closeLocker(c)
+	c.pause.resume()
+	for _, rdb := range c.rdb {
+		rdb.Close()
+	}
+}
+
+// ClockJump implements nemesis.ClientControl.
+func (r *run) ClockJump(client int, d time.Duration) { r.clients[client].clock.Jump(d) }
+
+// ClockDrift implements nemesis.ClientControl.
+func (r *run) ClockDrift(client int, rate float64) { r.clients[client].clock.SetDrift(rate) }
