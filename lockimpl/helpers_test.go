@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/redis/go-redis/v9"
 )
 

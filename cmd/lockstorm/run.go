@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/reports"
 	"github.com/lockstorm/lockstorm/scenarios"
-	"github.com/lockstorm/lockstorm/internal/cluster"
 )
 
 // multi is a repeatable string flag.
