@@ -39,6 +39,13 @@ const (
 	FStart   = "start" // nemesis: a fault begins; Value describes it
 	FStop    = "stop"  // nemesis: a fault heals
 	FEnd     = "end"   // the runner's last entry: a history without it was cut short
+	// FSentinel is an event from a Sentinel's own event stream (process
+	// NemesisProcess); Value is "s1 +switch-master n1 n1 r1".
+	FSentinel = "sentinel"
+	// FMaster says which server a client's connection went to (process
+	// NemesisProcess, Client set, Value the server's name), recorded when
+	// it changes; Sentinel topology only.
+	FMaster = "master"
 )
 
 // NemesisProcess is the process id of fault entries.

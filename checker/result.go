@@ -40,6 +40,9 @@ type Hold struct {
 	// End says what ended the hold: "release" (its release invoke), "crash"
 	// or "end" (the end of the history).
 	End string `json:"end,omitempty"`
+	// Master is the server the client was talking to when it acquired
+	// (Sentinel topology: where its failover client had connected last).
+	Master string `json:"master,omitempty"`
 }
 
 // Witness is the first violation found: two holders of one key at once.

@@ -174,7 +174,7 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		c.ctx, c.cancel = context.WithCancel(ctx)
 		env := lockimpl.Env{Client: i, Clock: c.clock, FP: c.fp, Log: cfg.Log,
 			Rand: rand.New(rand.NewPCG(seed, uint64(i)+1)), Sleep: c.pause.sleep}
-		c.rdb = topo.connect(c.host, spec.ClientTimeout, &c.pause)
+		c.rdb = topo.connect(i, c.host, spec.ClientTimeout, &c.pause)
 		for _, rdb := range c.rdb {
 			env.Nodes = append(env.Nodes, rdb)
 		}
@@ -222,6 +222,12 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		healSteady = append(healSteady, heal)
 	}
 
+	// Time zero is now, not before the set-up: fault times and the
+	// history count from the start of the traffic.
+	r.rec = checker.NewRecorder()
+	if topo.sentinel != nil {
+		r.followSentinel(topo.sentinel)
+	}
 	start := time.Now()
 	runCtx, stop := context.WithTimeout(ctx, spec.Duration)
 	defer stop()
@@ -292,6 +298,9 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	h := r.rec.History()
 	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
 	res := checker.Check(h, copts)
+	if topo.sentinel != nil {
+		nameMasters(&res, h)
+	}
 	return &Outcome{CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: spec.Expect(cfg.Impl), Result: res, Elapsed: time.Since(start),
 		History: h, Spec: spec}, nil

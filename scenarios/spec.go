@@ -44,6 +44,14 @@ type Spec struct {
 	// through their own links (hosts r1, r2, ...) so faults can cut them
 	// (redis-server backend only).
 	Replicas int `yaml:"replicas"`
+	// Sentinel, when set, runs real Sentinel processes beside the masters
+	// and their replicas; clients find the master through them (needs
+	// replicas: 1 and the redis-server backend).
+	Sentinel *SentinelSpec `yaml:"sentinel"`
+	// MinReplicas sets min-replicas-to-write / min-replicas-max-lag on every
+	// data server (a promoted replica keeps it), as the Sentinel and
+	// replication documents advise against split-brain writes.
+	MinReplicas *MinReplicas `yaml:"min_replicas"`
 	// Clients is how many lock clients run.
 	Clients int `yaml:"clients"`
 	// Hosts groups clients into hosts (0: one per client up to 64, then shared).
@@ -99,6 +107,28 @@ type Workload struct {
 	Resource string `yaml:"resource"`
 	// Cycles, when > 0, stops each client after that many acquisitions.
 	Cycles int `yaml:"cycles"`
+}
+
+// SentinelSpec is the Sentinel set of a scenario: real redis-server
+// --sentinel processes (s1, s2, ...) monitoring every master, each reaching
+// the servers through links of its own (hosts s1, s2, ... in fault specs).
+type SentinelSpec struct {
+	// Sentinels is how many run (default 3).
+	Sentinels int `yaml:"sentinels"`
+	// Quorum is how many must agree a master is down (default a majority).
+	Quorum int `yaml:"quorum"`
+	// DownAfter is down-after-milliseconds (default 500ms).
+	DownAfter time.Duration `yaml:"down_after"`
+	// FailoverTimeout is failover-timeout (default 2s).
+	FailoverTimeout time.Duration `yaml:"failover_timeout"`
+}
+
+// MinReplicas are Redis's min-replicas-to-write and min-replicas-max-lag: a
+// master refuses writes (NOREPLICAS) unless ToWrite replicas acknowledged the
+// replication stream within MaxLag (whole seconds: Redis counts in seconds).
+type MinReplicas struct {
+	ToWrite int           `yaml:"to_write"`
+	MaxLag  time.Duration `yaml:"max_lag"`
 }
 
 // Network is a steady link condition.
@@ -255,6 +285,40 @@ func (s *Spec) validate(root *yaml.Node) error {
 	}
 	if s.Duration == 0 {
 		return bad("duration", "missing: every run needs a time bound")
+	}
+	if sn := s.Sentinel; sn != nil {
+		if s.Replicas != 1 {
+			return bad("sentinel", "needs replicas: 1 (Sentinel promotes a replica)")
+		}
+		if sn.Sentinels < 0 || sn.Quorum < 0 || sn.DownAfter < 0 || sn.FailoverTimeout < 0 {
+			return bad("sentinel", "must not be negative")
+		}
+		if sn.Sentinels == 0 {
+			sn.Sentinels = 3
+		}
+		if sn.Quorum == 0 {
+			sn.Quorum = sn.Sentinels/2 + 1
+		}
+		if sn.Quorum > sn.Sentinels {
+			return bad("sentinel.quorum", "%d is more than the %d sentinels", sn.Quorum, sn.Sentinels)
+		}
+		if sn.DownAfter == 0 {
+			sn.DownAfter = 500 * time.Millisecond
+		}
+		if sn.FailoverTimeout == 0 {
+			sn.FailoverTimeout = 2 * time.Second
+		}
+	}
+	if m := s.MinReplicas; m != nil {
+		if s.Replicas != 1 {
+			return bad("min_replicas", "needs replicas: 1")
+		}
+		if m.ToWrite < 1 || m.ToWrite > s.Replicas {
+			return bad("min_replicas.to_write", "want 1..%d (the replicas per master), got %d", s.Replicas, m.ToWrite)
+		}
+		if m.MaxLag < time.Second || m.MaxLag%time.Second != 0 {
+			return bad("min_replicas.max_lag", "Redis counts it in whole seconds: want 1s, 2s, ..., got %v", m.MaxLag)
+		}
 	}
 	if s.Clients == 0 {
 		s.Clients = 1
@@ -417,6 +481,9 @@ func overlay(base, top lockimpl.Options) lockimpl.Options {
 // Unsupported says why the spec cannot run on backend kind ("" when it can):
 // replicas exist only on spawned redis-server processes.
 func (s *Spec) Unsupported(kind string) string {
+	if s.Sentinel != nil && kind != "redis-server" {
+		return "needs Sentinel processes, which only the redis-server backend has"
+	}
 	if s.Replicas > 0 && kind != "redis-server" {
 		return "needs replicas, which only the redis-server backend has"
 	}

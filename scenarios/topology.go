@@ -20,11 +20,16 @@ type topology struct {
 	hosts    int
 	hostOf   func(client int) string
 	replicas map[string]*cluster.Process
+	// sentinel is set in the Sentinel topology (see sentinel.go).
+	sentinel *sentinelSet
 }
 
 // startTopology starts the backend's nodes, the links and the replicas.
 // On error everything started so far is stopped.
 func startTopology(ctx context.Context, spec *Spec, cfg Config, nodes int) (_ *topology, err error) {
+	if spec.Sentinel != nil {
+		return startSentinelTopology(ctx, spec, cfg, nodes)
+	}
 	cl, err := cluster.Start(ctx, cfg.Backend, cluster.Options{Nodes: nodes, Log: cfg.Log,
 		ServerClock: nemesis.UsesServerClock(spec.AllFaults())})
 	if err != nil {
@@ -79,7 +84,10 @@ func startTopology(ctx context.Context, spec *Spec, cfg Config, nodes int) (_ *t
 
 // connect opens one client's connections, one per node, each through that
 // client host's own link to the node.
-func (t *topology) connect(host string, timeout time.Duration, p *pauser) []*redis.Client {
+func (t *topology) connect(client int, host string, timeout time.Duration, p *pauser) []*redis.Client {
+	if t.sentinel != nil {
+		return t.sentinel.connect(t, client, host, timeout, p)
+	}
 	var out []*redis.Client
 	for _, n := range t.cl.Nodes() {
 		link := t.net.Link(host, n.Name)
@@ -100,6 +108,9 @@ func (t *topology) connect(host string, timeout time.Duration, p *pauser) []*red
 
 // Close stops the links, then the nodes.
 func (t *topology) Close() {
+	if t.sentinel != nil {
+		t.sentinel.close()
+	}
 	t.net.Close()
 	t.cl.Close()
 }

@@ -48,6 +48,10 @@ type Options struct {
 	// then costs a system call. The embedded backend needs no shim and
 	// ignores it.
 	ServerClock bool
+	// ExtraArgs, when set, gives more redis-server arguments for the server
+	// named name (n1.., r1..), kept across restarts: the Sentinel topology
+	// sets each server's source address and announced address with it.
+	ExtraArgs func(name string) []string
 	// ClockShim is the path of a prebuilt shim (make's build/clockshim.so);
 	// "" builds one on demand with EnsureShim.
 	ClockShim string

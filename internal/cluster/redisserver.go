@@ -44,11 +44,13 @@ type Servers struct {
 	root  string
 	bin   string
 	shim  string // clock shim path, "" without Options.ServerClock
+	extra func(name string) []string
 	log   *slog.Logger
 
-	mu       sync.Mutex // guards replicas and closed
-	replicas []*Process
-	closed   bool
+	mu        sync.Mutex // guards replicas, sentinels and closed
+	replicas  []*Process
+	sentinels []*Process
+	closed    bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -89,7 +91,7 @@ func StartRedisServers(ctx context.Context, o Options) (*Servers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
-	s := &Servers{root: root, bin: bin, shim: shim, log: o.Log}
+	s := &Servers{root: root, bin: bin, shim: shim, log: o.Log, extra: o.ExtraArgs}
 	for i := 0; i < o.Nodes; i++ {
 		p, err := s.newProcess(fmt.Sprintf("n%d", i+1))
 		if err != nil {
@@ -130,6 +132,9 @@ func (s *Servers) newProcess(name string) (*Process, error) {
 			"--protected-mode", "yes", "--logfile", filepath.Join(dir, "redis.log"),
 			"--repl-diskless-sync-delay", "0"},
 	}
+	if s.extra != nil {
+		p.Args = append(p.Args, s.extra(name)...)
+	}
 	if s.shim != "" {
 		path := filepath.Join(dir, "clock")
 		c, err := openClockFile(path)
@@ -163,7 +168,7 @@ func (s *Servers) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
-		all := append(append([]*Process(nil), s.procs...), s.replicas...)
+		all := append(append(append([]*Process(nil), s.procs...), s.replicas...), s.sentinels...)
 		s.mu.Unlock()
 		var errs []error
 		for _, p := range all {

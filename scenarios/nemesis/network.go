@@ -24,6 +24,10 @@ type Network struct {
 	mu    sync.Mutex
 	links map[string]*Link // by Link.Name()
 	order []*Link
+	// sources maps a source IP to its process name, routers are the
+	// announced addresses (see Router).
+	sources map[string]string
+	routers []*Router
 }
 
 // Link is one proxy: traffic from a client host to one node.
@@ -148,9 +152,12 @@ func (l *Link) Upstream() string {
 // Close stops every proxy and drops their connections.
 func (n *Network) Close() {
 	n.mu.Lock()
-	links := n.order
-	n.order, n.links = nil, map[string]*Link{}
+	links, routers := n.order, n.routers
+	n.order, n.links, n.routers = nil, map[string]*Link{}, nil
 	n.mu.Unlock()
+	for _, r := range routers {
+		r.Close()
+	}
 	for _, l := range links {
 		l.proxy.Stop()
 	}

@@ -1,0 +1,371 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+)
+
+// The Sentinel topology: masters n1.., one replica each r1.., Sentinels
+// s1.., all real redis-server processes, and clients that find the master
+// through Sentinel with go-redis's failover client, as production clients do.
+//
+// The crux is addressing. Sentinel learns addresses from the servers
+// themselves (the master's INFO lists its replicas; Sentinels announce
+// themselves in hello messages; +switch-master names the promoted replica)
+// and hands them to everybody alike. So each process is known by one
+// announced address, and that address is a router (nemesis.Router) in
+// front of it, not the server's own port:
+//
+//	server X    announced address A(X) = its router; real port only used by the links
+//	n_i, r_i    replica-announce-ip 127.0.0.1, replica-announce-port port(A(X))
+//	s_k         sentinel announce-ip 127.0.0.1, announce-port port(A(s_k))
+//	monitor     sentinel monitor n_i 127.0.0.1 port(A(n_i))
+//	replication r_i REPLICAOF A(n_i) (after a failover Sentinel sends A(promoted))
+//
+// Every Redis process binds its outgoing connections to a source IP of its
+// own (bind-source-addr 127.0.0.x), and the router of X hands a connection
+// from process P to the link P>X (a toxiproxy in front of X's real port).
+// So s1's connections to n1 cross link s1>n1, r1's replication crosses
+// r1>n1, and a fault on one pair touches that pair only.
+//
+// Clients do not need source IPs: their failover client's Dialer receives
+// the announced address Sentinel gave, maps it back to the server's name,
+// and dials the client host's own link h>X. The connection reports A(X) as
+// its remote address, so go-redis recognises the master's connections when
+// +switch-master tells it to drop the others.
+//
+// Fault targets: links are named host>server, with hosts h1.. (clients),
+// r1.. (replicas), s1.. (Sentinels) and n1.. (masters, once demoted they
+// replicate too) and servers n1.., r1.., s1..; e.g. {kind: partition,
+// hosts: [s1, s2, s3, r1], nodes: [n1]} cuts n1 from the Sentinels and
+// its replica and from nobody else.
+type sentinelSet struct {
+	servers   *cluster.Servers
+	sentinels []*cluster.Process
+	masters   []string          // monitored master names (n1..)
+	announced map[string]string // server name → announced address
+	byAddr    map[string]string // announced address → server name
+	subs      []*redis.Client
+	pubsubs   []*redis.PubSub
+	subWG     sync.WaitGroup
+	// events receives Sentinel events once the run records them.
+	events atomic.Pointer[func(text string)]
+	// dialed receives (client, server) on every client dial to a data server.
+	dialed atomic.Pointer[func(client int, server string)]
+}
+
+// sourceIP is the loopback address a Redis process binds its outgoing
+// connections to: 127.0.<kind>.<index>, kind 1 masters, 2 replicas, 3
+// Sentinels. All of 127.0.0.0/8 is local on Linux.
+func sourceIP(name string) string {
+	kind := map[byte]int{'n': 1, 'r': 2, 's': 3}[name[0]]
+	i, _ := strconv.Atoi(name[1:])
+	return fmt.Sprintf("127.0.%d.%d", kind, i)
+}
+
+func startSentinelTopology(ctx context.Context, spec *Spec, cfg Config, nodes int) (_ *topology, err error) {
+	if k, rerr := cluster.Resolve(cfg.Backend); rerr != nil || k != cluster.RedisServer {
+		return nil, fmt.Errorf("scenario %s needs Sentinel, which only the redis-server backend has", spec.Name)
+	}
+	if nodes > 250 || spec.Sentinel.Sentinels > 250 {
+		return nil, fmt.Errorf("scenario %s: at most 250 masters and 250 sentinels", spec.Name)
+	}
+	t := &topology{net: nemesis.NewNetwork(), replicas: map[string]*cluster.Process{}}
+	ss := &sentinelSet{announced: map[string]string{}, byAddr: map[string]string{}}
+	t.sentinel = ss
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	var data, all []string // data servers (n, r), every server
+	for i := 1; i <= nodes; i++ {
+		data = append(data, fmt.Sprintf("n%d", i), fmt.Sprintf("r%d", i))
+		ss.masters = append(ss.masters, fmt.Sprintf("n%d", i))
+	}
+	all = append(all, data...)
+	for k := 1; k <= spec.Sentinel.Sentinels; k++ {
+		all = append(all, fmt.Sprintf("s%d", k))
+	}
+	for _, name := range all {
+		r, err := t.net.AddRouter(name)
+		if err != nil {
+			return nil, err
+		}
+		ss.announced[name], ss.byAddr[r.Addr] = r.Addr, name
+		t.net.SetSource(sourceIP(name), name)
+	}
+	extra := func(name string) []string {
+		_, port, _ := net.SplitHostPort(ss.announced[name])
+		args := []string{"--protected-mode", "no", "--bind-source-addr", sourceIP(name),
+			"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", port}
+		if m := spec.MinReplicas; m != nil {
+			args = append(args, "--min-replicas-to-write", strconv.Itoa(m.ToWrite),
+				"--min-replicas-max-lag", strconv.Itoa(int(m.MaxLag/time.Second)))
+		}
+		return args
+	}
+	cl, err := cluster.Start(ctx, cluster.RedisServer, cluster.Options{Nodes: nodes, Log: cfg.Log,
+		ServerClock: nemesis.UsesServerClock(spec.AllFaults()), ExtraArgs: extra})
+	if err != nil {
+		return nil, fmt.Errorf("start redis-server backend: %w", err)
+	}
+	t.cl = cl
+	servers := cl.(*cluster.Servers)
+	ss.servers = servers
+	real := map[string]string{}
+	for _, n := range cl.Nodes() {
+		real[n.Name] = n.Addr
+	}
+	t.hosts = spec.Hosts
+	if t.hosts == 0 {
+		t.hosts = min(spec.Clients, 64)
+	}
+	hosts := t.hosts
+	t.hostOf = func(c int) string { return fmt.Sprintf("h%d", c%hosts+1) }
+	// Replicas first (their real addresses are needed for the links), then
+	// the links to them; replication waits for its link r_i>n_i.
+	var reps []*cluster.Process
+	for _, m := range ss.masters {
+		if _, err := t.net.AddLink("r"+m[1:], m, real[m]); err != nil {
+			return nil, err
+		}
+		rep, err := servers.AddReplica(ctx, ss.announced[m])
+		if err != nil {
+			return nil, fmt.Errorf("replica of %s: %w", m, err)
+		}
+		real[rep.Name] = rep.Addr
+		t.replicas[m] = rep
+		reps = append(reps, rep)
+		// The old master replicates from the promoted replica once Sentinel
+		// demotes it.
+		if _, err := t.net.AddLink(m, rep.Name, rep.Addr); err != nil {
+			return nil, err
+		}
+	}
+	for _, rep := range reps {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := rep.WaitLinkUp(wctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("replica %s: %w", rep.Name, err)
+		}
+	}
+	// Sentinels: their real ports exist once started, but the links from
+	// the others to them are only used after the hello messages, so each
+	// Sentinel's links are made before the next starts... and all before
+	// anyone waits on them.
+	for k := 1; k <= spec.Sentinel.Sentinels; k++ {
+		name := fmt.Sprintf("s%d", k)
+		for _, srv := range data {
+			if _, err := t.net.AddLink(name, srv, real[srv]); err != nil {
+				return nil, err
+			}
+		}
+		var masters []cluster.Node
+		for _, m := range ss.masters {
+			masters = append(masters, cluster.Node{Name: m, Addr: ss.announced[m]})
+		}
+		s, err := servers.AddSentinel(ctx, cluster.SentinelOptions{Masters: masters, Quorum: spec.Sentinel.Quorum,
+			DownAfter: spec.Sentinel.DownAfter, FailoverTimeout: spec.Sentinel.FailoverTimeout,
+			SourceAddr: sourceIP(name), Announce: ss.announced[name]})
+		if err != nil {
+			return nil, fmt.Errorf("sentinel %s: %w", name, err)
+		}
+		real[name] = s.Addr
+		ss.sentinels = append(ss.sentinels, s)
+	}
+	for _, a := range ss.sentinels {
+		for _, b := range ss.sentinels {
+			if a != b {
+				if _, err := t.net.AddLink(a.Name, b.Name, b.Addr); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	for h := 1; h <= hosts; h++ {
+		for _, srv := range all {
+			if _, err := t.net.AddLink(fmt.Sprintf("h%d", h), srv, real[srv]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := ss.subscribe(ctx); err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := cluster.WaitSentinelsReady(wctx, ss.sentinels, ss.masters, 1); err != nil {
+		return nil, err
+	}
+	cfg.Log.Info("sentinel topology up", "masters", nodes, "sentinels", len(ss.sentinels), "quorum", spec.Sentinel.Quorum)
+	return t, nil
+}
+
+// subscribe follows every Sentinel's own event stream (PSUBSCRIBE * on a
+// direct connection, outside the links: the harness's view must not be cut
+// by the faults it injects).
+func (ss *sentinelSet) subscribe(ctx context.Context) error {
+	for _, s := range ss.sentinels {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
+		ps := c.PSubscribe(ctx, "*")
+		if _, err := ps.Receive(ctx); err != nil {
+			c.Close()
+			return fmt.Errorf("sentinel %s: psubscribe: %w", s.Name, err)
+		}
+		ss.subs, ss.pubsubs = append(ss.subs, c), append(ss.pubsubs, ps)
+		name := s.Name
+		ss.subWG.Add(1)
+		go func() {
+			defer ss.subWG.Done()
+			for msg := range ps.Channel() {
+				if f := ss.events.Load(); f != nil {
+					(*f)(name + " " + msg.Channel + " " + ss.rename(msg.Payload))
+				}
+			}
+		}()
+	}
+	return nil
+}
+
+var announcedAddr = regexp.MustCompile(`127\.0\.0\.1[: ](\d+)`)
+
+// rename replaces announced addresses in an event with server names, so
+// "+switch-master n1 127.0.0.1 4001 127.0.0.1 4002" reads
+// "+switch-master n1 n1 r1".
+func (ss *sentinelSet) rename(payload string) string {
+	return announcedAddr.ReplaceAllStringFunc(payload, func(m string) string {
+		if name, ok := ss.byAddr["127.0.0.1:"+m[len("127.0.0.1 "):]]; ok {
+			return name
+		}
+		return m
+	})
+}
+
+// mappedConn is a client connection through a link that reports the
+// announced address it stands for as its remote address.
+type mappedConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c mappedConn) RemoteAddr() net.Addr { return c.remote }
+
+// connect opens one failover client per master for a client on host; every
+// address Sentinel hands out is dialed through the host's own link to that
+// server, Sentinels included.
+func (ss *sentinelSet) connect(t *topology, client int, host string, timeout time.Duration, p *pauser) []*redis.Client {
+	var sentinels []string
+	for _, s := range ss.sentinels {
+		sentinels = append(sentinels, ss.announced[s.Name])
+	}
+	var out []*redis.Client
+	for _, m := range ss.masters {
+		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			name, ok := ss.byAddr[addr]
+			if !ok {
+				return nil, fmt.Errorf("dial %s: not the announced address of any server", addr)
+			}
+			link := t.net.Link(host, name)
+			if link == nil {
+				return nil, fmt.Errorf("dial %s (%s): no link from %s", addr, name, host)
+			}
+			d := net.Dialer{Timeout: timeout}
+			c, err := d.DialContext(ctx, network, link.Addr)
+			if err != nil {
+				return nil, err
+			}
+			if !strings.HasPrefix(name, "s") {
+				if f := ss.dialed.Load(); f != nil {
+					(*f)(client, name)
+				}
+			}
+			ra, _ := net.ResolveTCPAddr("tcp", addr)
+			return mappedConn{c, ra}, nil
+		}
+		rdb := redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: m, SentinelAddrs: sentinels, Dialer: dial,
+			MaxRetries: -1, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
+			PoolSize: 4, ContextTimeoutEnabled: true, Protocol: 2, DialerRetries: 1, DisableIdentity: true,
+		})
+		rdb.AddHook(pauseHook{p})
+		out = append(out, rdb)
+	}
+	return out
+}
+
+func (ss *sentinelSet) close() {
+	for _, ps := range ss.pubsubs {
+		ps.Close()
+	}
+	for _, c := range ss.subs {
+		c.Close()
+	}
+	ss.subWG.Wait()
+}
+
+// followSentinel records the Sentinels' events and, per client, each change
+// of the data server its connections go to.
+func (r *run) followSentinel(ss *sentinelSet) {
+	ev := func(text string) {
+		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Value: text})
+	}
+	ss.events.Store(&ev)
+	var mu sync.Mutex
+	last := map[int]string{}
+	dialed := func(client int, server string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if last[client] == server {
+			return
+		}
+		last[client] = server
+		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: client, F: checker.FMaster, Value: server})
+	}
+	ss.dialed.Store(&dialed)
+}
+
+// nameMasters names, in the witness, the server each of the two holders
+// was talking to when it acquired.
+func nameMasters(res *checker.Result, h checker.History) {
+	w := res.Witness
+	if w == nil {
+		return
+	}
+	at := func(hold *checker.Hold) {
+		for _, op := range h {
+			if op.Time > hold.From {
+				break
+			}
+			if op.F == checker.FMaster && op.Client == hold.Client {
+				hold.Master = op.Value
+			}
+		}
+	}
+	at(&w.A)
+	at(&w.B)
+	if w.A.Master != "" || w.B.Master != "" {
+		w.Text += fmt.Sprintf(" c%d was talking to %s, c%d to %s.", w.A.Client, orNone(w.A.Master), w.B.Client, orNone(w.B.Master))
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
+}
