@@ -106,6 +106,13 @@ type Options struct {
 	Nodes          int           `yaml:"nodes"`
 	ReleaseVariant string        `yaml:"release"`
 	NodeTimeout    time.Duration `yaml:"node_timeout"`
+	// WaitReplicas, when > 0, makes set-nx-px send WAIT WaitReplicas
+	// ReplicaTimeout after its SET and trust the lock only if that many
+	// replicas acknowledged it (the replication guard some libraries add).
+	WaitReplicas int `yaml:"wait_replicas"`
+	// ReplicaTimeout is WAIT's timeout (default 100 ms); keep it below the
+	// client's command timeout, since WAIT blocks the connection that long.
+	ReplicaTimeout time.Duration `yaml:"replica_timeout"`
 }
 
 // Info describes a registered implementation.

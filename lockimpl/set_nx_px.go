@@ -15,12 +15,22 @@ import (
 // no window without an expiry, and release by a Lua compare-and-delete so a
 // client never deletes a lock that is no longer its own. Options add the
 // document's two extras:
+//
 //   - Reentrant: a per-client, per-key hold count (the ThreadLocal LockData
 //     count of seed 002): re-acquiring only increments it, and only the last
 //     Release talks to Redis;
+//
 //   - Watchdog: a renewal task every TTL/3 (seed 002: every 10 s for a 30 s
 //     key) running a compare-and-pexpire script; when it finds the key gone
 //     or someone else's it closes Lease.Lost (seed 002 interrupts the thread).
+//
+//   - WaitReplicas (not in seed 002: the regular scheme plus the guard users
+//     add against its failover flaw): after the SET, WAIT WaitReplicas
+//     ReplicaTimeout; fewer acknowledgements than asked and the lock is not
+//     trusted: the key is given back (compare-and-delete) and the attempt
+//     retries after the delay. WAIT only says the replicas received the
+//     write; it does not make the failover pick one of them, nor stop a
+//     partitioned master from granting to its side.
 //
 // What the document says still breaks it: a pause longer than the TTL (the
 // watchdog is paused too: its sleeps go through the client's sleeper) and a
@@ -32,10 +42,11 @@ import (
 //
 // Failpoints: set-nx-px/before-set, set-nx-px/after-set,
 // set-nx-px/before-release, set-nx-px/before-renew (in the watchdog, before
-// each renewal).
+// each renewal), set-nx-px/after-wait (WaitReplicas only, after WAIT's reply).
 //
 // Options: TTL (default 30 s, seed 002), RetryDelay (100 ms), RandomDelay,
-// WaitTimeout (10 s), Reentrant, Watchdog.
+// WaitTimeout (10 s), Reentrant, Watchdog, WaitReplicas, ReplicaTimeout
+// (100 ms).
 type setNXPX struct {
 	*base
 
@@ -67,6 +78,9 @@ func newSetNXPX(name string, env Env, o Options) (*setNXPX, error) {
 	b, err := newBase(name, env, o, Options{TTL: 30 * time.Second, RetryDelay: javaAcquiryResolution, WaitTimeout: javaTimeoutMsecs})
 	if err != nil {
 		return nil, err
+	}
+	if b.o.WaitReplicas > 0 && b.o.ReplicaTimeout == 0 {
+		b.o.ReplicaTimeout = 100 * time.Millisecond
 	}
 	if b.o.Watchdog && b.o.TTL < 3*time.Millisecond {
 		return nil, fmt.Errorf("%s: TTL %v too short to renew every TTL/3", name, b.o.TTL)
@@ -105,6 +119,11 @@ func (l *setNXPX) Acquire(ctx context.Context, key string) (*Lease, error) {
 		if err != nil { // nil reply: the key exists
 			return retryAfterDelay, nil
 		}
+		if l.o.WaitReplicas > 0 {
+			if trusted, err := l.waitReplicas(ctx, key, tok); err != nil || !trusted {
+				return retryAfterDelay, err
+			}
+		}
 		lease = &Lease{Key: key, Token: tok, Acquired: now}
 		return won, nil
 	})
@@ -126,6 +145,27 @@ func (l *setNXPX) Acquire(ctx context.Context, key string) (*Lease, error) {
 		l.mu.Unlock()
 	}
 	return lease, nil
+}
+
+// waitReplicas asks the master to wait for WaitReplicas acknowledgements of
+// the SET. Too few and the lock is given back, since its holder must not
+// rely on a write a failover could lose. A lost reply is an unknown outcome:
+// the key is set on the master either way.
+func (l *setNXPX) waitReplicas(ctx context.Context, key, tok string) (bool, error) {
+	n, err := l.c.Do(ctx, "WAIT", l.o.WaitReplicas, l.o.ReplicaTimeout.Milliseconds()).Int64()
+	if err != nil {
+		return false, unknown(l.name, "WAIT", err)
+	}
+	if herr := l.hit(ctx, "after-wait"); herr != nil {
+		return false, herr
+	}
+	if n >= int64(l.o.WaitReplicas) {
+		return true, nil
+	}
+	if err := compareAndDelete.Run(ctx, l.c, []string{key}, tok).Err(); err != nil && !replied(err) {
+		return false, unknown(l.name, "EVAL compare-and-delete after WAIT", err)
+	}
+	return false, nil
 }
 
 // Release implements Locker: unlock of seed 002. With reentrancy only the

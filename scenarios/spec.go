@@ -346,8 +346,15 @@ func (s *Spec) validate(root *yaml.Node) error {
 		}
 	}
 	for i, name := range s.Impls {
-		if _, _, err := s.Resolve(name); err != nil {
+		_, o, err := s.Resolve(name)
+		if err != nil {
 			return bad(fmt.Sprintf("impls.%d", i), "%v", err)
+		}
+		if o.WaitReplicas < 0 || o.ReplicaTimeout < 0 {
+			return bad(fmt.Sprintf("impls.%d", i), "%s: wait_replicas and replica_timeout must not be negative", name)
+		}
+		if o.WaitReplicas > 0 && o.ReplicaTimeout >= s.ClientTimeout {
+			return bad(fmt.Sprintf("impls.%d", i), "%s: replica_timeout %v must be below client_timeout %v (WAIT blocks the connection that long)", name, o.ReplicaTimeout, s.ClientTimeout)
 		}
 	}
 	for c, d := range s.ClockOffsets {
@@ -474,6 +481,12 @@ func overlay(base, top lockimpl.Options) lockimpl.Options {
 	}
 	if top.NodeTimeout != 0 {
 		o.NodeTimeout = top.NodeTimeout
+	}
+	if top.WaitReplicas != 0 {
+		o.WaitReplicas = top.WaitReplicas
+	}
+	if top.ReplicaTimeout != 0 {
+		o.ReplicaTimeout = top.ReplicaTimeout
 	}
 	return o
 }
