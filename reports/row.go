@@ -35,6 +35,9 @@ type Row struct {
 	FirstViolationMs *float64 `json:"first_violation_ms"`
 	Witness          string   `json:"witness"`
 	Replay           string   `json:"replay"`
+	// Failover is when the Sentinels detected the fault and promoted a
+	// replica (Sentinel scenarios only).
+	Failover *scenarios.FailoverTimes `json:"failover,omitempty"`
 	// RunDir is the run folder, when one was kept.
 	RunDir string `json:"run_dir,omitempty"`
 }
@@ -48,7 +51,7 @@ func FromOutcome(o *scenarios.Outcome) Row {
 		Acquired: r.Acquired, AcquireP50Ms: round2(r.AcquireP50Ms), AcquireP99Ms: round2(r.AcquireP99Ms),
 		HandoffP50Ms: round2(r.HandoffP50Ms), Fairness: round2(r.Fairness),
 		Overlaps: r.Overlaps, LostUpdates: r.LostUpdates, StaleWrites: r.StaleWrites,
-		Replay: ReplayCommand(o),
+		Replay: ReplayCommand(o), Failover: o.Failover,
 	}
 	if row.Expected == "" {
 		row.Expected = checker.Safe

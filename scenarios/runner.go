@@ -52,8 +52,11 @@ type Outcome struct {
 	// CheckOptions are the checker settings the verdict was reached with.
 	CheckOptions checker.Options `json:"checker_options"`
 	// History is the recorded run (not in JSON summaries: it has its own file).
-	History checker.History `json:"-"`
-	Spec    *Spec           `json:"-"`
+	// Failover is when the Sentinels detected, agreed on and carried out
+	// the first failover (Sentinel topology only).
+	Failover *FailoverTimes  `json:"failover,omitempty"`
+	History  checker.History `json:"-"`
+	Spec     *Spec           `json:"-"`
 }
 
 // AsExpected says whether the verdict matches the spec's expectation (no
@@ -298,12 +301,15 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	h := r.rec.History()
 	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
 	res := checker.Check(h, copts)
+	var fo *FailoverTimes
 	if topo.sentinel != nil {
 		nameMasters(&res, h)
+		fo = failoverTimes(h)
+		cfg.Log.Info("sentinel failover", "scenario", spec.Name, "impl", cfg.Impl, "times", fo.String())
 	}
 	return &Outcome{CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: spec.Expect(cfg.Impl), Result: res, Elapsed: time.Since(start),
-		History: h, Spec: spec}, nil
+		History: h, Spec: spec, Failover: fo}, nil
 }
 
 // grace bounds how long a client may take to finish its cycle once the run

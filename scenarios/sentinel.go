@@ -369,3 +369,59 @@ func orNone(s string) string {
 	}
 	return s
 }
+
+// FailoverTimes are the milestones of the first Sentinel failover of a run,
+// in ms from the run's start (-1: did not happen), read from the history:
+// the fault before the first +sdown of a master, the first +sdown, +odown
+// and +try-failover of any Sentinel, the leader's +promoted-slave and the
+// first +switch-master, and the first acquire granted after the promotion.
+type FailoverTimes struct {
+	FaultMs        float64 `json:"fault_ms"`
+	SdownMs        float64 `json:"sdown_ms"`
+	OdownMs        float64 `json:"odown_ms"`
+	TryFailoverMs  float64 `json:"try_failover_ms"`
+	PromotedMs     float64 `json:"promoted_ms"`
+	SwitchMasterMs float64 `json:"switch_master_ms"`
+	// AcquireAfterMs is the first acquire ok after PromotedMs.
+	AcquireAfterMs float64 `json:"acquire_after_ms"`
+}
+
+// String is the one-line summary: delays from the fault.
+func (f *FailoverTimes) String() string {
+	d := func(t float64) string {
+		if t < 0 || f.FaultMs < 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f", t-f.FaultMs)
+	}
+	return fmt.Sprintf("from the fault: sdown +%s ms, odown +%s, try-failover +%s, promoted +%s, switch-master +%s, next acquire +%s",
+		d(f.SdownMs), d(f.OdownMs), d(f.TryFailoverMs), d(f.PromotedMs), d(f.SwitchMasterMs), d(f.AcquireAfterMs))
+}
+
+func failoverTimes(h checker.History) *FailoverTimes {
+	f := &FailoverTimes{-1, -1, -1, -1, -1, -1, -1}
+	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	lastFault := int64(-1)
+	first := func(dst *float64, op checker.Op, event string) {
+		if *dst < 0 && strings.Contains(op.Value, " "+event+" ") {
+			*dst = ms(op.Time)
+		}
+	}
+	for _, op := range h {
+		switch {
+		case op.Process == checker.NemesisProcess && op.F == checker.FStart && op.Type == checker.Ok && f.SdownMs < 0:
+			lastFault = op.Time
+		case op.F == checker.FSentinel:
+			if f.SdownMs < 0 && strings.Contains(op.Value, " +sdown master ") {
+				f.SdownMs, f.FaultMs = ms(op.Time), ms(lastFault)
+			}
+			first(&f.OdownMs, op, "+odown")
+			first(&f.TryFailoverMs, op, "+try-failover")
+			first(&f.PromotedMs, op, "+promoted-slave")
+			first(&f.SwitchMasterMs, op, "+switch-master")
+		case op.F == checker.FAcquire && op.Type == checker.Ok && f.PromotedMs >= 0 && f.AcquireAfterMs < 0:
+			f.AcquireAfterMs = ms(op.Time)
+		}
+	}
+	return f
+}
