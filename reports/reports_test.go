@@ -29,7 +29,7 @@ func sampleRows() []Row {
 			Acquired: 216, AcquiresPerSec: 108.5, AcquireP50Ms: 2.26, AcquireP99Ms: 132.27, HandoffP50Ms: 1.5,
 			Fairness: 0.96, Overlaps: 2, NetLostUpdates: 1, LostUpdates: 1, FirstViolationMs: fptr(341.62),
 			Evidence: "c1 and c2 both held lock:0 at 341.6 ms for 3.2 ms; 1 stale write",
-			Witness: "c1 (p1) held lock:0 \"from\" 337.0 ms…", Replay: "lockstorm run --scenario del-race --impl setnx-del --seed 1 --backend redis-server",
+			Witness:  "c1 (p1) held lock:0 \"from\" 337.0 ms…", Replay: "lockstorm run --scenario del-race --impl setnx-del --seed 1 --backend redis-server",
 			RunDir: "/tmp/x/run"},
 		{Scenario: "contention", Impl: "set-nx-px", Seed: 7, Backend: "embedded", Mode: "random",
 			Verdict: "safe", Expected: "safe", AsExpected: true, Reason: "no overlap", Acquired: 10, Fairness: 1},
