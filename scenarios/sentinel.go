@@ -268,7 +268,7 @@ func (c mappedConn) RemoteAddr() net.Addr { return c.remote }
 // connect opens one failover client per master for a client on host; every
 // address Sentinel hands out is dialed through the host's own link to that
 // server, Sentinels included.
-func (ss *sentinelSet) connect(t *topology, client int, host string, timeout time.Duration, p *pauser) []*redis.Client {
+func (ss *sentinelSet) connect(t *topology, client int, host string, timeout time.Duration, p *pauser, hook func(node string) redis.Hook) []*redis.Client {
 	var sentinels []string
 	for _, s := range ss.sentinels {
 		sentinels = append(sentinels, ss.announced[s.Name])
@@ -303,6 +303,11 @@ func (ss *sentinelSet) connect(t *topology, client int, host string, timeout tim
 			PoolSize: 4, ContextTimeoutEnabled: true, Protocol: 2, DialerRetries: 1, DisableIdentity: true,
 		})
 		rdb.AddHook(pauseHook{p})
+		if hook != nil {
+			// The command points name the master (n1), wherever Sentinel
+			// says it is now.
+			rdb.AddHook(hook(m))
+		}
 		out = append(out, rdb)
 	}
 	return out
