@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -729,5 +730,36 @@ func TestMissedOnlyForExploratoryNotFound(t *testing.T) {
 		if tc.want != strings.Contains(buf.String(), "miss") {
 			t.Errorf("%+v: table mark wrong:\n%s", tc.r, buf.String())
 		}
+	}
+}
+
+// TestTimelineSentinelMarks: Sentinel events become one mark each (the
+// first Sentinel to report it), chatty ones are left out, and the witness
+// names each holder's master.
+func TestTimelineSentinelMarks(t *testing.T) {
+	h := checker.History{
+		{Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Type: checker.Ok, Value: "s3 +sdown master n1 n1", Time: 5e8},
+		{Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Type: checker.Ok, Value: "s1 +sdown master n1 n1", Time: 6e8},
+		{Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Type: checker.Ok, Value: "s2 +vote-for-leader abc 1", Time: 7e8},
+		{Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Type: checker.Ok, Value: "s3 +switch-master n1 n1 r1", Time: 2e9},
+	}
+	marks := sentinelMarks(h)
+	want := []sentinelMark{{5e8, "+sdown master n1 n1 (s3)"}, {2e9, "+switch-master n1 n1 r1 (s3)"}}
+	if fmt.Sprint(marks) != fmt.Sprint(want) {
+		t.Fatalf("marks %v, want %v", marks, want)
+	}
+	res := checker.Result{Witness: &checker.Witness{Key: "k", A: checker.Hold{Client: 0, Key: "k", From: 0, To: 3e9, Master: "n1"},
+		B: checker.Hold{Client: 1, Key: "k", From: 2.1e9, To: 2.2e9, Master: "r1"}, FromNs: 2.1e9, ToNs: 2.2e9}}
+	var b strings.Builder
+	if err := WriteTimeline(&b, h, res, "t"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"+switch-master n1 n1 r1 (s3)", "Sentinel events", "c0 was talking to n1, c1 to r1"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("timeline lacks %q", s)
+		}
+	}
+	if strings.Contains(b.String(), "vote-for-leader") {
+		t.Error("timeline marks a chatty event")
 	}
 }

@@ -51,6 +51,41 @@ func faultWindows(h checker.History) []faultWindow {
 	return out
 }
 
+// sentinelMark is one Sentinel event drawn on the timeline.
+type sentinelMark struct {
+	At   int64
+	Text string
+}
+
+// sentinelKinds are the Sentinel events worth a mark: detection, agreement,
+// the failover's steps, and the old master's return.
+var sentinelKinds = []string{"+sdown master", "-sdown master", "+odown", "-odown", "+try-failover", "+elected-leader",
+	"+promoted-slave", "+failover-end", "+switch-master", "+convert-to-slave", "-failover-abort"}
+
+// sentinelMarks picks the Sentinel events (checker.FSentinel, "s1 +odown
+// master n1 ...") worth a mark; an event several Sentinels report is
+// marked once, when the first does.
+func sentinelMarks(h checker.History) []sentinelMark {
+	seen := map[string]bool{}
+	var out []sentinelMark
+	for _, op := range h {
+		if op.F != checker.FSentinel {
+			continue
+		}
+		who, ev, _ := strings.Cut(op.Value, " ")
+		for _, k := range sentinelKinds {
+			if strings.HasPrefix(ev, k) {
+				if !seen[ev] {
+					seen[ev] = true
+					out = append(out, sentinelMark{op.Time, ev + " (" + who + ")"})
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
 // WriteTimelineFile writes timeline.html.
 func WriteTimelineFile(path string, h checker.History, res checker.Result, title string) error {
 	f, err := os.Create(path)
@@ -89,6 +124,7 @@ type tlLane struct {
 type timeline struct {
 	holds   []checker.Hold // clipped to the history's end, within the view
 	faults  []faultWindow
+	marks   []sentinelMark
 	lanes   []tlLane
 	laneIdx map[tlLane]int
 	keys    []string
@@ -142,7 +178,7 @@ func WriteTimeline(w io.Writer, h checker.History, res checker.Result, title str
 		sort.SliceStable(shown, func(i, j int) bool { return shown[i].From < shown[j].From })
 	}
 
-	t := &timeline{holds: shown, faults: faultWindows(h), laneIdx: map[tlLane]int{}, wt: wt, end: end}
+	t := &timeline{holds: shown, faults: faultWindows(h), marks: sentinelMarks(h), laneIdx: map[tlLane]int{}, wt: wt, end: end}
 	for _, hd := range shown {
 		l := tlLane{hd.Key, hd.Client}
 		if _, ok := t.laneIdx[l]; !ok {
@@ -226,6 +262,7 @@ svg .wl{fill:#c62828;font-weight:bold}
 .lane0{fill:#fafafa}.lane1{fill:#f0f0f0}
 .hold{fill:#5b8def}.hold.w{fill:#1a3e8c;stroke:#000;stroke-width:.8}
 .fault{fill:url(#hatch);stroke:#d68910;stroke-width:1}
+.sent line{stroke:#1f618d;stroke-width:1;stroke-dasharray:2 3}.sent text{fill:#1f618d;font-size:10px}
 .flbl{fill:#9c5b00}
 .ov{fill:#e53935;fill-opacity:.55;stroke:#b71c1c;stroke-width:1.5}
 .ovl{stroke:#e53935;stroke-width:1.2;stroke-dasharray:4 3}
@@ -242,6 +279,9 @@ func writeLegend(b *strings.Builder, t *timeline) {
 	}
 	if len(t.faults) > 0 {
 		b.WriteString(`<span><i class="sw" style="background:repeating-linear-gradient(45deg,rgba(245,176,65,.55) 0 3px,rgba(245,176,65,.2) 3px 6px);outline:1px solid #d68910"></i>fault window</span>`)
+	}
+	if len(t.marks) > 0 {
+		b.WriteString(`<span style="color:#1f618d">▲ Sentinel event (hover; listed below)</span>`)
 	}
 	for _, hd := range t.holds {
 		if hd.End == "crash" {
@@ -342,6 +382,15 @@ func (t *timeline) panel(b *strings.Builder, id string, lo, hi int64) {
 			fmt.Fprintf(b, "<text class=\"flbl\" x=\"%.1f\" y=\"%.0f\" text-anchor=\"%s\">%s</text>\n", lx, top+12, anchor, esc(lbl))
 		}
 	}
+	// Sentinel events: a dashed line down the plot and a triangle on top.
+	for _, m := range t.marks {
+		if m.At < lo || m.At > hi {
+			continue
+		}
+		xx := x(m.At)
+		fmt.Fprintf(b, "<g class=\"sent\"><title>%s: %s</title><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\"/><text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">▲</text></g>\n",
+			ms(m.At), esc(m.Text), xx, xx, plotTop, plotBottom, xx, plotTop+10)
+	}
 	// Critical sections.
 	for _, hd := range t.holds {
 		if hd.To < lo || hd.From > hi {
@@ -406,7 +455,18 @@ func writeTables(b *strings.Builder, t *timeline) {
 			fmt.Fprintf(b, "<tr><td>%s</td><td>c%d</td><td>p%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%s</td></tr>\n",
 				r.n, r.h.Client, r.h.Process, esc(r.h.Key), ms(r.h.From), ms(r.h.To), esc(r.h.End), r.h.Fence, esc(r.h.Token))
 		}
-		fmt.Fprintf(b, "<tr><td colspan=\"9\">overlap %s – %s (%s)</td></tr></table>\n", ms(wt.FromNs), ms(wt.ToNs), ms(wt.ToNs-wt.FromNs))
+		masters := ""
+		if wt.A.Master != "" || wt.B.Master != "" {
+			masters = fmt.Sprintf("; c%d was talking to %s, c%d to %s", wt.A.Client, wt.A.Master, wt.B.Client, wt.B.Master)
+		}
+		fmt.Fprintf(b, "<tr><td colspan=\"9\">overlap %s – %s (%s)%s</td></tr></table>\n", ms(wt.FromNs), ms(wt.ToNs), ms(wt.ToNs-wt.FromNs), esc(masters))
+	}
+	if len(t.marks) > 0 {
+		b.WriteString("<h2>Sentinel events</h2>\n<table><tr><th>at</th><th>event (first Sentinel to report it)</th></tr>\n")
+		for _, m := range t.marks {
+			fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td></tr>\n", ms(m.At), esc(m.Text))
+		}
+		b.WriteString("</table>\n")
 	}
 	if len(t.faults) > 0 {
 		b.WriteString("<h2>Faults</h2>\n<table><tr><th>id</th><th>fault</th><th>from</th><th>to</th></tr>\n")

@@ -72,25 +72,30 @@ func TestNoOrphans(t *testing.T) {
 		name     string
 		sig      syscall.Signal
 		wantCode int
+		scenario string
+		// kids is how many redis-server children to wait for before the
+		// signal: the Sentinel topology has master, replica and 3 Sentinels.
+		kids int
 	}{
-		{"sigint", syscall.SIGINT, 130},
-		{"sigkill", syscall.SIGKILL, -1},
+		{"sigint", syscall.SIGINT, 130, "contention", 1},
+		{"sigkill", syscall.SIGKILL, -1, "contention", 1},
+		{"sentinel-sigkill", syscall.SIGKILL, -1, "sentinel-kill", 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(bin, "run", "--scenario", "contention", "--impl", "set-nx-px", "--backend", "redis-server")
+			cmd := exec.Command(bin, "run", "--scenario", tc.scenario, "--impl", "set-nx-px", "--backend", "redis-server")
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			var kids []int
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				if kids = redisChildren(cmd.Process.Pid); len(kids) > 0 {
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if kids = redisChildren(cmd.Process.Pid); len(kids) >= tc.kids {
 					break
 				}
 			}
-			if len(kids) == 0 {
+			if len(kids) < tc.kids {
 				cmd.Process.Kill()
 				cmd.Wait()
-				t.Fatal("no redis-server child appeared")
+				t.Fatalf("%d redis-server children appeared, want %d", len(kids), tc.kids)
 			}
 			time.Sleep(500 * time.Millisecond) // let the run get going
 			if err := cmd.Process.Signal(tc.sig); err != nil {
