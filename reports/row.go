@@ -13,14 +13,18 @@ import (
 // Row is one scenario × implementation, flat, with the JSON names CI
 // consumers rely on (snake_case, stable).
 type Row struct {
-	Scenario         string   `json:"scenario"`
-	Impl             string   `json:"impl"`
-	Seed             uint64   `json:"seed"`
-	Backend          string   `json:"backend"`
-	Mode             string   `json:"mode"`
-	Gated            bool     `json:"gated"`
-	Verdict          string   `json:"verdict"`
+	Scenario string `json:"scenario"`
+	Impl     string `json:"impl"`
+	Seed     uint64 `json:"seed"`
+	Backend  string `json:"backend"`
+	Mode     string `json:"mode"`
+	Gated    bool   `json:"gated"`
+	Verdict  string `json:"verdict"`
+	// Expected is "" when the run had no expectation (a lock without
+	// claims on a spec that does not list it): reported, never a DIFF.
 	Expected         string   `json:"expected"`
+	ExpectedReason   string   `json:"expected_reason,omitempty"`
+	ExpectedSource   string   `json:"expected_source,omitempty"`
 	AsExpected       bool     `json:"as_expected"`
 	Reason           string   `json:"reason"`
 	Acquired         int      `json:"acquired"`
@@ -44,14 +48,12 @@ func FromOutcome(o *scenarios.Outcome) Row {
 	r := o.Result
 	row := Row{
 		Scenario: o.Scenario, Impl: o.Impl, Seed: o.Seed, Backend: o.Backend, Mode: o.Mode, Gated: o.Gated,
-		Verdict: r.Verdict, Expected: o.Expected, AsExpected: o.AsExpected(), Reason: r.Reason,
+		Verdict: r.Verdict, Expected: o.Expected, ExpectedReason: o.ExpectedReason, ExpectedSource: o.ExpectedSource,
+		AsExpected: o.AsExpected(), Reason: r.Reason,
 		Acquired: r.Acquired, AcquireP50Ms: round2(r.AcquireP50Ms), AcquireP99Ms: round2(r.AcquireP99Ms),
 		HandoffP50Ms: round2(r.HandoffP50Ms), Fairness: round2(r.Fairness),
 		Overlaps: r.Overlaps, LostUpdates: r.LostUpdates, StaleWrites: r.StaleWrites,
 		Replay: ReplayCommand(o),
-	}
-	if row.Expected == "" {
-		row.Expected = checker.Safe
 	}
 	if s := o.Elapsed.Seconds(); s > 0 {
 		row.AcquiresPerSec = round2(float64(r.Acquired) / s)

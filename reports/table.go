@@ -79,7 +79,10 @@ func toAny(s []string) []any {
 func cells(r Row, color bool) []string {
 	verdict := r.Verdict
 	mark := "ok"
+	expected := r.Expected
 	switch {
+	case r.Expected == "":
+		expected, mark = "—", "—"
 	case r.Missed():
 		mark = "miss"
 	case !r.AsExpected:
@@ -103,7 +106,7 @@ func cells(r Row, color bool) []string {
 		fv = strconv.FormatFloat(*r.FirstViolationMs, 'f', 1, 64)
 	}
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
-	return []string{r.Scenario, r.Impl, r.Mode, strconv.FormatUint(r.Seed, 10), r.Backend, verdict, r.Expected, mark,
+	return []string{r.Scenario, r.Impl, r.Mode, strconv.FormatUint(r.Seed, 10), r.Backend, verdict, expected, mark,
 		strconv.Itoa(r.Acquired), strconv.FormatFloat(r.AcquiresPerSec, 'f', 1, 64), f(r.AcquireP50Ms), f(r.AcquireP99Ms),
 		strconv.Itoa(r.Overlaps), strconv.FormatInt(r.LostUpdates, 10), strconv.Itoa(r.StaleWrites),
 		f(r.HandoffP50Ms), f(r.Fairness), fv}

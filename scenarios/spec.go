@@ -17,7 +17,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
@@ -79,13 +78,18 @@ type Spec struct {
 	// Impls are the implementations (or variants) the scenario runs by default.
 	Impls []string `yaml:"impls"`
 	// Expected is the verdict per implementation, derived from the algorithm
-	// (the reason sits beside it as a YAML comment).
+	// (the reason sits above it as a YAML comment, and is reported).
 	Expected map[string]string `yaml:"expected"`
+	// Derive are the rules that give any other lock an expectation from its
+	// claims (lockimpl.Claims), each with the reason its fault leads there.
+	Derive []Rule `yaml:"derive"`
 	// DeadlockBound overrides the checker's liveness bound.
 	DeadlockBound time.Duration `yaml:"deadlock_bound"`
 
 	// File is where the spec came from (embedded specs: specs/NAME.yaml).
 	File string `yaml:"-"`
+
+	expectedWhy map[string]string // the comment above each expected entry
 }
 
 // Workload is what each client does inside the lock.
@@ -207,6 +211,7 @@ func Parse(file string, b []byte) (*Spec, error) {
 	var root yaml.Node
 	_ = yaml.Unmarshal(b, &root)
 	s.File = file
+	s.expectedWhy = expectedComments(&root)
 	if err := s.validate(&root); err != nil {
 		return nil, err
 	}
@@ -296,11 +301,12 @@ func (s *Spec) validate(root *yaml.Node) error {
 		if _, _, err := s.Resolve(name); err != nil {
 			return bad("expected."+name, "%v", err)
 		}
-		switch v {
-		case checker.Safe, checker.Unsafe, checker.Deadlock, checker.Inconclusive:
-		default:
+		if !validVerdict(v) {
 			return bad("expected."+name, "verdict must be safe, unsafe, deadlock or inconclusive, got %q", v)
 		}
+	}
+	if err := s.validateRules(bad); err != nil {
+		return err
 	}
 	for i, f := range s.Faults {
 		if _, err := nemesis.Build(f); err != nil {
@@ -433,6 +439,3 @@ func (s *Spec) AllFaults() []nemesis.Spec {
 	}
 	return out
 }
-
-// Expect returns the expected verdict for impl, or "" when the spec says none.
-func (s *Spec) Expect(impl string) string { return s.Expected[impl] }
