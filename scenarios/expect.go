@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
@@ -54,20 +52,22 @@ type Rule struct {
 type OneOf []string
 
 // UnmarshalYAML accepts a scalar or a sequence of scalars.
-func (o *OneOf) UnmarshalYAML(n *yaml.Node) error {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		*o = OneOf{n.Value}
-		return nil
-	case yaml.SequenceNode:
-		var vs []string
-		if err := n.Decode(&vs); err != nil {
-			return err
-		}
-		*o = vs
-		return nil
+func (o *OneOf) UnmarshalYAML(unmarshal func(any) error) error {
+	var v any
+	if err := unmarshal(&v); err != nil {
+		return err
 	}
-	return fmt.Errorf("line %d: want a value or a list of values", n.Line)
+	switch x := v.(type) {
+	case []any:
+		out := make(OneOf, len(x))
+		for i, e := range x {
+			out[i] = fmt.Sprint(e)
+		}
+		*o = out
+	default:
+		*o = OneOf{fmt.Sprint(x)}
+	}
+	return nil
 }
 
 // Matches says whether c satisfies every condition of the rule.
@@ -162,41 +162,38 @@ func (s *Spec) Expect(name string) string {
 	return s.Derived(info.ClaimsUnder(o)).Verdict
 }
 
-// expectedComments reads the comment written above (or beside) each entry
-// of the spec's expected map: the reason for that verdict.
-func expectedComments(root *yaml.Node) map[string]string {
+// expectedComments reads the comment lines written above each entry of
+// the spec's expected block (or after it on the same line): the reason for
+// that verdict. A flow-style expected map has no comments.
+func expectedComments(b []byte) map[string]string {
 	out := map[string]string{}
-	n := root
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	if n.Kind != yaml.MappingNode {
-		return out
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value != "expected" || n.Content[i+1].Kind != yaml.MappingNode {
+	in := false
+	var pending []string
+	for _, line := range strings.Split(string(b), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if !in {
+			in = strings.HasPrefix(line, "expected:") && strings.TrimSpace(strings.TrimPrefix(line, "expected:")) == ""
 			continue
 		}
-		m := n.Content[i+1]
-		for j := 0; j+1 < len(m.Content); j += 2 {
-			k, v := m.Content[j], m.Content[j+1]
-			c := k.HeadComment
-			if c == "" {
-				c = v.LineComment
-			}
-			out[k.Value] = commentText(c)
+		switch {
+		case trimmed == "":
+			continue
+		case !strings.HasPrefix(line, " ") && !strings.HasPrefix(line, "\t"):
+			return out // the block ended
+		case strings.HasPrefix(trimmed, "#"):
+			pending = append(pending, strings.TrimSpace(strings.TrimPrefix(trimmed, "#")))
+			continue
 		}
+		key, rest, ok := strings.Cut(trimmed, ":")
+		if !ok {
+			continue
+		}
+		why := strings.Join(pending, " ")
+		if _, c, ok := strings.Cut(rest, "#"); ok && why == "" {
+			why = strings.TrimSpace(c)
+		}
+		out[strings.Trim(strings.TrimSpace(key), `"'`)] = why
+		pending = nil
 	}
 	return out
-}
-
-func commentText(c string) string {
-	var lines []string
-	for _, l := range strings.Split(c, "\n") {
-		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "#"))
-		if l != "" {
-			lines = append(lines, l)
-		}
-	}
-	return strings.Join(lines, " ")
 }
