@@ -20,12 +20,14 @@ import (
 // Config is how to run a scenario, beyond the spec itself.
 type Config struct {
 	// Impl is the implementation on trial: a registered name or one of the
-	// spec's variants. With Lock set it only names the lock in reports
-	// (default Lock.Name).
+	// spec's variants. With Info set it only names the lock in reports
+	// (default Info.Name).
 	Impl string
-	// Lock, when set, is the lock on trial, registered or not: a user's
-	// factory runs with the spec's lock options.
-	Lock *lockimpl.Info
+	// Info, when set, is the implementation on trial instead of the one
+	// registered as Impl (which then only names it in the outcome): a lock
+	// that is not in lockimpl's registry, a user's or a test's. It runs
+	// with the spec's lock options; its expectation comes from its claims.
+	Info *lockimpl.Info
 	// Baseline, when set, supplies the expected verdict of every
 	// (scenario, impl) pair it recorded, ahead of the spec and the claims.
 	Baseline *Baseline
@@ -65,6 +67,11 @@ type Outcome struct {
 	Elapsed time.Duration   `json:"elapsed_ns"`
 	// CheckOptions are the checker settings the verdict was reached with.
 	CheckOptions checker.Options `json:"checker_options"`
+	// Points is the point coverage (distinct lock points hit, and how many
+	// had a fault injected) when the run armed its points (failpoints or
+	// exploration in the spec); nil otherwise, as unarmed points are not
+	// counted (that keeps them at one atomic load).
+	Points *Coverage `json:"points,omitempty"`
 	// History is the recorded run (not in JSON summaries: it has its own file).
 	History checker.History `json:"-"`
 	Spec    *Spec           `json:"-"`
@@ -80,18 +87,18 @@ func (o *Outcome) AsExpected() bool {
 // resolve picks the lock on trial, its options and the name it is reported
 // under.
 func (cfg Config) resolve(spec *Spec) (string, lockimpl.Info, lockimpl.Options, error) {
-	if cfg.Lock == nil {
+	if cfg.Info == nil {
 		info, o, err := spec.Resolve(cfg.Impl)
 		return cfg.Impl, info, o, err
 	}
-	if err := cfg.Lock.Check(); err != nil {
+	if err := cfg.Info.Check(); err != nil {
 		return "", lockimpl.Info{}, lockimpl.Options{}, err
 	}
 	name := cfg.Impl
 	if name == "" {
-		name = cfg.Lock.Name
+		name = cfg.Info.Name
 	}
-	return name, *cfg.Lock, spec.Lock, nil
+	return name, *cfg.Info, spec.Lock, nil
 }
 
 // expectation is what the run is expected to give: the baseline's verdict,
@@ -100,7 +107,7 @@ func (cfg Config) expectation(spec *Spec, name string, c lockimpl.Claims) Expect
 	if e, ok := cfg.Baseline.Expect(spec.Name, name); ok {
 		return e
 	}
-	if cfg.Lock != nil {
+	if cfg.Info != nil {
 		// An unregistered lock is never the one a spec's expected names,
 		// even if the names collide.
 		return spec.Derived(c)
@@ -136,6 +143,7 @@ type run struct {
 	nextPID atomic.Int64
 	log     *slog.Logger
 	rng     *rand.Rand
+	hub     *lockimpl.Hub
 }
 
 // Run executes spec against cfg.Impl and checks the history. A returned
@@ -199,8 +207,12 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 
 	hub := lockimpl.NewHub()
 	hub.Seed = seed
+	r.hub = hub
 	if len(spec.Failpoints) > 0 {
 		hub.OnHit = func(client int, point string) {
+			if cmdPoint(point) {
+				return // every command would flood the history; the witness names the lock's steps
+			}
 			c := r.clients[client]
 			r.rec.Add(checker.Op{Type: checker.Ok, Process: int(c.process.Load()), Client: client, F: checker.FStep, Value: point})
 		}
@@ -217,7 +229,9 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		c.ctx, c.cancel = context.WithCancel(ctx)
 		env := lockimpl.Env{Client: i, Clock: c.clock, FP: c.fp, Log: cfg.Log,
 			Rand: rand.New(rand.NewPCG(seed, uint64(i)+1)), Sleep: c.pause.sleep}
-		c.rdb = topo.connect(c.host, spec.ClientTimeout, &c.pause)
+		c.rdb = topo.connect(c.host, spec.ClientTimeout, &c.pause, func(node string) redis.Hook {
+			return &cmdHook{node: node, fp: c.fp, crash: func(err error) { r.markCrashed(c, err) }, dead: c.crashed.Load}
+		})
 		for _, rdb := range c.rdb {
 			env.Nodes = append(env.Nodes, rdb)
 		}
@@ -233,6 +247,10 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	nenv := &nemesis.Env{Net: net, Cluster: cl, ClientHost: hostOf, Clients: spec.Clients, Control: r,
 		Rand: rand.New(rand.NewPCG(seed, 0x6e656d6573697300)), Replicas: replicas}
 	tl := newTimeline(r, nenv)
+	if spec.Explore != nil {
+		hub.Explore = newExplorer(r, tl, *spec.Explore).hit
+		hub.Arm()
+	}
 	for _, fp := range spec.Failpoints {
 		a := fp.Action
 		if fp.Fault != nil {
@@ -335,9 +353,13 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	h := r.rec.History()
 	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
 	res := checker.Check(h, copts)
+	var cov *Coverage
+	if len(spec.Failpoints) > 0 || spec.Explore != nil {
+		cov = coverage(hub)
+	}
 	claims := info.ClaimsUnder(opts)
 	exp := cfg.expectation(spec, cfg.Impl, claims)
-	return &Outcome{CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
+	return &Outcome{Points: cov, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
 		Claims: claims, Result: res, Elapsed: time.Since(start), History: h, Spec: spec}, nil
 }
