@@ -33,6 +33,9 @@ type Claims struct {
 	Fencing bool `yaml:"fencing" json:"fencing,omitempty"`
 	// Renewal says the lock extends itself while held (a watchdog).
 	Renewal bool `yaml:"renewal" json:"renewal,omitempty"`
+	// ReplicaAck says the lock trusts an acquire only once a replica
+	// acknowledged it (WAIT after the SET).
+	ReplicaAck bool `yaml:"replica_ack" json:"replica_ack,omitempty"`
 }
 
 // Topology is where a lock's state lives.

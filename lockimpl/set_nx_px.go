@@ -75,9 +75,11 @@ func init() {
 }
 
 // setNXPXClaims: seed 002 常规方案: one master, TTL in the SET itself, a Lua
-// compare-and-delete release, renewal when the watchdog is on.
+// compare-and-delete release, renewal when the watchdog is on, replica
+// acknowledgement with WaitReplicas.
 func setNXPXClaims(o Options) Claims {
-	return Claims{Topology: SingleInstance, Expiry: ServerExpiry, Release: OwnerCheckedRelease, Renewal: o.Watchdog}
+	return Claims{Topology: SingleInstance, Expiry: ServerExpiry, Release: OwnerCheckedRelease, Renewal: o.Watchdog,
+		ReplicaAck: o.WaitReplicas > 0}
 }
 
 // newSetNXPX builds the lock under a failpoint prefix, so fenced can run the
