@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,12 +155,16 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	defer topo.Close()
 	cl, net, hostOf, replicas := topo.cl, topo.net, topo.hostOf, topo.replicas
 
+	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
+	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
+		Meta: r.meta(seed, cl.Kind(), copts)})
+
 	hub := lockimpl.NewHub()
 	hub.Seed = seed
 	if len(spec.Failpoints) > 0 {
-		hub.OnHit = func(client int, point string) {
+		hub.OnHit = func(client int, point string, fired []int) {
 			c := r.clients[client]
-			r.rec.Add(checker.Op{Type: checker.Ok, Process: int(c.process.Load()), Client: client, F: checker.FStep, Value: point})
+			r.rec.Add(checker.Op{Type: checker.Ok, Process: int(c.process.Load()), Client: client, F: checker.FStep, Value: point, Fired: fired})
 		}
 	}
 	r.nextPID.Store(int64(spec.Clients))
@@ -190,8 +195,9 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	nenv := &nemesis.Env{Net: net, Cluster: cl, ClientHost: hostOf, Clients: spec.Clients, Control: r,
 		Rand: rand.New(rand.NewPCG(seed, 0x6e656d6573697300)), Replicas: replicas}
 	tl := newTimeline(r, nenv)
-	for _, fp := range spec.Failpoints {
+	for i, fp := range spec.Failpoints {
 		a := fp.Action
+		a.ID = i
 		if fp.Fault != nil {
 			fs := *fp.Fault
 			a.Do = func(ctx context.Context) error { return tl.injectNow(ctx, fs) }
@@ -286,15 +292,51 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	}
 	for k := 0; k < spec.Keys; k++ {
 		key := keyName(k)
-		r.rec.Add(checker.Op{Type: checker.Invoke, Process: -2, Client: -1, F: checker.FRead, Key: key})
-		r.rec.Add(checker.Op{Type: checker.Ok, Process: -2, Client: -1, F: checker.FRead, Key: key, N: r.res.read(key, 0)})
+		r.rec.Add(checker.Op{Type: checker.Invoke, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key})
+		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key, N: r.res.read(key, 0)})
 	}
+	// The end record: every client has stopped and every fault has healed.
+	// A history file without it was cut short.
+	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FEnd})
 	h := r.rec.History()
-	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
 	res := checker.Check(h, copts)
 	return &Outcome{CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: spec.Expect(cfg.Impl), Result: res, Elapsed: time.Since(start),
 		History: h, Spec: spec}, nil
+}
+
+// meta is the history's header: what this run was asked to exercise.
+func (r *run) meta(seed uint64, backend string, copts checker.Options) *checker.Meta {
+	spec := r.spec
+	m := &checker.Meta{Scenario: spec.Name, Impl: r.cfg.Impl, Seed: seed, Backend: backend, Mode: spec.Mode,
+		Gated: spec.IsGated(), Expected: spec.Expect(r.cfg.Impl), Options: copts}
+	for k := 0; k < spec.Keys; k++ {
+		m.Keys = append(m.Keys, keyName(k))
+	}
+	for i, fp := range spec.Failpoints {
+		m.Failpoints = append(m.Failpoints, checker.Armed{Index: i, Client: fp.Client, Point: fp.Point,
+			Skip: fp.Skip, Times: fp.Times, Prob: fp.Prob, Inert: !ownPoint(r.info, fp.Point)})
+	}
+	return m
+}
+
+// runnerPoints are the failpoint prefixes of the runner's own steps, which
+// every implementation passes.
+var runnerPoints = map[string]bool{"cycle": true, "cs": true}
+
+// ownPoint says whether point is a step that info's implementation (or the
+// runner) can reach; a step of another implementation is inert by design.
+func ownPoint(info lockimpl.Info, point string) bool {
+	prefix, _, _ := strings.Cut(point, "/")
+	if runnerPoints[prefix] || prefix == info.Name {
+		return true
+	}
+	for _, p := range info.Points {
+		if p == point {
+			return true
+		}
+	}
+	return false
 }
 
 // grace bounds how long a client may take to finish its cycle once the run
