@@ -3,19 +3,15 @@
 package scenarios
 
 import (
-	"bytes"
 	"embed"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
@@ -187,36 +183,25 @@ func Load(nameOrPath string) (*Spec, error) {
 	return Parse(file, b)
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
-
 // Parse decodes and validates a spec. Unknown fields, syntax errors and bad
 // values come back as *SpecError with file, line and field.
 func Parse(file string, b []byte) (*Spec, error) {
 	var s Spec
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			return nil, &SpecError{File: file, Line: n, Msg: m[2]}
-		}
-		return nil, &SpecError{File: file, Msg: msg}
+	doc, err := decodeSpec(file, b, &s)
+	if err != nil {
+		return nil, err
 	}
-	var root yaml.Node
-	_ = yaml.Unmarshal(b, &root)
 	s.File = file
-	if err := s.validate(&root); err != nil {
+	if err := s.validate(doc); err != nil {
 		return nil, err
 	}
 	return &s, nil
 }
 
 // validate checks values and fills defaults.
-func (s *Spec) validate(root *yaml.Node) error {
+func (s *Spec) validate(doc *yamlDoc) error {
 	bad := func(field, msg string, args ...any) error {
-		return &SpecError{File: s.File, Line: lineOf(root, field), Field: field, Msg: fmt.Sprintf(msg, args...)}
+		return &SpecError{File: s.File, Line: doc.lineOf(field), Field: field, Msg: fmt.Sprintf(msg, args...)}
 	}
 	if s.Name == "" {
 		return bad("name", "missing")
@@ -332,39 +317,6 @@ func (s *Spec) validate(root *yaml.Node) error {
 		}
 	}
 	return nil
-}
-
-// lineOf finds the line of a dotted field path (a.b.0.c) in the YAML tree,
-// or of the deepest part of it that exists.
-func lineOf(root *yaml.Node, field string) int {
-	n := root
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	line := n.Line
-	for _, part := range strings.Split(field, ".") {
-		var next *yaml.Node
-		switch n.Kind {
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == part {
-					line = n.Content[i].Line
-					next = n.Content[i+1]
-					break
-				}
-			}
-		case yaml.SequenceNode:
-			if i, err := strconv.Atoi(part); err == nil && i < len(n.Content) {
-				next = n.Content[i]
-				line = next.Line
-			}
-		}
-		if next == nil {
-			return line
-		}
-		n = next
-	}
-	return line
 }
 
 // Resolve maps an implementation or variant name to the registered

@@ -20,8 +20,8 @@ func TestParseRejectsBadSpecs(t *testing.T) {
 		line       int
 		field, msg string
 	}{
-		{"unknown field", goodSpec + "colour: blue\n", 7, "", "field colour not found"},
-		{"unknown nested field", "name: t\nduration: 1s\nlock:\n  tll: 1s\n", 4, "", "field tll not found"},
+		{"unknown field", goodSpec + "colour: blue\n", 7, "colour", "unknown field"},
+		{"unknown nested field", "name: t\nduration: 1s\nlock:\n  tll: 1s\n", 4, "lock.tll", "unknown field (did you mean ttl?)"},
 		{"unknown impl", strings.Replace(goodSpec, "[set-nx-px]", "[set-nx-px, zookeeper]", 1), 6, "impls.1", "unknown implementation"},
 		{"negative duration", strings.Replace(goodSpec, "ttl: 100ms", "ttl: -100ms", 1), 5, "lock.ttl", "must not be negative"},
 		{"syntax error", goodSpec + "faults: [\n", 0, "", ""},
