@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,11 @@ import (
 type Config struct {
 	// Impl is the implementation on trial.
 	Impl string
+	// Info, when set, is the implementation on trial instead of the one
+	// registered as Impl (which then only names it in the outcome): a lock
+	// that is not in lockimpl's registry, a user's or a test's. It runs
+	// with the spec's lock options.
+	Info *lockimpl.Info
 	// Seed overrides the spec's seed when non-zero.
 	Seed uint64
 	// Backend is auto, redis-server or embedded.
@@ -52,6 +58,11 @@ type Outcome struct {
 	Elapsed  time.Duration  `json:"elapsed_ns"`
 	// CheckOptions are the checker settings the verdict was reached with.
 	CheckOptions checker.Options `json:"checker_options"`
+	// Points is the point coverage (distinct lock points hit, and how many
+	// had a fault injected) when the run armed its points (failpoints or
+	// exploration in the spec); nil otherwise, as unarmed points are not
+	// counted (that keeps them at one atomic load).
+	Points *Coverage `json:"points,omitempty"`
 	// History is the recorded run (not in JSON summaries: it has its own file).
 	History checker.History `json:"-"`
 	Spec    *Spec           `json:"-"`
@@ -95,6 +106,7 @@ type run struct {
 	nextPID atomic.Int64
 	log     *slog.Logger
 	rng     *rand.Rand
+	hub     *lockimpl.Hub
 }
 
 // Run executes spec against cfg.Impl and checks the history. A returned
@@ -127,8 +139,18 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 }
 
 func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
-	info, opts, err := spec.Resolve(cfg.Impl)
-	if err != nil {
+	var info lockimpl.Info
+	var opts lockimpl.Options
+	var err error
+	if cfg.Info != nil {
+		info, opts = *cfg.Info, spec.Lock
+		if info.Nodes == nil {
+			info.Nodes = func(lockimpl.Options) int { return 1 }
+		}
+		if cfg.Impl == "" {
+			cfg.Impl = info.Name
+		}
+	} else if info, opts, err = spec.Resolve(cfg.Impl); err != nil {
 		return nil, err
 	}
 	if cfg.Log == nil {
@@ -161,8 +183,12 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 
 	hub := lockimpl.NewHub()
 	hub.Seed = seed
+	r.hub = hub
 	if len(spec.Failpoints) > 0 {
 		hub.OnHit = func(client int, point string, fired []int) {
+			if cmdPoint(point) && len(fired) == 0 {
+				return // every command would flood the history; the witness names the lock's steps
+			}
 			c := r.clients[client]
 			r.rec.Add(checker.Op{Type: checker.Ok, Process: int(c.process.Load()), Client: client, F: checker.FStep, Value: point, Fired: fired})
 		}
@@ -179,7 +205,9 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		c.ctx, c.cancel = context.WithCancel(ctx)
 		env := lockimpl.Env{Client: i, Clock: c.clock, FP: c.fp, Log: cfg.Log,
 			Rand: rand.New(rand.NewPCG(seed, uint64(i)+1)), Sleep: c.pause.sleep}
-		c.rdb = topo.connect(c.host, spec.ClientTimeout, &c.pause)
+		c.rdb = topo.connect(c.host, spec.ClientTimeout, &c.pause, func(node string) redis.Hook {
+			return &cmdHook{node: node, fp: c.fp, crash: func(err error) { r.markCrashed(c, err) }, dead: c.crashed.Load}
+		})
 		for _, rdb := range c.rdb {
 			env.Nodes = append(env.Nodes, rdb)
 		}
@@ -195,6 +223,10 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	nenv := &nemesis.Env{Net: net, Cluster: cl, ClientHost: hostOf, Clients: spec.Clients, Control: r,
 		Rand: rand.New(rand.NewPCG(seed, 0x6e656d6573697300)), Replicas: replicas}
 	tl := newTimeline(r, nenv)
+	if spec.Explore != nil {
+		hub.Explore = newExplorer(r, tl, *spec.Explore).hit
+		hub.Arm()
+	}
 	for i, fp := range spec.Failpoints {
 		a := fp.Action
 		a.ID = i
@@ -300,7 +332,11 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FEnd})
 	h := r.rec.History()
 	res := checker.Check(h, copts)
-	return &Outcome{CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
+	var cov *Coverage
+	if len(spec.Failpoints) > 0 || spec.Explore != nil {
+		cov = coverage(hub)
+	}
+	return &Outcome{Points: cov, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: spec.Expect(cfg.Impl), Result: res, Elapsed: time.Since(start),
 		History: h, Spec: spec}, nil
 }
@@ -320,19 +356,23 @@ func (r *run) meta(seed uint64, backend string, copts checker.Options) *checker.
 	return m
 }
 
-// runnerPoints are the failpoint prefixes of the runner's own steps, which
-// every implementation passes.
-var runnerPoints = map[string]bool{"cycle": true, "cs": true}
-
-// ownPoint says whether point is a step that info's implementation (or the
-// runner) can reach; a step of another implementation is inert by design.
+// ownPoint says whether a spec's failpoint (a point or a pattern) is one
+// info's implementation can reach: the runner's own steps, the command
+// points (a lock that never sends the command leaves a scheduled action
+// unfired, and the run is inconclusive: the spec should not list that
+// lock), and the implementation's own steps. A step of another
+// implementation is inert by design: one spec forces the interleavings of
+// several algorithms side by side.
 func ownPoint(info lockimpl.Info, point string) bool {
+	if runnerPoint(point) || cmdPoint(point) {
+		return true
+	}
 	prefix, _, _ := strings.Cut(point, "/")
-	if runnerPoints[prefix] || prefix == info.Name {
+	if ok, _ := path.Match(prefix, info.Name); ok {
 		return true
 	}
 	for _, p := range info.Points {
-		if p == point {
+		if ok, _ := path.Match(point, p); ok {
 			return true
 		}
 	}
