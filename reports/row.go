@@ -13,11 +13,13 @@ import (
 // Row is one scenario × implementation, flat, with the JSON names CI
 // consumers rely on (snake_case, stable).
 type Row struct {
-	Scenario         string   `json:"scenario"`
-	Impl             string   `json:"impl"`
-	Seed             uint64   `json:"seed"`
-	Backend          string   `json:"backend"`
-	Mode             string   `json:"mode"`
+	Scenario string `json:"scenario"`
+	Impl     string `json:"impl"`
+	Seed     uint64 `json:"seed"`
+	Backend  string `json:"backend"`
+	Mode     string `json:"mode"`
+	// Client is the workload's client: careful or careless.
+	Client           string   `json:"client,omitempty"`
 	Gated            bool     `json:"gated"`
 	Verdict          string   `json:"verdict"`
 	Expected         string   `json:"expected"`
@@ -35,6 +37,11 @@ type Row struct {
 	FirstViolationMs *float64 `json:"first_violation_ms"`
 	Witness          string   `json:"witness"`
 	Replay           string   `json:"replay"`
+	// PointsHit and PointsFaulted are the point coverage (distinct lock
+	// points reached, and how many had a fault injected), when the run armed
+	// its points.
+	PointsHit     *int `json:"points_hit,omitempty"`
+	PointsFaulted *int `json:"points_faulted,omitempty"`
 	// RunDir is the run folder, when one was kept.
 	RunDir string `json:"run_dir,omitempty"`
 }
@@ -48,7 +55,11 @@ func FromOutcome(o *scenarios.Outcome) Row {
 		Acquired: r.Acquired, AcquireP50Ms: round2(r.AcquireP50Ms), AcquireP99Ms: round2(r.AcquireP99Ms),
 		HandoffP50Ms: round2(r.HandoffP50Ms), Fairness: round2(r.Fairness),
 		Overlaps: r.Overlaps, LostUpdates: r.LostUpdates, StaleWrites: r.StaleWrites,
-		Replay: ReplayCommand(o),
+		Replay: ReplayCommand(o), Client: o.Client,
+	}
+	if o.Points != nil {
+		hit, faulted := o.Points.Hit, o.Points.Faulted
+		row.PointsHit, row.PointsFaulted = &hit, &faulted
 	}
 	if row.Expected == "" {
 		row.Expected = checker.Safe

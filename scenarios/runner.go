@@ -50,6 +50,9 @@ type Outcome struct {
 	Seed     uint64         `json:"seed"`
 	Backend  string         `json:"backend"`
 	Mode     string         `json:"mode"`
+	// Client is the workload's client: careful (abandons its critical
+	// section when its lease is over) or careless.
+	Client string `json:"client"`
 	Gated    bool           `json:"gated"`
 	Expected string         `json:"expected"`
 	Result   checker.Result `json:"result"`
@@ -327,7 +330,7 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	if len(spec.Failpoints) > 0 || spec.Explore != nil {
 		cov = coverage(hub)
 	}
-	return &Outcome{Points: cov, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
+	return &Outcome{Points: cov, Client: spec.Workload.Client, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: spec.Expect(cfg.Impl), Result: res, Elapsed: time.Since(start),
 		History: h, Spec: spec}, nil
 }
