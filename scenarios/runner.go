@@ -45,14 +45,14 @@ type Progress struct {
 
 // Outcome is one scenario × implementation run.
 type Outcome struct {
-	Scenario string         `json:"scenario"`
-	Impl     string         `json:"impl"`
-	Seed     uint64         `json:"seed"`
-	Backend  string         `json:"backend"`
-	Mode     string         `json:"mode"`
+	Scenario string `json:"scenario"`
+	Impl     string `json:"impl"`
+	Seed     uint64 `json:"seed"`
+	Backend  string `json:"backend"`
+	Mode     string `json:"mode"`
 	// Client is the workload's client: careful (abandons its critical
 	// section when its lease is over) or careless.
-	Client string `json:"client"`
+	Client   string         `json:"client"`
 	Gated    bool           `json:"gated"`
 	Expected string         `json:"expected"`
 	Result   checker.Result `json:"result"`
