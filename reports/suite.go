@@ -154,7 +154,8 @@ func (c *cell) worst() string {
 	return w
 }
 
-// mark is DIFF if any run is a regression, miss if any missed, else ok.
+// mark is DIFF if any run is a regression, miss if any missed, — when the
+// runs had no expectation, else ok.
 func (c *cell) mark() string {
 	m := "ok"
 	for _, r := range c.runs {
@@ -163,6 +164,10 @@ func (c *cell) mark() string {
 			return "DIFF"
 		case "miss":
 			m = "miss"
+		case NoExpectation:
+			if m == "ok" {
+				m = NoExpectation
+			}
 		}
 	}
 	return m
@@ -234,12 +239,12 @@ func WriteSuite(w io.Writer, runs []SuiteRun, info SuiteInfo) error {
 		meta = append(meta, fmt.Sprintf("runs' total time <b>%.1f s</b>", total))
 	}
 	b.WriteString(strings.Join(meta, " · "))
-	fmt.Fprintf(&b, "</p>\n<p class=\"meta\">%d runs: <b>%d</b> as expected, <b class=\"diff\">%d DIFF</b>, %d miss (an exploratory run that did not find its failure on that seed)</p>\n",
-		len(runs), counts["ok"], counts["DIFF"], counts["miss"])
+	fmt.Fprintf(&b, "</p>\n<p class=\"meta\">%d runs: <b>%d</b> as expected, <b class=\"diff\">%d DIFF</b>, %d miss (an exploratory run that did not find its failure on that seed), %d without an expectation</p>\n",
+		len(runs), counts["ok"], counts["DIFF"], counts["miss"], counts[NoExpectation])
 	b.WriteString(`<div class="legend"><span><i class="sw v-safe"></i>safe</span><span><i class="sw v-unsafe"></i>unsafe</span>` +
 		`<span><i class="sw v-deadlock"></i>deadlock</span><span><i class="sw v-inconclusive"></i>inconclusive</span>` +
 		`<span><i class="sw m-ok"></i>✓ as expected</span><span><i class="sw m-DIFF"></i>✗ DIFF: not as expected</span>` +
-		`<span><i class="sw m-miss"></i>? miss</span><span>hover a cell for its evidence; click for its timeline</span></div>` + "\n")
+		`<span><i class="sw m-miss"></i>? miss</span><span>— no expectation</span><span>hover a cell for its evidence; click for its timeline</span></div>` + "\n")
 
 	b.WriteString("<table class=\"matrix\"><thead><tr><th>scenario</th><th>mode</th>")
 	for _, im := range impls {
@@ -285,16 +290,16 @@ func WriteSuite(w io.Writer, runs []SuiteRun, info SuiteInfo) error {
 func writeCell(b *strings.Builder, c *cell) {
 	first := c.runs[0].Row
 	v, m := c.worst(), c.mark()
-	sym := map[string]string{"ok": "✓", "DIFF": "✗", "miss": "?"}[m]
+	sym := map[string]string{"ok": "✓", "DIFF": "✗", "miss": "?", NoExpectation: ""}[m]
 	var tip []string
 	for _, r := range c.runs {
-		t := fmt.Sprintf("%s: %s (expected %s)", r.Row.Verdict, evidenceOf(r.Row), r.Row.Expected)
+		t := fmt.Sprintf("%s: %s (expected %s)", r.Row.Verdict, evidenceOf(r.Row), expectedOf(r.Row))
 		if len(c.runs) > 1 {
 			t = fmt.Sprintf("seed %d: %s", r.Row.Seed, t)
 		}
 		tip = append(tip, t)
 	}
-	fmt.Fprintf(b, "<td class=\"cell v-%s m-%s\" title=\"%s\">", esc(v), esc(m), esc(strings.Join(tip, "\n")))
+	fmt.Fprintf(b, "<td class=\"cell v-%s m-%s\" title=\"%s\">", esc(v), esc(markClass(m)), esc(strings.Join(tip, "\n")))
 	label := fmt.Sprintf("%s <span class=\"mk\">%s</span>", esc(v), sym)
 	if len(c.runs) == 1 {
 		if l := c.runs[0].Link; l != "" {
@@ -304,8 +309,11 @@ func writeCell(b *strings.Builder, c *cell) {
 		}
 	} else {
 		word := "found"
-		if first.Expected == checker.Safe {
+		switch first.Expected {
+		case checker.Safe:
 			word = "safe"
+		case "":
+			word = "no expectation;"
 		}
 		fmt.Fprintf(b, "%s<br><span class=\"k\">%s %d/%d</span><br><span class=\"seeds\">", label, word, c.found(), len(c.runs))
 		for _, r := range c.runs {
@@ -410,6 +418,14 @@ func relativeToFaults(runs []SuiteRun) string {
 		return fmt.Sprintf("%sfirst violation at %s, with no fault (the schedule or contention alone)", prefix, when(t))
 	}
 	return "no violation"
+}
+
+// markClass is a CSS class name for a mark (— has none).
+func markClass(m string) string {
+	if m == NoExpectation {
+		return "none"
+	}
+	return m
 }
 
 func contains(s []string, v string) bool {

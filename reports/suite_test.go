@@ -251,4 +251,3 @@ func TestPagesRenderInChromium(t *testing.T) {
 		t.Errorf("screenshot %v with %d colours: blank?", bd, len(colours))
 	}
 }
-
