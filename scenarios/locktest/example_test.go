@@ -27,7 +27,7 @@ func ExampleCheck() {
 		},
 	}
 	rep, err := locktest.Check(context.Background(), lock, locktest.Battery{
-		Scenarios: []string{"pause-past-ttl", "foreign-unlock"}, Keep: "none"})
+		Scenarios: []string{"pause-past-ttl", "crash-before-expire"}, Keep: "none"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func ExampleCheck() {
 	fmt.Println("failures:", len(rep.Failures()))
 	// Output:
 	// pause-past-ttl: unsafe, expected unsafe (from claims)
-	// foreign-unlock: safe, expected safe (from claims)
+	// crash-before-expire: safe, expected safe (from claims)
 	// failures: 0
 }
 
@@ -61,7 +61,7 @@ func ExampleReport_Baseline() {
 	lock := lockimpl.Info{Name: "my-lock", New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
 		return &tokenLock{env: env, o: o}, nil
 	}}
-	b := locktest.Battery{Scenarios: []string{"foreign-unlock"}, Keep: "none"}
+	b := locktest.Battery{Scenarios: []string{"contention"}, Keep: "none"}
 	rep, err := locktest.Check(context.Background(), lock, b)
 	if err != nil {
 		log.Fatal(err)
@@ -86,5 +86,5 @@ func ExampleReport_Baseline() {
 	}
 	o := rep.Outcomes[0]
 	fmt.Printf("%s: %s, expected %s (from %s); failures: %d\n", o.Scenario, o.Result.Verdict, o.Expected, o.ExpectedSource, len(rep.Failures()))
-	// Output: foreign-unlock: safe, expected safe (from baseline); failures: 0
+	// Output: contention: safe, expected safe (from baseline); failures: 0
 }

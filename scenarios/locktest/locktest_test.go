@@ -84,13 +84,14 @@ func verdicts(rep *locktest.Report) map[string]*scenarios.Outcome {
 
 // TestBatteryJudgesAUserLock: an unregistered lock gets its expectations
 // from its claims (pause-past-ttl: unsafe, because it expires and has no
-// fencing; foreign-unlock: safe, because its release checks the owner); the
+// fencing; foreign-unlock-random: safe, because its release checks the owner); the
 // same lock declaring nothing is only reported; and a lock whose release
-// does not do what it claims (a plain DEL) fails foreign-unlock, with its
+// does not do what it claims (a plain DEL) fails foreign-unlock-random, with its
 // run folder kept.
 func TestBatteryJudgesAUserLock(t *testing.T) {
 	cluster.StartForTest(t, 1)
-	b := locktest.Battery{Scenarios: []string{"pause-past-ttl", "foreign-unlock"}, Backend: cluster.RedisServer, Out: t.TempDir()}
+	t.Parallel()
+	b := locktest.Battery{Scenarios: []string{"pause-past-ttl", "foreign-unlock-random"}, Backend: cluster.RedisServer, Out: t.TempDir()}
 	for _, tc := range []struct {
 		name     string
 		claims   lockimpl.Claims
@@ -100,13 +101,13 @@ func TestBatteryJudgesAUserLock(t *testing.T) {
 	}{
 		{"claims", tokenClaims, false, map[string][3]string{
 			"pause-past-ttl": {checker.Unsafe, checker.Unsafe, scenarios.FromClaims},
-			"foreign-unlock": {checker.Safe, checker.Safe, scenarios.FromClaims}}, 0},
+			"foreign-unlock-random": {checker.Safe, checker.Safe, scenarios.FromClaims}}, 0},
 		{"no-claims", lockimpl.Claims{}, false, map[string][3]string{
 			"pause-past-ttl": {checker.Unsafe, "", ""},
-			"foreign-unlock": {checker.Safe, "", ""}}, 0},
+			"foreign-unlock-random": {checker.Safe, "", ""}}, 0},
 		{"false-claims", tokenClaims, true, map[string][3]string{
 			"pause-past-ttl": {checker.Unsafe, checker.Unsafe, scenarios.FromClaims},
-			"foreign-unlock": {checker.Unsafe, checker.Safe, scenarios.FromClaims}}, 1},
+			"foreign-unlock-random": {checker.Unsafe, checker.Safe, scenarios.FromClaims}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -145,7 +146,8 @@ func TestBatteryJudgesAUserLock(t *testing.T) {
 // verdicts expected (source baseline) and a changed verdict a failure.
 func TestBaselineGates(t *testing.T) {
 	cluster.StartForTest(t, 1)
-	b := locktest.Battery{Scenarios: []string{"foreign-unlock"}, Backend: cluster.RedisServer, Keep: "none"}
+	t.Parallel()
+	b := locktest.Battery{Scenarios: []string{"foreign-unlock-random"}, Backend: cluster.RedisServer, Keep: "none"}
 	rep, err := locktest.Check(t.Context(), tokenInfo("mine", lockimpl.Claims{}, false), b)
 	if err != nil {
 		t.Fatal(err)
