@@ -52,7 +52,7 @@ const (
 	// under a fault it believed gone. A fault that lasts to the end of the
 	// run heals (and gets its FStop) when the run ends.
 	FStop = "stop"
-	FEnd     = "end"   // the runner's last entry: a history without it was cut short
+	FEnd  = "end" // the runner's last entry: a history without it was cut short
 )
 
 // NemesisProcess is the process id of fault entries.
