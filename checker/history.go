@@ -36,6 +36,11 @@ const (
 	FStep    = "step"  // a failpoint reached (armed runs only); Value is its name
 	FLost    = "lost"  // the implementation reported the lock lost (watchdog)
 	FCrash   = "crash" // the client vanished
+	// FAbandon: a careful client found its lease over (validity elapsed on
+	// its own clock, or the lock reported lost) and gave up its critical
+	// section without touching the resource again; Error says why. The hold
+	// ends there.
+	FAbandon = "abandon"
 	// FStart is a fault beginning (process NemesisProcess). Value
 	// describes the fault and what it applied to; Targets lists the
 	// targets; N is the fault's id, shared with its FStop. The contract a

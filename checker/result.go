@@ -47,8 +47,9 @@ type Hold struct {
 	// Steps are the failpoints the process passed while acquiring, in order
 	// (armed runs only): the interleaving in the documents' terms.
 	Steps []string `json:"steps,omitempty"`
-	// End says what ended the hold: "release" (its release invoke), "crash"
-	// or "end" (the end of the history).
+	// End says what ended the hold: "release" (its release invoke), "crash",
+	// "abandon" (a careful client gave the critical section up because its
+	// lease was over) or "end" (the end of the history).
 	End string `json:"end,omitempty"`
 }
 

@@ -55,7 +55,10 @@ type Outcome struct {
 	Seed     uint64 `json:"seed"`
 	Backend  string `json:"backend"`
 	Mode     string `json:"mode"`
-	Gated    bool   `json:"gated"`
+	// Client is the workload's client: careful (abandons its critical
+	// section when its lease is over) or careless.
+	Client string `json:"client"`
+	Gated  bool   `json:"gated"`
 	// Expected is the expected verdict, "" for none; ExpectedReason says
 	// why and ExpectedSource where it came from (spec, claims, baseline).
 	Expected       string `json:"expected"`
@@ -359,7 +362,7 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	}
 	claims := info.ClaimsUnder(opts)
 	exp := cfg.expectation(spec, cfg.Impl, claims)
-	return &Outcome{Points: cov, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
+	return &Outcome{Points: cov, Client: spec.Workload.Client, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
 		Claims: claims, Result: res, Elapsed: time.Since(start), History: h, Spec: spec}, nil
 }
