@@ -100,13 +100,13 @@ func TestBatteryJudgesAUserLock(t *testing.T) {
 		failures int
 	}{
 		{"claims", tokenClaims, false, map[string][3]string{
-			"pause-past-ttl": {checker.Unsafe, checker.Unsafe, scenarios.FromClaims},
+			"pause-past-ttl":        {checker.Unsafe, checker.Unsafe, scenarios.FromClaims},
 			"foreign-unlock-random": {checker.Safe, checker.Safe, scenarios.FromClaims}}, 0},
 		{"no-claims", lockimpl.Claims{}, false, map[string][3]string{
-			"pause-past-ttl": {checker.Unsafe, "", ""},
+			"pause-past-ttl":        {checker.Unsafe, "", ""},
 			"foreign-unlock-random": {checker.Safe, "", ""}}, 0},
 		{"false-claims", tokenClaims, true, map[string][3]string{
-			"pause-past-ttl": {checker.Unsafe, checker.Unsafe, scenarios.FromClaims},
+			"pause-past-ttl":        {checker.Unsafe, checker.Unsafe, scenarios.FromClaims},
 			"foreign-unlock-random": {checker.Unsafe, checker.Safe, scenarios.FromClaims}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
