@@ -205,3 +205,8 @@ func (h *Hub) waitUntil(ctx context.Context, cond func() bool) error {
 	}
 	return nil
 }
+
+// Armed reports whether the hub counts hits (some action is attached, or a
+// recorder listens): a client process is told whether to announce its points
+// at all, since each announcement costs a round trip.
+func (f *Failpoints) Armed() bool { return f != nil && f.hub.armed.Load() }

@@ -54,6 +54,10 @@ type Outcome struct {
 	// History is the recorded run (not in JSON summaries: it has its own file).
 	History checker.History `json:"-"`
 	Spec    *Spec           `json:"-"`
+	// Processes counts the client processes of a lock that runs in them
+	// (lockimpl/exec) and the requests they left unknown by dying, breaking
+	// the protocol or not answering; nil for in-process locks.
+	Processes *lockimpl.ProcessStats `json:"processes,omitempty"`
 }
 
 // AsExpected says whether the verdict matches the spec's expectation (no
@@ -289,12 +293,27 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		r.rec.Add(checker.Op{Type: checker.Invoke, Process: -2, Client: -1, F: checker.FRead, Key: key})
 		r.rec.Add(checker.Op{Type: checker.Ok, Process: -2, Client: -1, F: checker.FRead, Key: key, N: r.res.read(key, 0)})
 	}
+	procs := r.processStats()
 	h := r.rec.History()
 	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
 	res := checker.Check(h, copts)
 	return &Outcome{CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: spec.Expect(cfg.Impl), Result: res, Elapsed: time.Since(start),
-		History: h, Spec: spec}, nil
+		History: h, Spec: spec, Processes: procs}, nil
+}
+
+// processStats sums the counts of clients whose lock runs in a process.
+func (r *run) processStats() *lockimpl.ProcessStats {
+	var sum *lockimpl.ProcessStats
+	for _, c := range r.clients {
+		if ps, ok := c.locker.(interface{ ProcessStats() lockimpl.ProcessStats }); ok {
+			if sum == nil {
+				sum = &lockimpl.ProcessStats{}
+			}
+			*sum = sum.Add(ps.ProcessStats())
+		}
+	}
+	return sum
 }
 
 // grace bounds how long a client may take to finish its cycle once the run
