@@ -226,6 +226,9 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		healSteady = append(healSteady, heal)
 	}
 
+	if err := r.ready(ctx); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	runCtx, stop := context.WithTimeout(ctx, spec.Duration)
 	defer stop()
@@ -300,6 +303,32 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	return &Outcome{CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: spec.Expect(cfg.Impl), Result: res, Elapsed: time.Since(start),
 		History: h, Spec: spec, Processes: procs}, nil
+}
+
+// ready waits, before the run's clock starts, for lockers that start
+// something of their own (a client process loading its runtime) to be able
+// to serve; they start together, so their start-ups overlap.
+func (r *run) ready(ctx context.Context) error {
+	errs := make([]error, len(r.clients))
+	var wg sync.WaitGroup
+	for i, c := range r.clients {
+		rd, ok := c.locker.(interface{ Ready(context.Context) error })
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = rd.Ready(ctx)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("%s: client %d: %w", r.cfg.Impl, i, err)
+		}
+	}
+	return nil
 }
 
 // processStats sums the counts of clients whose lock runs in a process.

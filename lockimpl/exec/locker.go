@@ -638,6 +638,17 @@ func (l *Locker) died(p *proc) error {
 	return &errUnknown{fmt.Sprintf("%s: %s (outcome unknown)", l.name, p.deathText())}
 }
 
+// Ready starts the client process if needed and waits for its hello: the
+// runner calls it once the scenario's failpoints are attached (so the
+// client knows whether to announce its points) and before the run's clock
+// starts (so a runtime's start-up is not counted as the lock's latency).
+func (l *Locker) Ready(ctx context.Context) error {
+	l.req.Lock()
+	defer l.req.Unlock()
+	_, err := l.ready(ctx)
+	return err
+}
+
 // request sends one request and returns the reply, or an error that is an
 // unknown outcome (or a crash).
 func (l *Locker) request(ctx context.Context, line string, timeout time.Duration) (*proc, message, error) {
@@ -668,10 +679,12 @@ func (l *Locker) acquireTimeout() time.Duration {
 	if w == 0 {
 		w = 10 * time.Second
 	}
-	return w + 5*time.Second
+	return w + slack
 }
 
-const shortTimeout = 5 * time.Second
+// slack is what a request may take beyond the lock's own wait: a release or
+// an extend gets just this much. A variable so tests need not wait it out.
+var slack = 5 * time.Second
 
 // Acquire implements lockimpl.Locker.
 func (l *Locker) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
@@ -717,7 +730,7 @@ func attrs(args []string, lease *lockimpl.Lease) error {
 
 // Release implements lockimpl.Locker.
 func (l *Locker) Release(ctx context.Context, lease *lockimpl.Lease) error {
-	p, m, err := l.request(ctx, "release "+lease.Key+" "+lease.Token, shortTimeout)
+	p, m, err := l.request(ctx, "release "+lease.Key+" "+lease.Token, slack)
 	if err != nil {
 		return err
 	}
@@ -730,7 +743,7 @@ func (l *Locker) Release(ctx context.Context, lease *lockimpl.Lease) error {
 // Extend asks the client to extend lease to ttl from now. nil: extended (its
 // Validity updated when the client says); ErrNotHeld: definitely not ours.
 func (l *Locker) Extend(ctx context.Context, lease *lockimpl.Lease, ttl time.Duration) error {
-	p, m, err := l.request(ctx, fmt.Sprintf("extend %s %s %d", lease.Key, lease.Token, ttl.Milliseconds()), shortTimeout)
+	p, m, err := l.request(ctx, fmt.Sprintf("extend %s %s %d", lease.Key, lease.Token, ttl.Milliseconds()), slack)
 	if err != nil {
 		return err
 	}
