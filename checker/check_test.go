@@ -106,7 +106,7 @@ func TestCheckSemantics(t *testing.T) {
 			verdict: Safe,
 			check: func(t *testing.T, r Result) {
 				expect(t, r.Unknown, 1, "unknown")
-				expect(t, r.LostUpdates, int64(-1), "lost updates, negative as is")
+				expect(t, r.NetLostUpdates, int64(-1), "lost updates, negative as is")
 			},
 		},
 		{
@@ -175,7 +175,7 @@ func TestCheckSemantics(t *testing.T) {
 			check: func(t *testing.T, r Result) {
 				expect(t, r.StaleWrites, 0, "stale")
 				expect(t, r.FinalValue, int64(4), "final value = last acked write without a final read")
-				expect(t, r.LostUpdates, int64(0), "lost")
+				expect(t, r.NetLostUpdates, int64(0), "lost")
 			},
 		},
 		{
@@ -206,7 +206,7 @@ func TestCheckSemantics(t *testing.T) {
 			},
 			verdict: Unsafe,
 			check: func(t *testing.T, r Result) {
-				expect(t, r.StaleWrites, 1, "stale")
+				expect(t, r.FenceRegressions, 1, "fence regressions")
 				expect(t, r.FirstViolationNs, msT(8), "first violation")
 			},
 		},
@@ -223,6 +223,28 @@ func TestCheckSemantics(t *testing.T) {
 			check: func(t *testing.T, r Result) {
 				expect(t, r.LongestStarvedMs, 21005-2000.0, "starved")
 				expect(t, r.StarvedKey, k0, "starved key")
+				expect(t, r.StarvedFromNs, msT(2000), "starved from")
+				expect(t, r.FirstViolationNs, msT(2000), "first violation: the starvation's start")
+				expect(t, r.FirstViolation, ViolationStarvation, "first violation kind")
+			},
+		},
+		{
+			name: "deadlock: the first violation is the first starvation past the bound, not the longest",
+			hist: func(b *builder) {
+				// lock:1 starves 11 s from 1 s; lock:0 starves 15 s from 3 s
+				// after a 1 s starvation (under the bound) from 0.
+				b.op(0, 1000, Ok, 1, 1, FAcquire, k0)
+				b.add(2000, Ok, 1, 1, FCrash, "")
+				for s := 3.0; s < 18; s++ {
+					b.op(s*1000, s*1000+5, Fail, 2, 2, FAcquire, k0)
+				}
+				b.op(1000, 12000, Ok, 3, 3, FAcquire, "lock:1")
+				b.op(12001, 12002, Ok, 3, 3, FRelease, "lock:1")
+			},
+			verdict: Deadlock,
+			check: func(t *testing.T, r Result) {
+				expect(t, r.StarvedKey, k0, "longest starvation's key")
+				expect(t, r.FirstViolationNs, msT(1000), "first violation: lock:1's starvation")
 			},
 		},
 		{
@@ -381,7 +403,7 @@ func TestSynthetic(t *testing.T) {
 		expect(t, r.Verdict, tc.verdict, "verdict")
 		if tc.cfg.Violation {
 			expect(t, r.Overlaps, 1, "overlaps")
-			expect(t, r.LostUpdates, int64(1), "lost updates")
+			expect(t, r.NetLostUpdates, int64(1), "lost updates")
 		}
 		if r.Unknown == 0 && tc.cfg.Unknown > 0 {
 			t.Errorf("no unknown outcome in %+v", tc.cfg)

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/scenarios"
 )
@@ -64,7 +62,7 @@ func WriteRunDir(root string, o *scenarios.Outcome, when time.Time) (string, err
 	if o.Spec != nil {
 		resolved := *o.Spec
 		resolved.Seed = o.Seed
-		b, err := yaml.Marshal(&resolved)
+		b, err := resolved.YAML()
 		if err != nil {
 			return "", fmt.Errorf("scenario.yaml: %w", err)
 		}

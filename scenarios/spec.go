@@ -3,19 +3,15 @@
 package scenarios
 
 import (
-	"bytes"
 	"embed"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
@@ -67,6 +63,10 @@ type Spec struct {
 	Faults []nemesis.Spec `yaml:"faults"`
 	// Failpoints attach actions to implementation steps for given clients.
 	Failpoints []FailpointSpec `yaml:"failpoints"`
+	// Explore injects faults at points nobody named: seeded random hits of
+	// the points each lock reaches (its declared failpoints and its
+	// commands' points).
+	Explore *Explore `yaml:"explore"`
 
 	// ClockOffsets sets client clocks apart from the start (client → offset).
 	ClockOffsets map[int]time.Duration `yaml:"clock_offsets"`
@@ -111,7 +111,9 @@ type Network struct {
 // every client). Points are an
 // implementation's steps (impl/step) or the runner's own: cycle/before-acquire,
 // cs/hold (inside the critical section, after the read) and
-// cycle/before-release (the critical section is over; the release is next).
+// cycle/before-release (the critical section is over; the release is next),
+// or a command point (cmd/NODE/COMMAND/before or after: see cmdHook), for
+// any lock. A '*' matches one segment (cmd/*/SET/after).
 // A point of another implementation is inert, so one spec can force the
 // documented interleaving of several algorithms side by side.
 type FailpointSpec struct {
@@ -187,36 +189,25 @@ func Load(nameOrPath string) (*Spec, error) {
 	return Parse(file, b)
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
-
 // Parse decodes and validates a spec. Unknown fields, syntax errors and bad
 // values come back as *SpecError with file, line and field.
 func Parse(file string, b []byte) (*Spec, error) {
 	var s Spec
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			return nil, &SpecError{File: file, Line: n, Msg: m[2]}
-		}
-		return nil, &SpecError{File: file, Msg: msg}
+	doc, err := decodeSpec(file, b, &s)
+	if err != nil {
+		return nil, err
 	}
-	var root yaml.Node
-	_ = yaml.Unmarshal(b, &root)
 	s.File = file
-	if err := s.validate(&root); err != nil {
+	if err := s.validate(doc); err != nil {
 		return nil, err
 	}
 	return &s, nil
 }
 
 // validate checks values and fills defaults.
-func (s *Spec) validate(root *yaml.Node) error {
+func (s *Spec) validate(doc *yamlDoc) error {
 	bad := func(field, msg string, args ...any) error {
-		return &SpecError{File: s.File, Line: lineOf(root, field), Field: field, Msg: fmt.Sprintf(msg, args...)}
+		return &SpecError{File: s.File, Line: doc.lineOf(field), Field: field, Msg: fmt.Sprintf(msg, args...)}
 	}
 	if s.Name == "" {
 		return bad("name", "missing")
@@ -320,10 +311,24 @@ func (s *Spec) validate(root *yaml.Node) error {
 		if fp.WaitFor != "" && (fp.WaitClient < 0 || fp.WaitClient >= s.Clients) {
 			return bad(fmt.Sprintf("failpoints.%d.wait_client", i), "no client %d (clients: %d)", fp.WaitClient, s.Clients)
 		}
+		if fp.LoseReply && !(strings.HasPrefix(fp.Point, "cmd/") && strings.HasSuffix(fp.Point, "/after")) {
+			return bad(fmt.Sprintf("failpoints.%d.lose_reply", i), "a reply can be lost only at a command's after point (cmd/NODE/COMMAND/after), not at %q", fp.Point)
+		}
+		if _, err := path.Match(fp.Point, ""); err != nil {
+			return bad(fmt.Sprintf("failpoints.%d.point", i), "bad pattern %q: %v", fp.Point, err)
+		}
+		if fp.Nth < 0 {
+			return bad(fmt.Sprintf("failpoints.%d.nth", i), "must not be negative")
+		}
 		if fp.Fault != nil {
 			if _, err := nemesis.Build(*fp.Fault); err != nil {
 				return bad(fmt.Sprintf("failpoints.%d.fault", i), "%v", err)
 			}
+		}
+	}
+	if s.Explore != nil {
+		if err := s.Explore.validate(func(f string) string { return "explore." + f }, bad); err != nil {
+			return err
 		}
 	}
 	if s.Network.Latency > 0 {
@@ -332,39 +337,6 @@ func (s *Spec) validate(root *yaml.Node) error {
 		}
 	}
 	return nil
-}
-
-// lineOf finds the line of a dotted field path (a.b.0.c) in the YAML tree,
-// or of the deepest part of it that exists.
-func lineOf(root *yaml.Node, field string) int {
-	n := root
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	line := n.Line
-	for _, part := range strings.Split(field, ".") {
-		var next *yaml.Node
-		switch n.Kind {
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == part {
-					line = n.Content[i].Line
-					next = n.Content[i+1]
-					break
-				}
-			}
-		case yaml.SequenceNode:
-			if i, err := strconv.Atoi(part); err == nil && i < len(n.Content) {
-				next = n.Content[i]
-				line = next.Line
-			}
-		}
-		if next == nil {
-			return line
-		}
-		n = next
-	}
-	return line
 }
 
 // Resolve maps an implementation or variant name to the registered

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 )
 
@@ -51,6 +52,36 @@ type Options struct {
 	// ClockShim is the path of a prebuilt shim (make's build/clockshim.so);
 	// "" builds one on demand with EnsureShim.
 	ClockShim string
+	// Server is the redis-server binary to spawn: a path, or a name looked
+	// up on PATH. "" takes $LOCKSTORM_REDIS_SERVER, then redis-server on
+	// PATH. A wrapper script may stand in for it (it receives redis-server's
+	// arguments); whatever it forks dies with it, since a server is stopped
+	// by process group.
+	Server string
+}
+
+// ServerEnv names the environment variable that chooses the redis-server
+// binary when Options.Server is empty.
+const ServerEnv = "LOCKSTORM_REDIS_SERVER"
+
+// ServerBinary resolves the redis-server binary: explicit (Options.Server),
+// else $LOCKSTORM_REDIS_SERVER, else redis-server on PATH.
+func ServerBinary(explicit string) (string, error) {
+	name := explicit
+	if name == "" {
+		name = os.Getenv(ServerEnv)
+	}
+	if name == "" {
+		name = "redis-server"
+	}
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		if explicit != "" || os.Getenv(ServerEnv) != "" {
+			return "", fmt.Errorf("redis-server binary %q: %w", name, err)
+		}
+		return "", ErrNoRedisServer
+	}
+	return bin, nil
 }
 
 // ErrNoRedisServer is returned when redis-server is asked for and missing.
@@ -60,7 +91,7 @@ var ErrNoRedisServer = errors.New("redis-server not found on PATH (install it: a
 func Resolve(kind string) (string, error) {
 	switch kind {
 	case "", Auto:
-		if _, err := exec.LookPath("redis-server"); err == nil {
+		if _, err := ServerBinary(""); err == nil {
 			return RedisServer, nil
 		}
 		return Embedded, nil

@@ -64,9 +64,9 @@ func StartRedisServers(ctx context.Context, o Options) (*Servers, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	bin, err := exec.LookPath("redis-server")
+	bin, err := ServerBinary(o.Server)
 	if err != nil {
-		return nil, ErrNoRedisServer
+		return nil, err
 	}
 	shim := ""
 	if o.ServerClock {
@@ -157,19 +157,28 @@ func (s *Servers) Nodes() []Node {
 // Procs returns the processes, for faults that kill, pause or restart them.
 func (s *Servers) Procs() []*Process { return s.procs }
 
-// Close stops every server and replica (SIGKILL: there is nothing to
-// persist) and removes the temporary directories.
+// Close stops every server and replica, each by process group (SIGTERM,
+// then SIGKILL for whatever is left; there is nothing to persist), and
+// removes the temporary directories.
 func (s *Servers) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
 		all := append(append([]*Process(nil), s.procs...), s.replicas...)
 		s.mu.Unlock()
-		var errs []error
+		// Every server is stopped at once: each graceful stop may take up to
+		// closeGrace, which must not add up over the nodes.
+		errs := make([]error, len(all))
+		var wg sync.WaitGroup
+		for i, p := range all {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = p.shutdown(closeGrace)
+			}()
+		}
+		wg.Wait()
 		for _, p := range all {
-			if err := p.Stop(); err != nil {
-				errs = append(errs, err)
-			}
 			if p.clock != nil {
 				if err := p.clock.close(); err != nil {
 					errs = append(errs, err)
@@ -218,7 +227,7 @@ func (p *Process) Start(ctx context.Context) error {
 	done := p.done
 	go func() { cmd.Wait(); close(done) }()
 	if err := waitPing(ctx, p.Addr, done, 10*time.Second); err != nil {
-		p.stopLocked()
+		p.stopLocked(0)
 		return fmt.Errorf("redis-server %s on %s: %w (log: %s)", p.Name, p.Addr, err, tail(filepath.Join(p.Dir, "redis.log")))
 	}
 	return nil
@@ -260,24 +269,113 @@ func (p *Process) Pid() int {
 	return p.cmd.Process.Pid
 }
 
-// Stop kills the process (SIGKILL) and waits for it; stopping a stopped
-// process is a no-op.
+// Stop kills the server's whole process group (SIGKILL) and waits for it,
+// as a crash: the Kill fault relies on it being abrupt. The group, not the
+// pid: a wrapper script standing in for redis-server may fork it as a child
+// rather than exec it, and that child must not outlive the stop. Stopping a
+// stopped process is a no-op.
 func (p *Process) Stop() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stopLocked()
+	return p.stopLocked(0)
 }
 
-func (p *Process) stopLocked() error {
+// closeGrace bounds the graceful part of a shutdown. redis-server acts on
+// SIGTERM at its next cron tick (100 ms at the default hz) and, as a master
+// with lagging replicas, would wait up to its shutdown-timeout (10 s) for
+// them: nothing here is worth waiting that long for, the data is thrown away.
+const closeGrace = 500 * time.Millisecond
+
+// shutdown stops the process group gracefully (SIGTERM, bounded by grace),
+// then with SIGKILL whatever is left of it.
+func (p *Process) shutdown(grace time.Duration) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopLocked(grace)
+}
+
+func (p *Process) stopLocked(grace time.Duration) error {
 	if p.cmd == nil {
 		return nil
 	}
-	// A SIGSTOPped process still dies on SIGKILL. The error is ignored
-	// because the process may have exited already; done tells either way.
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	// Start made the server a process group leader (Setpgid), so its pid is
+	// the group id. The errors of kill are ignored: the group may be gone
+	// already; waitGroupGone tells either way.
+	pgid := p.cmd.Process.Pid
+	if grace > 0 {
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		// A SIGSTOPped (server-pause) process acts on SIGTERM only once continued.
+		_ = syscall.Kill(-pgid, syscall.SIGCONT)
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+		}
+	}
+	// A SIGSTOPped process still dies on SIGKILL. The group can outlive its
+	// leader (a wrapper's child), so it is killed even when the leader has
+	// exited: the group id cannot be reused while any member lives.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-p.done
 	p.cmd = nil
+	if err := waitGroupGone(pgid, 5*time.Second); err != nil {
+		return fmt.Errorf("stop %s: %w", p.Name, err)
+	}
 	return nil
+}
+
+// waitGroupGone waits until no live process is left in group pgid (zombies
+// count as gone: they run nothing and hold no port; whoever inherited them
+// reaps them).
+func waitGroupGone(pgid int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		left := GroupMembers(pgid)
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process group %d: processes %v still alive after SIGKILL", pgid, left)
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// GroupMembers lists the live (not zombie) processes of process group
+// pgid, from /proc.
+func GroupMembers(pgid int) []int {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and
+		// parentheses, so fields are counted from the last ')'.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // Signal sends sig (SIGSTOP/SIGCONT for a server pause).

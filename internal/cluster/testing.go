@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"testing"
 )
 
@@ -22,7 +21,7 @@ func StartForTest(t testing.TB, n int) *Servers {
 func StartForTestWith(t testing.TB, o Options) *Servers {
 	t.Helper()
 	ci := os.Getenv("CI") == "true"
-	if _, err := exec.LookPath("redis-server"); err != nil {
+	if _, err := ServerBinary(o.Server); err != nil {
 		if ci {
 			t.Fatalf("redis-server is required under CI=true: %v", err)
 		}
