@@ -58,7 +58,15 @@ func init() {
 		New: func(env Env, o Options) (Locker, error) {
 			return newSetNXPX("set-nx-px", env, o)
 		},
+		Claims:    setNXPXClaims(Options{}),
+		ClaimsFor: setNXPXClaims,
 	})
+}
+
+// setNXPXClaims: seed 002 常规方案: one master, TTL in the SET itself, a Lua
+// compare-and-delete release, renewal when the watchdog is on.
+func setNXPXClaims(o Options) Claims {
+	return Claims{Topology: SingleInstance, Expiry: ServerExpiry, Release: OwnerCheckedRelease, Renewal: o.Watchdog}
 }
 
 // newSetNXPX builds the lock under a failpoint prefix, so fenced can run the

@@ -665,9 +665,14 @@ func TestFromOutcome(t *testing.T) {
 	if r.AcquiresPerSec != round2(float64(o.Result.Acquired)/1.5) {
 		t.Errorf("acquires/s %v", r.AcquiresPerSec)
 	}
+	// No expectation (a lock without claims): reported, never a DIFF.
 	o.Expected = ""
-	if r := FromOutcome(o); r.Expected != checker.Safe || r.AsExpected {
-		t.Errorf("no expectation: expected %q, as expected %v", r.Expected, r.AsExpected)
+	if r := FromOutcome(o); r.Expected != "" || !r.AsExpected || r.Missed() {
+		t.Errorf("no expectation: expected %q, as expected %v, missed %v", r.Expected, r.AsExpected, r.Missed())
+	}
+	var b strings.Builder
+	if err := Write(&b, []Row{FromOutcome(o)}, FormatTable, false); err != nil || !strings.Contains(b.String(), "—") || strings.Contains(b.String(), "DIFF") {
+		t.Errorf("no expectation in the table (%v):\n%s", err, b.String())
 	}
 	for _, tc := range []struct{ in, want float64 }{{1.005, 1}, {2.345, 2.35}, {-1.236, -1.24}, {0, 0}} {
 		if got := round2(tc.in); got != tc.want {

@@ -20,7 +20,12 @@ type Row struct {
 	Mode           string  `json:"mode"`
 	Gated          bool    `json:"gated"`
 	Verdict        string  `json:"verdict"`
+	// Expected is "" when the run had no expectation (a lock without
+	// claims on a spec that does not list it): reported, never a DIFF.
+	// ExpectedReason says why, ExpectedSource where it came from.
 	Expected       string  `json:"expected"`
+	ExpectedReason string  `json:"expected_reason,omitempty"`
+	ExpectedSource string  `json:"expected_source,omitempty"`
 	AsExpected     bool    `json:"as_expected"`
 	Reason         string  `json:"reason"`
 	Acquired       int     `json:"acquired"`
@@ -67,11 +72,8 @@ func FromOutcome(o *scenarios.Outcome) Row {
 	r := o.Result
 	row := Row{
 		Scenario: o.Scenario, Impl: o.Impl, Seed: o.Seed, Backend: o.Backend, Mode: o.Mode, Gated: o.Gated,
-		Verdict: r.Verdict, Expected: o.Expected, AsExpected: o.AsExpected(), Reason: r.Reason,
-		Replay: ReplayCommand(o),
-	}
-	if row.Expected == "" {
-		row.Expected = checker.Safe
+		Verdict: r.Verdict, Expected: o.Expected, ExpectedReason: o.ExpectedReason, ExpectedSource: o.ExpectedSource,
+		AsExpected: o.AsExpected(), Reason: r.Reason, Replay: ReplayCommand(o),
 	}
 	row.SetResult(r)
 	if s := o.Elapsed.Seconds(); s > 0 {
@@ -86,7 +88,7 @@ func FromOutcome(o *scenarios.Outcome) Row {
 // `check` derive them the same way.
 func (row *Row) SetResult(r checker.Result) {
 	row.Verdict, row.Reason = r.Verdict, r.Reason
-	row.AsExpected = row.Verdict == row.Expected
+	row.AsExpected = row.Expected == "" || row.Verdict == row.Expected
 	row.Acquired = r.Acquired
 	row.AcquireP50Ms, row.AcquireP99Ms = round2(r.AcquireP50Ms), round2(r.AcquireP99Ms)
 	row.HandoffP50Ms, row.Fairness = round2(r.HandoffP50Ms), round2(r.Fairness)

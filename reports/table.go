@@ -118,6 +118,8 @@ func toAny(s []string) []any {
 // (an exploratory run that did not find its failure this time).
 func (r Row) Mark() string {
 	switch {
+	case r.Expected == "":
+		return NoExpectation
 	case r.Missed():
 		return "miss"
 	case !r.AsExpected:
@@ -155,6 +157,17 @@ func markColor(m string) string {
 	return ""
 }
 
+// NoExpectation is shown in the expected and mark columns of a run that
+// had no expectation.
+const NoExpectation = "—"
+
+func expectedOf(r Row) string {
+	if r.Expected == "" {
+		return NoExpectation
+	}
+	return r.Expected
+}
+
 func evidenceOf(r Row) string {
 	if r.Evidence == "" {
 		return NoEvidence
@@ -163,7 +176,7 @@ func evidenceOf(r Row) string {
 }
 
 func narrowCells(r Row, color bool) []string {
-	return []string{r.Scenario, r.Impl, r.Mode, paint(r.Verdict, verdictColor(r.Verdict), color), r.Expected,
+	return []string{r.Scenario, r.Impl, r.Mode, paint(r.Verdict, verdictColor(r.Verdict), color), expectedOf(r),
 		paint(r.Mark(), markColor(r.Mark()), color), evidenceOf(r)}
 }
 
@@ -174,7 +187,7 @@ func wideCells(r Row, color bool) []string {
 	}
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
 	return []string{r.Scenario, r.Impl, r.Mode, strconv.FormatUint(r.Seed, 10), r.Backend,
-		paint(r.Verdict, verdictColor(r.Verdict), color), r.Expected, paint(r.Mark(), markColor(r.Mark()), color),
+		paint(r.Verdict, verdictColor(r.Verdict), color), expectedOf(r), paint(r.Mark(), markColor(r.Mark()), color),
 		strconv.Itoa(r.Acquired), strconv.FormatFloat(r.AcquiresPerSec, 'f', 1, 64), f(r.AcquireP50Ms), f(r.AcquireP99Ms),
 		strconv.Itoa(r.Overlaps), strconv.Itoa(r.OverlapIntervals), strconv.FormatFloat(r.OverlapMs, 'f', 1, 64),
 		strconv.FormatInt(r.NetLostUpdates, 10), strconv.Itoa(r.StaleWrites),
@@ -215,7 +228,7 @@ func writeNarrow(w io.Writer, rows []Row, o TableOptions) error {
 	for _, r := range rows {
 		cw[0] = max(cw[0], width(indent+r.Impl))
 		cw[1] = max(cw[1], width(r.Verdict))
-		cw[2] = max(cw[2], width(r.Expected))
+		cw[2] = max(cw[2], width(expectedOf(r)))
 		cw[3] = max(cw[3], width(r.Mark()))
 	}
 	fixed := 0
@@ -245,10 +258,10 @@ func writeNarrow(w io.Writer, rows []Row, o TableOptions) error {
 		}
 		mark := r.Mark()
 		ev := wrap(evidenceOf(r), ew, maxEvidenceLines)
-		cells := []string{indent + r.Impl, r.Verdict, r.Expected, mark}
+		cells := []string{indent + r.Impl, r.Verdict, expectedOf(r), mark}
 		// Colour after padding, so escape codes do not count as width.
 		s := pad(cells[0], cw[0]) + gap + paint(r.Verdict, verdictColor(r.Verdict), o.Color) +
-			strings.Repeat(" ", cw[1]-width(r.Verdict)) + gap + pad(r.Expected, cw[2]) + gap +
+			strings.Repeat(" ", cw[1]-width(r.Verdict)) + gap + pad(expectedOf(r), cw[2]) + gap +
 			paint(mark, markColor(mark), o.Color) + strings.Repeat(" ", cw[3]-width(mark)) + gap
 		b.WriteString(strings.TrimRight(s+ev[0], " ") + "\n")
 		for _, l := range ev[1:] {

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
@@ -81,11 +80,16 @@ type Spec struct {
 	// Expected is the verdict per implementation, derived from the algorithm
 	// (the reason sits beside it as a YAML comment).
 	Expected map[string]string `yaml:"expected"`
+	// Derive are the rules that give any other lock an expectation from its
+	// claims (lockimpl.Claims), each with the reason its fault leads there.
+	Derive []Rule `yaml:"derive"`
 	// DeadlockBound overrides the checker's liveness bound.
 	DeadlockBound time.Duration `yaml:"deadlock_bound"`
 
 	// File is where the spec came from (embedded specs: specs/NAME.yaml).
 	File string `yaml:"-"`
+
+	expectedWhy map[string]string // the comment above each expected entry
 }
 
 // Workload is what each client does inside the lock.
@@ -198,6 +202,7 @@ func Parse(file string, b []byte) (*Spec, error) {
 		return nil, err
 	}
 	s.File = file
+	s.expectedWhy = expectedComments(b)
 	if err := s.validate(doc); err != nil {
 		return nil, err
 	}
@@ -287,11 +292,12 @@ func (s *Spec) validate(doc *yamlDoc) error {
 		if _, _, err := s.Resolve(name); err != nil {
 			return bad("expected."+name, "%v", err)
 		}
-		switch v {
-		case checker.Safe, checker.Unsafe, checker.Deadlock, checker.Inconclusive:
-		default:
+		if !validVerdict(v) {
 			return bad("expected."+name, "verdict must be safe, unsafe, deadlock or inconclusive, got %q", v)
 		}
+	}
+	if err := s.validateRules(bad); err != nil {
+		return err
 	}
 	for i, f := range s.Faults {
 		if _, err := nemesis.Build(f); err != nil {
@@ -405,6 +411,3 @@ func (s *Spec) AllFaults() []nemesis.Spec {
 	}
 	return out
 }
-
-// Expect returns the expected verdict for impl, or "" when the spec says none.
-func (s *Spec) Expect(impl string) string { return s.Expected[impl] }

@@ -34,4 +34,4 @@ def release(key, token):
 
 
 ls.serve('name=redis-py-lock summary=redis-py%20redis.lock.Lock%20(SET%20NX%20PX,%20token%20compare) '
-         'instance=single fencing=no renewal=no expiry=yes', acquire, release)
+         'topology=single expiry=server release=owner-checked', acquire, release)

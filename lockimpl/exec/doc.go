@@ -33,10 +33,8 @@
 // flush after every line.
 //
 //	harness → client                      client → harness
-//	hello 1 points=on|off                 hello 1 [name=N] [nodes=N] [points=P,P]
-//	                                            [instance=single|quorum]
-//	                                            [fencing=yes|no] [renewal=yes|no]
-//	                                            [expiry=yes|no]
+//	hello 1 points=on|off                 hello 1 [name=N] [summary=TEXT] [nodes=N]
+//	                                            [points=P,P] [CLAIM=VALUE ...]
 //	acquire KEY                           ok TOKEN [fence=N] [validity=MS]
 //	release KEY TOKEN                     ok
 //	extend KEY TOKEN TTL_MS               ok [validity=MS]
@@ -47,8 +45,14 @@
 //
 // hello is the first request: the client answers with what it is (a short
 // name for tables, how many Redis nodes it needs, its failpoints) and what
-// it claims (single instance or quorum, fencing tokens, renewal, server-side
-// expiry), from which the battery derives its expectations. A request gets
+// it claims, from which the battery derives its expectations: the fields of
+// lockimpl.Claims by their names (topology=single|quorum,
+// expiry=none|server|server-separate|client-clock,
+// release=owner-checked|unconditional|time-checked|expired-only,
+// racy_takeover, fencing, renewal = true|false). Declaring topology declares
+// claims, and expiry and release must then be given; a client that declares
+// none gets no expectation (its verdicts are reported, never a DIFF).
+// Values are percent-encoded (%20 for a space). A request gets
 // exactly one reply, in order: ok (acquired, with the token written to Redis
 // and the fencing token when the lock issues one; released; extended), fail
 // (a definite no: every reply was received and says the lock is not

@@ -35,7 +35,7 @@ func fakeClient(mode string) {
 		switch f[0] {
 		case "hello":
 			points = len(f) > 2 && f[2] == "points=on"
-			say("hello 1 name=fake nodes=1 points=fake/p instance=single fencing=yes")
+			say("hello 1 name=fake nodes=1 points=fake/p topology=single expiry=server release=owner-checked fencing=true")
 		case "acquire":
 			if points {
 				say("point fake/p")
@@ -118,7 +118,7 @@ func TestProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Name != "fake" || h.Nodes != 1 || fmt.Sprint(h.Points) != "[fake/p]" || h.Claims["instance"] != "single" || h.Claims["fencing"] != "yes" {
+	if h.Name != "fake" || h.Nodes != 1 || fmt.Sprint(h.Points) != "[fake/p]" || h.Claims != (lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease, Fencing: true}) {
 		t.Errorf("hello = %+v", h)
 	}
 	t.Setenv("LOCKSTORM_TEST_CLIENT", "")

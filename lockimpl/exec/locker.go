@@ -36,20 +36,58 @@ type Hello struct {
 	Nodes int
 	// Points are its failpoints (impl/step).
 	Points []string
-	// Claims are the claim fields it sent (instance, fencing, renewal,
-	// expiry), verbatim.
-	Claims map[string]string
+	// Claims are what it declares about itself, as a Go lock does in
+	// lockimpl.Info.Claims; the battery derives its expectations from them.
+	Claims lockimpl.Claims
 }
 
-// claimKeys are the hello fields that are claims.
-var claimKeys = map[string]bool{"instance": true, "fencing": true, "renewal": true, "expiry": true}
+// isClaim says whether a hello field is a claim (lockimpl.ClaimNames).
+func isClaim(k string) bool {
+	for _, n := range lockimpl.ClaimNames() {
+		if n == k {
+			return true
+		}
+	}
+	return false
+}
+
+// setClaim sets one claim field from its hello text.
+func setClaim(c *lockimpl.Claims, k, v string) error {
+	flag := func() (bool, error) {
+		switch v {
+		case "true", "yes":
+			return true, nil
+		case "false", "no":
+			return false, nil
+		}
+		return false, fmt.Errorf("want true or false, got %q", v)
+	}
+	var err error
+	switch k {
+	case "topology":
+		c.Topology = lockimpl.Topology(v)
+	case "expiry":
+		c.Expiry = lockimpl.Expiry(v)
+	case "release":
+		c.Release = lockimpl.Release(v)
+	case "racy_takeover":
+		c.RacyTakeover, err = flag()
+	case "fencing":
+		c.Fencing, err = flag()
+	case "renewal":
+		c.Renewal, err = flag()
+	default:
+		return fmt.Errorf("claim %q is not supported by this protocol version", k)
+	}
+	return err
+}
 
 // parseHello reads "hello 1 k=v ...".
 func parseHello(m message) (Hello, error) {
 	if m.verb != "hello" || len(m.args) < 1 || m.args[0] != Protocol {
 		return Hello{}, fmt.Errorf("want %q, got %q", "hello "+Protocol+" ...", m.raw)
 	}
-	h := Hello{Nodes: 1, Claims: map[string]string{}}
+	h := Hello{Nodes: 1}
 	for _, kv := range m.args[1:] {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -74,11 +112,16 @@ func parseHello(m message) (Hello, error) {
 			if v != "" {
 				h.Points = strings.Split(v, ",")
 			}
-		case claimKeys[k]:
-			h.Claims[k] = v
+		case isClaim(k):
+			if err := setClaim(&h.Claims, k, v); err != nil {
+				return Hello{}, fmt.Errorf("hello field %q: %w", kv, err)
+			}
 		default:
 			// Unknown fields are ignored: a newer client may say more.
 		}
+	}
+	if err := h.Claims.Validate(); err != nil {
+		return Hello{}, fmt.Errorf("hello: %w", err)
 	}
 	return h, nil
 }
@@ -222,16 +265,11 @@ func NewInfo(argv []string, h Hello) lockimpl.Info {
 			return h.Nodes
 		},
 		Points: h.Points,
-		Claims: claimsOf(h),
+		Claims: h.Claims,
 		New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
 			return New(env, o, argv, name)
 		},
 	}
-}
-
-// claimsOf turns the hello's claim fields into the lock's claims.
-func claimsOf(h Hello) lockimpl.Claims {
-	return lockimpl.Claims{Declared: len(h.Claims) > 0}
 }
 
 // Locker is one client's lock, served by a client process.

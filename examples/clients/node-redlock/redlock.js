@@ -45,7 +45,7 @@ async function handle(f) {
   switch (f[0]) {
     case "hello":
       return `hello 1 name=node-redlock-${nodes} nodes=${nodes} summary=npm%20redlock%205.0.0-beta.2%20(ioredis),%20${nodes}%20node(s) ` +
-        `instance=${nodes > 1 ? "quorum" : "single"} fencing=no renewal=no expiry=yes`;
+        `topology=${nodes > 1 ? "quorum" : "single"} expiry=server release=owner-checked`;
     case "acquire": {
       const lock = await redlock.acquire([f[1]], duration);
       held.set(lock.value, lock);

@@ -18,7 +18,7 @@ def renew(key, token):
 for line in sys.stdin:
     f = line.split()
     if f[0] == 'hello':
-        print('hello 1 name=renew instance=single renewal=yes expiry=yes', flush=True)
+        print('hello 1 name=renew topology=single expiry=server release=owner-checked renewal=true', flush=True)
     elif f[0] == 'acquire':
         token = 'c%s-%d' % (os.environ.get('LOCKSTORM_CLIENT'), time.monotonic_ns())
         if r.set(f[1], token, nx=True, px=ttl):
