@@ -13,13 +13,13 @@ import (
 // Row is one scenario × implementation, flat, with the JSON names CI
 // consumers rely on (snake_case, stable).
 type Row struct {
-	Scenario       string  `json:"scenario"`
-	Impl           string  `json:"impl"`
-	Seed           uint64  `json:"seed"`
-	Backend        string  `json:"backend"`
-	Mode           string  `json:"mode"`
-	Gated          bool    `json:"gated"`
-	Verdict        string  `json:"verdict"`
+	Scenario string `json:"scenario"`
+	Impl     string `json:"impl"`
+	Seed     uint64 `json:"seed"`
+	Backend  string `json:"backend"`
+	Mode     string `json:"mode"`
+	Gated    bool   `json:"gated"`
+	Verdict  string `json:"verdict"`
 	// Expected is "" when the run had no expectation (a lock without
 	// claims on a spec that does not list it): reported, never a DIFF.
 	// ExpectedReason says why, ExpectedSource where it came from.

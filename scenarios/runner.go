@@ -372,7 +372,6 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		Claims: claims, Result: res, Elapsed: time.Since(start), History: h, Spec: spec, Processes: procs}, nil
 }
 
-
 // ready waits, before the run's clock starts, for lockers that start
 // something of their own (a client process loading its runtime) to be able
 // to serve; they start together, so their start-ups overlap.
