@@ -4,10 +4,6 @@ import (
 	"sort"
 )
 
-// FinalProcess is the process id of the final reads of each key's counter,
-// appended by the runner after every client stopped.
-const FinalProcess = -2
-
 // holdRec is a Hold with what the model and the liveness checks need besides.
 type holdRec struct {
 	Hold
@@ -206,6 +202,14 @@ func analyze(h History) *analysis {
 			// lost does not end a hold: the client still believes in its
 			// critical section until it sends its release (the runner
 			// releases right after a lost).
+			continue
+		case FAbandon:
+			// A careful client stops believing at once: from here on it
+			// neither reads nor writes, so it is no longer a holder, even
+			// though its release (and the key in Redis) may come later.
+			if k, ok := a.keyIdx[op.Key]; ok {
+				endHold(p, k, op.Time, "abandon")
+			}
 			continue
 		case FCrash:
 			for k := range p.holds {

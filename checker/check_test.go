@@ -50,6 +50,39 @@ func TestCheckSemantics(t *testing.T) {
 			},
 		},
 		{
+			name: "a careful client's abandonment ends its hold there",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
+				b.op(1.1, 1.2, Ok, 1, 1, FRead, k0, n(0))
+				b.add(4, Ok, 1, 1, FAbandon, k0, errs("validity 3ms over"))
+				b.op(5, 6, Ok, 2, 2, FAcquire, k0)
+				b.op(6.1, 6.2, Ok, 2, 2, FRead, k0, n(0))
+				b.op(7, 7.1, Fail, 1, 1, FRelease, k0, errs("not held")) // released after the other took it
+				b.op(8, 8.1, Ok, 2, 2, FWrite, k0, n(1))
+				b.op(9, 10, Ok, 2, 2, FRelease, k0)
+				b.final(11, k0, 1)
+			},
+			verdict: Safe,
+			check: func(t *testing.T, r Result) {
+				expect(t, r.Holds, 2, "holds")
+				expect(t, r.NetLostUpdates, int64(0), "lost updates")
+			},
+		},
+		{
+			name: "the same client without the abandonment overlaps",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
+				b.op(1.1, 1.2, Ok, 1, 1, FRead, k0, n(0))
+				b.op(5, 6, Ok, 2, 2, FAcquire, k0)
+				b.op(6.1, 6.2, Ok, 2, 2, FRead, k0, n(0))
+				b.op(7, 7.1, Fail, 1, 1, FRelease, k0, errs("not held"))
+				b.op(8, 8.1, Ok, 2, 2, FWrite, k0, n(1))
+				b.op(9, 10, Ok, 2, 2, FRelease, k0)
+				b.final(11, k0, 1)
+			},
+			verdict: Unsafe, overlaps: 1,
+		},
+		{
 			name: "a release that fails still ends the critical section at its invoke",
 			hist: func(b *builder) {
 				b.op(0, 1, Ok, 1, 1, FAcquire, k0)

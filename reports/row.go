@@ -18,8 +18,10 @@ type Row struct {
 	Seed     uint64 `json:"seed"`
 	Backend  string `json:"backend"`
 	Mode     string `json:"mode"`
-	Gated    bool   `json:"gated"`
-	Verdict  string `json:"verdict"`
+	// Client is the workload's client: careful or careless.
+	Client  string `json:"client,omitempty"`
+	Gated   bool   `json:"gated"`
+	Verdict string `json:"verdict"`
 	// Expected is "" when the run had no expectation (a lock without
 	// claims on a spec that does not list it): reported, never a DIFF.
 	// ExpectedReason says why, ExpectedSource where it came from.
@@ -63,6 +65,11 @@ type Row struct {
 	Replay   string `json:"replay"`
 	// ElapsedS is the run's wall time in seconds.
 	ElapsedS float64 `json:"elapsed_s,omitempty"`
+	// PointsHit and PointsFaulted are the point coverage (distinct lock
+	// points reached, and how many had a fault injected), when the run armed
+	// its points.
+	PointsHit     *int `json:"points_hit,omitempty"`
+	PointsFaulted *int `json:"points_faulted,omitempty"`
 	// RunDir is the run folder, when one was kept.
 	RunDir string `json:"run_dir,omitempty"`
 }
@@ -73,7 +80,11 @@ func FromOutcome(o *scenarios.Outcome) Row {
 	row := Row{
 		Scenario: o.Scenario, Impl: o.Impl, Seed: o.Seed, Backend: o.Backend, Mode: o.Mode, Gated: o.Gated,
 		Verdict: r.Verdict, Expected: o.Expected, ExpectedReason: o.ExpectedReason, ExpectedSource: o.ExpectedSource,
-		AsExpected: o.AsExpected(), Reason: r.Reason, Replay: ReplayCommand(o),
+		AsExpected: o.AsExpected(), Reason: r.Reason, Replay: ReplayCommand(o), Client: o.Client,
+	}
+	if o.Points != nil {
+		hit, faulted := o.Points.Hit, o.Points.Faulted
+		row.PointsHit, row.PointsFaulted = &hit, &faulted
 	}
 	row.SetResult(r)
 	if s := o.Elapsed.Seconds(); s > 0 {

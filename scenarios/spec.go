@@ -103,7 +103,20 @@ type Workload struct {
 	Resource string `yaml:"resource"`
 	// Cycles, when > 0, stops each client after that many acquisitions.
 	Cycles int `yaml:"cycles"`
+	// Client is careless (default: the critical section runs to its end
+	// whatever the lease says, as the documents' clients do) or careful:
+	// before the read and before the write it checks its lease (validity
+	// elapsed on its own clock, or the lock reported lost) and abandons the
+	// critical section when the lease is over, as a client honouring
+	// redsync's Until() or Redlock's validity would.
+	Client string `yaml:"client"`
 }
+
+// Workload clients.
+const (
+	Careless = "careless"
+	Careful  = "careful"
+)
 
 // Network is a steady link condition.
 type Network struct {
@@ -263,6 +276,13 @@ func (s *Spec) validate(doc *yamlDoc) error {
 	}
 	if s.Workload.CSMax < s.Workload.CSMin {
 		return bad("workload.cs_max", "below cs_min")
+	}
+	switch s.Workload.Client {
+	case "":
+		s.Workload.Client = Careless
+	case Careless, Careful:
+	default:
+		return bad("workload.client", "want careful or careless, got %q", s.Workload.Client)
 	}
 	switch s.Workload.Resource {
 	case "", "counter", "fenced":
