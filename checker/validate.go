@@ -77,6 +77,10 @@ func (p Parsed) line(i int) int {
 	return i + 1
 }
 
+// operation lists the functions that are operations (an invoke, then one
+// completion); every other function is an event, recorded once.
+var operation = map[string]bool{FAcquire: true, FRelease: true, FRead: true, FWrite: true}
+
 // dupKey is what makes two entries the same entry.
 type dupKey struct {
 	index, process, client int
@@ -184,8 +188,9 @@ func Validate(p Parsed) (History, []Problem) {
 				endAt = i
 			}
 			continue
-		case FStep, FLost, FCrash, FStart, FStop:
-			continue // events, not operations: no invoke
+		}
+		if !operation[op.F] {
+			continue // an event (step, lost, abandon, crash...): no invoke
 		}
 		pid := op.Process
 		cur := open[pid]
