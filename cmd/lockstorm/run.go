@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -125,6 +126,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	started := time.Now()
 	backend, _ := cluster.Resolve(f.backend)
 	// Client programs answer hello before anything starts: a broken one is
 	// bad input, and what it declares names it and sets its expectations.
@@ -200,6 +202,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	prog.clear()
 	var rows []reports.Row
 	var cases []reports.JUnitCase
+	var suite []reports.SuiteRun
 	mismatch, missed := 0, 0
 	now := time.Now()
 	for i, out := range results {
@@ -222,6 +225,23 @@ func cmdRun(ctx context.Context, args []string) error {
 		}
 		rows = append(rows, row)
 		cases = append(cases, reports.JUnitCase{Row: row, Seconds: out.Elapsed.Seconds()})
+		if len(jobs) > 1 && f.keep != reports.KeepNone {
+			suite = append(suite, reports.NewSuiteRun(row, out.History, out.Result, f.out))
+		}
+	}
+	if len(suite) > 0 {
+		// A suite gets a page linking every run folder it kept.
+		if err := os.MkdirAll(f.out, 0o755); err != nil {
+			return &exitError{2, err}
+		}
+		index := filepath.Join(f.out, reports.IndexFile)
+		if err := reports.WriteSuiteFile(index, suite, reports.SuiteInfo{Backend: backend, Seeds: f.seeds, Date: now,
+			Version: reports.LockstormVersion(), Wall: time.Since(started)}); err != nil {
+			return &exitError{2, err}
+		}
+		if f.format != reports.FormatJSON {
+			defer fmt.Fprintf(os.Stdout, "\nsuite page: %s\n", index)
+		}
 	}
 	if f.junit != "" {
 		if err := reports.WriteJUnitFile(f.junit, cases); err != nil {
