@@ -172,7 +172,7 @@ func (l *setNXPX) waitReplicas(ctx context.Context, key, tok string) (bool, erro
 	if n >= int64(l.o.WaitReplicas) {
 		return true, nil
 	}
-	if err := compareAndDelete.Run(ctx, l.c, []string{key}, tok).Err(); err != nil && !replied(err) {
+	if err := compareAndDelete.Run(ctx, l.c, []string{key}, tok).Err(); err != nil && !Replied(err) {
 		return false, unknown(l.name, "EVAL compare-and-delete after WAIT", err)
 	}
 	return false, nil

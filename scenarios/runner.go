@@ -83,6 +83,10 @@ type Outcome struct {
 	Failover *FailoverTimes  `json:"failover,omitempty"`
 	History  checker.History `json:"-"`
 	Spec     *Spec           `json:"-"`
+	// Processes counts the client processes of a lock that runs in them
+	// (lockimpl/exec) and the requests they left unknown by dying, breaking
+	// the protocol or not answering; nil for in-process locks.
+	Processes *lockimpl.ProcessStats `json:"processes,omitempty"`
 }
 
 // AsExpected says whether the verdict matches the expectation. A run with
@@ -214,8 +218,10 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	cl, net, hostOf, replicas := topo.cl, topo.net, topo.hostOf, topo.replicas
 
 	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
-	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
-		Meta: r.meta(seed, cl.Kind(), copts)})
+	// The header is the history's first entry, recorded when the clock
+	// starts (below).
+	meta := checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
+		Meta: r.meta(seed, cl.Kind(), copts)}
 
 	hub := lockimpl.NewHub()
 	hub.Seed = seed
@@ -296,9 +302,13 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		healSteady = append(healSteady, heal)
 	}
 
+	if err := r.ready(ctx); err != nil {
+		return nil, err
+	}
 	// Time zero is now, not before the set-up: fault times and the
 	// history count from the start of the traffic.
 	r.rec = checker.NewRecorder()
+	r.rec.Add(meta)
 	if topo.sentinel != nil {
 		r.followSentinel(topo.sentinel)
 	}
@@ -369,6 +379,7 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		r.rec.Add(checker.Op{Type: checker.Invoke, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key})
 		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key, N: r.res.read(key, 0)})
 	}
+	procs := r.processStats()
 	// The end record: every client has stopped and every fault has healed.
 	// A history file without it was cut short.
 	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FEnd})
@@ -388,7 +399,47 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	exp := cfg.expectation(spec, cfg.Impl, claims)
 	return &Outcome{Points: cov, Client: spec.Workload.Client, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
-		Claims: claims, Result: res, Elapsed: time.Since(start), History: h, Spec: spec, Failover: fo}, nil
+		Claims: claims, Result: res, Elapsed: time.Since(start), History: h, Spec: spec, Processes: procs, Failover: fo}, nil
+}
+
+// ready waits, before the run's clock starts, for lockers that start
+// something of their own (a client process loading its runtime) to be able
+// to serve; they start together, so their start-ups overlap.
+func (r *run) ready(ctx context.Context) error {
+	errs := make([]error, len(r.clients))
+	var wg sync.WaitGroup
+	for i, c := range r.clients {
+		rd, ok := c.locker.(interface{ Ready(context.Context) error })
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = rd.Ready(ctx)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("%s: client %d: %w", r.cfg.Impl, i, err)
+		}
+	}
+	return nil
+}
+
+// processStats sums the counts of clients whose lock runs in a process.
+func (r *run) processStats() *lockimpl.ProcessStats {
+	var sum *lockimpl.ProcessStats
+	for _, c := range r.clients {
+		if ps, ok := c.locker.(interface{ ProcessStats() lockimpl.ProcessStats }); ok {
+			if sum == nil {
+				sum = &lockimpl.ProcessStats{}
+			}
+			*sum = sum.Add(ps.ProcessStats())
+		}
+	}
+	return sum
 }
 
 // meta is the history's header: what this run was asked to exercise.
