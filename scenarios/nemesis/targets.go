@@ -143,10 +143,19 @@ func (s Spec) resolve(env *Env) selection {
 			all = append(all, n.Name)
 		}
 	}
+	// Links may lead to servers that are not nodes clients lock on: the
+	// replicas and Sentinels of the Sentinel topology (r1, s1, ...); a
+	// network fault can target them by name.
+	linked := map[string]bool{}
+	if env.Net != nil {
+		for _, l := range env.Net.Links(nil) {
+			linked[l.Node] = true
+		}
+	}
 	switch {
 	case len(s.Nodes) > 0:
 		for _, n := range s.Nodes {
-			if !slices.Contains(all, n) {
+			if !slices.Contains(all, n) && !linked[n] {
 				sel.missing = append(sel.missing, "node "+n)
 				continue
 			}
