@@ -32,10 +32,12 @@ type fencedLock struct {
 
 func init() {
 	Register(Info{
-		Name:    "fenced",
-		Source:  "seed 002 RedLock 缺陷 (token fetch); seed 002 常规方案",
-		Summary: "set-nx-px plus an INCR fencing token checked by the resource",
-		Fenced:  true,
+		Name:     "fenced",
+		Points:   points("fenced", append(append([]string(nil), setNXPXSteps...), "before-incr", "after-incr")...),
+		Validate: validateSetNXPX,
+		Source:   "seed 002 RedLock 缺陷 (token fetch); seed 002 常规方案",
+		Summary:  "set-nx-px plus an INCR fencing token checked by the resource",
+		Fenced:   true,
 		New: func(env Env, o Options) (Locker, error) {
 			l, err := newSetNXPX("fenced", env, o)
 			if err != nil {
