@@ -2,12 +2,22 @@ package lockimpl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
+
+// ErrLostReply is returned by a failpoint whose action loses the reply of
+// the command that has just been answered: the command took effect on the
+// server, and the client gets an error instead of the reply, so it cannot
+// know the outcome. Only meaningful at a command's after-reply point.
+var ErrLostReply = errors.New("reply lost at failpoint")
 
 // Action is what a failpoint does when a client reaches it. Exactly the
 // fields that are set apply, in this order: wait for another client's step,
@@ -17,6 +27,10 @@ type Action struct {
 	Skip int `yaml:"skip" json:"skip,omitempty"`
 	// Times applies the action to that many hits after Skip (0: every hit).
 	Times int `yaml:"times" json:"times,omitempty"`
+	// Nth, when > 0, applies the action only to the Nth hit of the point in
+	// the client's current cycle (the runner starts a cycle before each
+	// acquire): "the 2nd SET of a cycle" is cmd/*/SET/before with nth: 2.
+	Nth int `yaml:"nth" json:"nth,omitempty"`
 	// Prob applies the action to each eligible hit with this probability
 	// (0: always), drawn from the run's seed: faults at random times that a
 	// seed replays.
@@ -32,6 +46,10 @@ type Action struct {
 	Gate string `yaml:"gate" json:"gate,omitempty"`
 	// Crash makes the client vanish at the point.
 	Crash bool `yaml:"crash" json:"crash,omitempty"`
+	// LoseReply makes the hit return ErrLostReply (after the other parts
+	// ran): at a command's after-reply point the command landed and the
+	// client is told it failed.
+	LoseReply bool `yaml:"lose_reply" json:"lose_reply,omitempty"`
 	// Open opens the named gate after the other parts ran.
 	Open string `yaml:"open" json:"open,omitempty"`
 	// Do runs after the waits and before the sleep: the runner's hook for
@@ -54,6 +72,66 @@ type Hub struct {
 	// the history so a witness can name them). It must be cheap and safe for
 	// concurrent use.
 	OnHit func(client int, point string)
+	// Explore, when set, is called on every hit of an armed hub after the
+	// point's attached actions ran: the runner's exploration, which may
+	// inject a fault at points nobody named. Its error is the hit's error.
+	// It must be safe for concurrent use.
+	Explore func(ctx context.Context, client int, point string) error
+
+	faulted map[string]int // point → faults injected there (guarded by mu)
+}
+
+// IsFault says whether the action disturbs the client (as opposed to only
+// ordering it against others with a barrier or gate): it counts towards
+// point coverage's "faulted".
+func (a *Action) IsFault() bool {
+	return a.Crash || a.Sleep > 0 || a.Do != nil || a.LoseReply
+}
+
+// MarkFaulted counts a fault injected at point (by an attached action or
+// by an explorer).
+func (h *Hub) MarkFaulted(point string) {
+	h.mu.Lock()
+	h.faulted[point]++
+	h.mu.Unlock()
+}
+
+// PointStat is one point's coverage in a run.
+type PointStat struct {
+	Point  string `json:"point"`
+	Hits   int    `json:"hits"`
+	Faults int    `json:"faults,omitempty"`
+}
+
+// Coverage lists every point hit while the hub was armed, with how many
+// times it was hit (all clients) and how many faults were injected there,
+// sorted by point.
+func (h *Hub) Coverage() []PointStat {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	by := map[string]*PointStat{}
+	for k, n := range h.hits {
+		ps := by[k.point]
+		if ps == nil {
+			ps = &PointStat{Point: k.point}
+			by[k.point] = ps
+		}
+		ps.Hits += n
+	}
+	for p, n := range h.faulted {
+		ps := by[p]
+		if ps == nil {
+			ps = &PointStat{Point: p}
+			by[p] = ps
+		}
+		ps.Faults += n
+	}
+	out := make([]PointStat, 0, len(by))
+	for _, ps := range by {
+		out = append(out, *ps)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Point < out[j].Point })
+	return out
 }
 
 type hitKey struct {
@@ -63,7 +141,7 @@ type hitKey struct {
 
 // NewHub returns an empty hub.
 func NewHub() *Hub {
-	h := &Hub{hits: map[hitKey]int{}, gates: map[string]bool{}}
+	h := &Hub{hits: map[hitKey]int{}, gates: map[string]bool{}, faulted: map[string]int{}}
 	h.cond = sync.NewCond(&h.mu)
 	return h
 }
@@ -89,24 +167,73 @@ type Failpoints struct {
 	client  int
 	hub     *Hub
 	actions map[string][]*Action
-	counts  map[string]int // per point hits seen by this client (own goroutines serialised by mu)
-	rng     *rand.Rand     // Prob draws; guarded by mu
-	mu      sync.Mutex
+	// patterns are attached points with a '*' (path.Match syntax, one
+	// segment each: cmd/*/SET/after); resolved caches what they match.
+	patterns map[string][]*Action
+	resolved map[string][]*Action
+	counts   map[string]int // per point hits seen by this client (own goroutines serialised by mu)
+	cycle    map[string]int // per point hits since the client's cycle began
+	rng      *rand.Rand     // Prob draws; guarded by mu
+	mu       sync.Mutex
 }
 
 // NewFailpoints returns client's failpoints on hub.
 func NewFailpoints(hub *Hub, client int) *Failpoints {
-	return &Failpoints{client: client, hub: hub, actions: map[string][]*Action{}, counts: map[string]int{}}
+	return &Failpoints{client: client, hub: hub, actions: map[string][]*Action{}, patterns: map[string][]*Action{},
+		resolved: map[string][]*Action{}, counts: map[string]int{}, cycle: map[string]int{}}
 }
 
-// Attach adds an action at point. Attaching arms the whole hub, so every
-// client starts counting hits (barriers need them).
+// Attach adds an action at point. A point with a '*' is a pattern
+// (path.Match syntax): the action applies to every point it matches.
+// Attaching arms the whole hub, so every client starts counting hits
+// (barriers need them).
 func (f *Failpoints) Attach(point string, a Action) {
 	f.mu.Lock()
-	f.actions[point] = append(f.actions[point], &a)
+	if strings.Contains(point, "*") {
+		f.patterns[point] = append(f.patterns[point], &a)
+	} else {
+		f.actions[point] = append(f.actions[point], &a)
+	}
+	clear(f.resolved)
 	f.mu.Unlock()
 	f.hub.armed.Store(true)
 }
+
+// lookup returns the actions at point, patterns included; f.mu held.
+func (f *Failpoints) lookup(point string) []*Action {
+	if len(f.patterns) == 0 {
+		return f.actions[point]
+	}
+	if acts, ok := f.resolved[point]; ok {
+		return acts
+	}
+	acts := append([]*Action(nil), f.actions[point]...)
+	pats := make([]string, 0, len(f.patterns))
+	for p := range f.patterns {
+		pats = append(pats, p)
+	}
+	sort.Strings(pats) // a fixed order, so a seed replays the same draws
+	for _, p := range pats {
+		if ok, _ := path.Match(p, point); ok {
+			acts = append(acts, f.patterns[p]...)
+		}
+	}
+	f.resolved[point] = acts
+	return acts
+}
+
+// NewCycle starts a new cycle of the client: Nth counts from here.
+func (f *Failpoints) NewCycle() {
+	if f == nil || !f.hub.armed.Load() {
+		return
+	}
+	f.mu.Lock()
+	clear(f.cycle)
+	f.mu.Unlock()
+}
+
+// Armed says whether hits are counted (some action, explorer or Arm).
+func (f *Failpoints) Armed() bool { return f != nil && f.hub.armed.Load() }
 
 // Arm makes the hub count and report hits without any action attached.
 func (h *Hub) Arm() { h.armed.Store(true) }
@@ -119,7 +246,9 @@ func (f *Failpoints) Hit(ctx context.Context, point string) error {
 	f.mu.Lock()
 	n := f.counts[point]
 	f.counts[point] = n + 1
-	acts := f.actions[point]
+	nth := f.cycle[point] + 1
+	f.cycle[point] = nth
+	acts := f.lookup(point)
 	f.mu.Unlock()
 
 	h := f.hub
@@ -131,7 +260,7 @@ func (f *Failpoints) Hit(ctx context.Context, point string) error {
 		h.OnHit(f.client, point)
 	}
 	for _, a := range acts {
-		if n < a.Skip || (a.Times > 0 && n >= a.Skip+a.Times) {
+		if n < a.Skip || (a.Times > 0 && n >= a.Skip+a.Times) || (a.Nth > 0 && nth != a.Nth) {
 			continue
 		}
 		if a.Prob > 0 {
@@ -145,9 +274,15 @@ func (f *Failpoints) Hit(ctx context.Context, point string) error {
 				continue
 			}
 		}
+		if a.IsFault() {
+			h.MarkFaulted(point)
+		}
 		if err := f.do(ctx, point, a); err != nil {
 			return err
 		}
+	}
+	if h.Explore != nil {
+		return h.Explore(ctx, f.client, point)
 	}
 	return nil
 }
@@ -183,6 +318,9 @@ func (f *Failpoints) do(ctx context.Context, point string, a *Action) error {
 	}
 	if a.Crash {
 		return fmt.Errorf("%w %s", ErrCrashed, point)
+	}
+	if a.LoseReply {
+		return fmt.Errorf("%w %s", ErrLostReply, point)
 	}
 	return nil
 }

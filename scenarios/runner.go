@@ -21,6 +21,11 @@ import (
 type Config struct {
 	// Impl is the implementation on trial.
 	Impl string
+	// Info, when set, is the implementation on trial instead of the one
+	// registered as Impl (which then only names it in the outcome): a lock
+	// that is not in lockimpl's registry, a user's or a test's. It runs
+	// with the spec's lock options.
+	Info *lockimpl.Info
 	// Seed overrides the spec's seed when non-zero.
 	Seed uint64
 	// Backend is auto, redis-server or embedded.
@@ -51,6 +56,11 @@ type Outcome struct {
 	Elapsed  time.Duration  `json:"elapsed_ns"`
 	// CheckOptions are the checker settings the verdict was reached with.
 	CheckOptions checker.Options `json:"checker_options"`
+	// Points is the point coverage (distinct lock points hit, and how many
+	// had a fault injected) when the run armed its points (failpoints or
+	// exploration in the spec); nil otherwise, as unarmed points are not
+	// counted (that keeps them at one atomic load).
+	Points *Coverage `json:"points,omitempty"`
 	// History is the recorded run (not in JSON summaries: it has its own file).
 	History checker.History `json:"-"`
 	Spec    *Spec           `json:"-"`
@@ -94,6 +104,7 @@ type run struct {
 	nextPID atomic.Int64
 	log     *slog.Logger
 	rng     *rand.Rand
+	hub     *lockimpl.Hub
 }
 
 // Run executes spec against cfg.Impl and checks the history. A returned
@@ -126,8 +137,18 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 }
 
 func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
-	info, opts, err := spec.Resolve(cfg.Impl)
-	if err != nil {
+	var info lockimpl.Info
+	var opts lockimpl.Options
+	var err error
+	if cfg.Info != nil {
+		info, opts = *cfg.Info, spec.Lock
+		if info.Nodes == nil {
+			info.Nodes = func(lockimpl.Options) int { return 1 }
+		}
+		if cfg.Impl == "" {
+			cfg.Impl = info.Name
+		}
+	} else if info, opts, err = spec.Resolve(cfg.Impl); err != nil {
 		return nil, err
 	}
 	if cfg.Log == nil {
@@ -156,8 +177,12 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 
 	hub := lockimpl.NewHub()
 	hub.Seed = seed
+	r.hub = hub
 	if len(spec.Failpoints) > 0 {
 		hub.OnHit = func(client int, point string) {
+			if cmdPoint(point) {
+				return // every command would flood the history; the witness names the lock's steps
+			}
 			c := r.clients[client]
 			r.rec.Add(checker.Op{Type: checker.Ok, Process: int(c.process.Load()), Client: client, F: checker.FStep, Value: point})
 		}
@@ -174,7 +199,9 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		c.ctx, c.cancel = context.WithCancel(ctx)
 		env := lockimpl.Env{Client: i, Clock: c.clock, FP: c.fp, Log: cfg.Log,
 			Rand: rand.New(rand.NewPCG(seed, uint64(i)+1)), Sleep: c.pause.sleep}
-		c.rdb = topo.connect(c.host, spec.ClientTimeout, &c.pause)
+		c.rdb = topo.connect(c.host, spec.ClientTimeout, &c.pause, func(node string) redis.Hook {
+			return &cmdHook{node: node, fp: c.fp, crash: func(err error) { r.markCrashed(c, err) }, dead: c.crashed.Load}
+		})
 		for _, rdb := range c.rdb {
 			env.Nodes = append(env.Nodes, rdb)
 		}
@@ -190,6 +217,10 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	nenv := &nemesis.Env{Net: net, Cluster: cl, ClientHost: hostOf, Clients: spec.Clients, Control: r,
 		Rand: rand.New(rand.NewPCG(seed, 0x6e656d6573697300)), Replicas: replicas}
 	tl := newTimeline(r, nenv)
+	if spec.Explore != nil {
+		hub.Explore = newExplorer(r, tl, *spec.Explore).hit
+		hub.Arm()
+	}
 	for _, fp := range spec.Failpoints {
 		a := fp.Action
 		if fp.Fault != nil {
@@ -292,7 +323,11 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	h := r.rec.History()
 	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
 	res := checker.Check(h, copts)
-	return &Outcome{CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
+	var cov *Coverage
+	if len(spec.Failpoints) > 0 || spec.Explore != nil {
+		cov = coverage(hub)
+	}
+	return &Outcome{Points: cov, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: spec.Expect(cfg.Impl), Result: res, Elapsed: time.Since(start),
 		History: h, Spec: spec}, nil
 }

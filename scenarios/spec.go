@@ -63,6 +63,10 @@ type Spec struct {
 	Faults []nemesis.Spec `yaml:"faults"`
 	// Failpoints attach actions to implementation steps for given clients.
 	Failpoints []FailpointSpec `yaml:"failpoints"`
+	// Explore injects faults at points nobody named: seeded random hits of
+	// the points each lock reaches (its declared failpoints and its
+	// commands' points).
+	Explore *Explore `yaml:"explore"`
 
 	// ClockOffsets sets client clocks apart from the start (client → offset).
 	ClockOffsets map[int]time.Duration `yaml:"clock_offsets"`
@@ -107,7 +111,9 @@ type Network struct {
 // every client). Points are an
 // implementation's steps (impl/step) or the runner's own: cycle/before-acquire,
 // cs/hold (inside the critical section, after the read) and
-// cycle/before-release (the critical section is over; the release is next).
+// cycle/before-release (the critical section is over; the release is next),
+// or a command point (cmd/NODE/COMMAND/before or after: see cmdHook), for
+// any lock. A '*' matches one segment (cmd/*/SET/after).
 // A point of another implementation is inert, so one spec can force the
 // documented interleaving of several algorithms side by side.
 type FailpointSpec struct {
@@ -305,10 +311,24 @@ func (s *Spec) validate(doc *yamlDoc) error {
 		if fp.WaitFor != "" && (fp.WaitClient < 0 || fp.WaitClient >= s.Clients) {
 			return bad(fmt.Sprintf("failpoints.%d.wait_client", i), "no client %d (clients: %d)", fp.WaitClient, s.Clients)
 		}
+		if fp.LoseReply && !(strings.HasPrefix(fp.Point, "cmd/") && strings.HasSuffix(fp.Point, "/after")) {
+			return bad(fmt.Sprintf("failpoints.%d.lose_reply", i), "a reply can be lost only at a command's after point (cmd/NODE/COMMAND/after), not at %q", fp.Point)
+		}
+		if _, err := path.Match(fp.Point, ""); err != nil {
+			return bad(fmt.Sprintf("failpoints.%d.point", i), "bad pattern %q: %v", fp.Point, err)
+		}
+		if fp.Nth < 0 {
+			return bad(fmt.Sprintf("failpoints.%d.nth", i), "must not be negative")
+		}
 		if fp.Fault != nil {
 			if _, err := nemesis.Build(*fp.Fault); err != nil {
 				return bad(fmt.Sprintf("failpoints.%d.fault", i), "%v", err)
 			}
+		}
+	}
+	if s.Explore != nil {
+		if err := s.Explore.validate(func(f string) string { return "explore." + f }, bad); err != nil {
+			return err
 		}
 	}
 	if s.Network.Latency > 0 {

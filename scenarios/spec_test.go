@@ -28,6 +28,10 @@ func TestParseRejectsBadSpecs(t *testing.T) {
 		{"missing duration", "name: t\nclients: 1\n", 0, "duration", "missing"},
 		{"bad expected verdict", goodSpec + "expected:\n  set-nx-px: fine\n", 8, "expected.set-nx-px", "verdict must be"},
 		{"bad fault", goodSpec + "faults:\n  - {at: 1s, kind: meteor}\n", 8, "faults.0", "unknown fault kind"},
+		{"explore without actions", goodSpec + "explore: {rate: 0.1}\n", 7, "explore.actions", "missing"},
+		{"explore unknown action", goodSpec + "explore:\n  actions: [crash, explode]\n  rate: 0.1\n", 8, "explore.actions.1", "want crash, pause"},
+		{"explore rate above 1", goodSpec + "explore:\n  actions: [crash]\n  rate: 2\n", 9, "explore.rate", "probability"},
+		{"lost reply at a step", goodSpec + "failpoints:\n  - {client: 0, point: set-nx-px/before-set, lose_reply: true}\n", 8, "failpoints.0.lose_reply", "only at a command's after point"},
 		{"failpoint client out of range", goodSpec + "failpoints:\n  - {client: 5, point: set-nx-px/before-set, sleep: 1s}\n", 8, "failpoints.0.client", "no client 5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

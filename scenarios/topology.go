@@ -78,8 +78,9 @@ func startTopology(ctx context.Context, spec *Spec, cfg Config, nodes int) (_ *t
 }
 
 // connect opens one client's connections, one per node, each through that
-// client host's own link to the node.
-func (t *topology) connect(host string, timeout time.Duration, p *pauser) []*redis.Client {
+// client host's own link to the node. hook, when set, gives the hook of
+// the connection to a node (the command points).
+func (t *topology) connect(host string, timeout time.Duration, p *pauser, hook func(node string) redis.Hook) []*redis.Client {
 	var out []*redis.Client
 	for _, n := range t.cl.Nodes() {
 		link := t.net.Link(host, n.Name)
@@ -93,6 +94,11 @@ func (t *topology) connect(host string, timeout time.Duration, p *pauser) []*red
 			DisableIdentity: true,
 		})
 		rdb.AddHook(pauseHook{p})
+		if hook != nil {
+			// Inside the pause hook: a paused client's command waits
+			// before its before point and its reply after its after point.
+			rdb.AddHook(hook(n.Name))
+		}
 		out = append(out, rdb)
 	}
 	return out

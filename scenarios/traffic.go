@@ -29,6 +29,7 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 			return
 		}
 		key := keyName(rng.IntN(spec.Keys))
+		c.fp.NewCycle()
 		// A client waiting at a barrier for a step that never comes (the
 		// step of another algorithm) is released when the run ends.
 		if err := c.fp.Hit(barrierCtx, "cycle/before-acquire"); err != nil {
@@ -111,14 +112,23 @@ func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lea
 	return true
 }
 
+// markCrashed makes c dead at once: the crash is recorded (once), its
+// context ends, and its connections' hooks refuse every further command.
+// It is safe to call from any of the client's goroutines (a command point
+// in its watchdog): what must wait for those goroutines is left to
+// crashedBy in the client's main loop.
+func (r *run) markCrashed(c *runClient, err error) {
+	if c.crashed.CompareAndSwap(false, true) {
+		r.add(c, checker.Ok, checker.FCrash, "", func(o *checker.Op) { o.Error = errText(err) })
+	}
+	c.cancel()
+}
+
 // crashedBy records a crash when err says the client died (a failpoint
 // crash or a crash fault cancelling it) and reports whether it did.
 func (r *run) crashedBy(c *runClient, err error) bool {
 	if errors.Is(err, lockimpl.ErrCrashed) || c.crashed.Load() {
-		if c.crashed.CompareAndSwap(false, true) || errors.Is(err, lockimpl.ErrCrashed) {
-			r.add(c, checker.Ok, checker.FCrash, "", func(o *checker.Op) { o.Error = errText(err) })
-		}
-		c.cancel()
+		r.markCrashed(c, err)
 		closeLocker(c)
 		for _, rdb := range c.rdb {
 			rdb.Close()
