@@ -1,6 +1,6 @@
 # lockstorm — see README.md. The two commands a newcomer runs:
 #   make scenarios   run every scenario and print the verdict table
-#   make test        run the tests (installs redis-server when missing and root)
+#   make test        run the tests (installs redis-server and chromium when missing and root)
 SHELL := /bin/bash
 GO ?= go
 BIN := build/lockstorm
@@ -9,7 +9,7 @@ SHIM := build/clockshim.so
 # build it themselves into the user's cache.
 export LOCKSTORM_CLOCKSHIM := $(CURDIR)/$(SHIM)
 
-.PHONY: all build scenarios test gate redis-server vet clean
+.PHONY: all build scenarios test gate redis-server chromium vet clean
 
 all: build
 
@@ -42,12 +42,26 @@ redis-server:
 	  fi; \
 	fi
 
+# The report tests render the suite page and a timeline in headless
+# Chromium (Debian's package) and fail on a page error; under CI=true a
+# missing chromium fails them instead of skipping.
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (apt-get)"; \
+	    (apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
+	     (apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null)) || exit 1; \
+	  else \
+	    echo "chromium is missing; run: sudo apt-get install -y --no-install-recommends chromium"; exit 1; \
+	  fi; \
+	fi
+
 vet:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-test: redis-server vet $(SHIM)
+test: redis-server chromium vet $(SHIM)
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 10m ./...
 
 # The regression gate: gated scenarios only (scheduled modes, and random

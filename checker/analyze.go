@@ -207,6 +207,14 @@ func analyze(h History) *analysis {
 			// critical section until it sends its release (the runner
 			// releases right after a lost).
 			continue
+		case FAbandon:
+			// A careful client stops believing at once: from here on it
+			// neither reads nor writes, so it is no longer a holder, even
+			// though its release (and the key in Redis) may come later.
+			if k, ok := a.keyIdx[op.Key]; ok {
+				endHold(p, k, op.Time, "abandon")
+			}
+			continue
 		case FCrash:
 			for k := range p.holds {
 				endHold(p, k, op.Time, "crash")

@@ -35,8 +35,8 @@ const (
 
 // Check runs every check on h. The verdict, in order:
 //
-//   - unsafe: the resource was harmed (LostUpdates > 0, StaleWrites > 0 or
-//     DupFences > 0), or holds overlapped and the implementation is not
+//   - unsafe: the resource was harmed (NetLostUpdates > 0, StaleWrites > 0,
+//     FenceRegressions > 0 or DupFences > 0), or holds overlapped and the implementation is not
 //     fenced (o.Fenced false); also when the history is not linearizable for
 //     porcupine although the overlap pass found nothing (a checker bug:
 //     never call that safe);
@@ -54,6 +54,13 @@ func Check(h History, o Options) Result {
 	for k, kd := range a.keys {
 		ovs[k] = overlapPass(kd)
 		res.Overlaps += ovs[k].pairs
+		if ovs[k].pairs > 0 {
+			for _, s := range mergedOverlaps(kd) {
+				res.OverlapIntervals++
+				res.OverlapNs += s.OverlapNs
+				res.OverlapSpans = append(res.OverlapSpans, s)
+			}
+		}
 		res.Holds += len(kd.holds)
 		if w := ovs[k].witness; w != nil && (res.Witness == nil || w.FromNs < res.Witness.FromNs ||
 			w.FromNs == res.Witness.FromNs && w.Key < res.Witness.Key) {
@@ -71,36 +78,47 @@ func Check(h History, o Options) Result {
 		res.Linearizable = LinOK
 	}
 
-	rr := checkResource(a)
-	res.AckedWrites, res.FinalValue, res.LostUpdates = rr.acked, rr.final, rr.lost
-	res.StaleWrites, res.Rejected, res.DupFences = rr.stale, rr.rejected, rr.dups
-	res.Harm = rr.harm
-	if res.Witness != nil {
-		res.FirstViolationNs = res.Witness.FromNs
-	}
-	if rr.firstHarm >= 0 && (res.FirstViolationNs < 0 || rr.firstHarm < res.FirstViolationNs) {
-		res.FirstViolationNs = rr.firstHarm
+	sort.SliceStable(res.OverlapSpans, func(i, j int) bool { return res.OverlapSpans[i].FromNs < res.OverlapSpans[j].FromNs })
+	if len(res.OverlapSpans) > MaxSpans {
+		res.OverlapSpans = res.OverlapSpans[:MaxSpans]
 	}
 
-	lv := checkLiveness(a)
+	rr := checkResource(a)
+	res.AckedWrites, res.FinalValue, res.NetLostUpdates = rr.acked, rr.final, rr.lost
+	res.StaleWrites, res.FenceRegressions, res.Rejected, res.DupFences = rr.stale, rr.fenceRegressions, rr.rejected, rr.dups
+	res.Harm = rr.harm
+	if res.Witness != nil {
+		res.FirstViolationNs, res.FirstViolation = res.Witness.FromNs, ViolationOverlap
+	}
+	if rr.firstHarm >= 0 && (res.FirstViolationNs < 0 || rr.firstHarm < res.FirstViolationNs) {
+		res.FirstViolationNs, res.FirstViolation = rr.firstHarm, ViolationHarm
+	}
+
+	lv := checkLiveness(a, int64(o.DeadlockBound))
 	res.Acquired, res.Attempts, res.Unknown = a.acquired, a.attempts, a.unknown
 	res.AcquireP50Ms, res.AcquireP99Ms = lv.p50, lv.p99
 	res.HandoffP50Ms, res.HandoffMaxMs = lv.handoffP50, lv.hoMax
 	res.Fairness, res.LongestWaitMs = lv.fairness, lv.longestWait
-	res.LongestStarvedMs, res.StarvedKey = lv.starved, lv.starvedKey
+	res.LongestStarvedMs, res.StarvedKey, res.StarvedFromNs = lv.starved, lv.starvedKey, lv.starvedFrom
 
 	res.Verdict, res.Reason = verdict(&res, o, len(a.keys), lv.starvedFrom)
+	if res.Verdict == Deadlock {
+		res.FirstViolationNs, res.FirstViolation = lv.firstOver, ViolationStarvation
+	}
 	return res
 }
 
 func verdict(r *Result, o Options, keys int, starvedFrom int64) (string, string) {
-	harmed := r.LostUpdates > 0 || r.StaleWrites > 0 || r.DupFences > 0
+	harmed := r.NetLostUpdates > 0 || r.StaleWrites > 0 || r.FenceRegressions > 0 || r.DupFences > 0
 	var why []string
-	if r.LostUpdates > 0 {
-		why = append(why, fmt.Sprintf("%d lost updates (%d writes acknowledged, final value %d)", r.LostUpdates, r.AckedWrites, r.FinalValue))
-	}
 	if r.StaleWrites > 0 {
 		why = append(why, fmt.Sprintf("%d stale writes accepted", r.StaleWrites))
+	}
+	if r.NetLostUpdates > 0 {
+		why = append(why, fmt.Sprintf("%d updates lost net (%d writes acknowledged, final value %d)", r.NetLostUpdates, r.AckedWrites, r.FinalValue))
+	}
+	if r.FenceRegressions > 0 {
+		why = append(why, fmt.Sprintf("%d writes accepted with a fence not above the last", r.FenceRegressions))
 	}
 	if r.DupFences > 0 {
 		why = append(why, fmt.Sprintf("%d fencing tokens issued twice", r.DupFences))
@@ -212,7 +230,7 @@ func Visualize(h History, o Options, w io.Writer) error {
 func contextPiece(h History, o Options) (porcupine.Model, porcupine.LinearizationInfo) {
 	model := MutexModel()
 	a := analyze(h)
-	lv := checkLiveness(a)
+	lv := checkLiveness(a, int64(o.DeadlockBound))
 	k := -1
 	for i, kd := range a.keys {
 		if kd.name == lv.starvedKey && len(kd.holds)+len(kd.unknowns) > 0 || k < 0 && len(kd.holds) > 0 {

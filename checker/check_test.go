@@ -50,6 +50,39 @@ func TestCheckSemantics(t *testing.T) {
 			},
 		},
 		{
+			name: "a careful client's abandonment ends its hold there",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
+				b.op(1.1, 1.2, Ok, 1, 1, FRead, k0, n(0))
+				b.add(4, Ok, 1, 1, FAbandon, k0, errs("validity 3ms over"))
+				b.op(5, 6, Ok, 2, 2, FAcquire, k0)
+				b.op(6.1, 6.2, Ok, 2, 2, FRead, k0, n(0))
+				b.op(7, 7.1, Fail, 1, 1, FRelease, k0, errs("not held")) // released after the other took it
+				b.op(8, 8.1, Ok, 2, 2, FWrite, k0, n(1))
+				b.op(9, 10, Ok, 2, 2, FRelease, k0)
+				b.final(11, k0, 1)
+			},
+			verdict: Safe,
+			check: func(t *testing.T, r Result) {
+				expect(t, r.Holds, 2, "holds")
+				expect(t, r.NetLostUpdates, int64(0), "lost updates")
+			},
+		},
+		{
+			name: "the same client without the abandonment overlaps",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
+				b.op(1.1, 1.2, Ok, 1, 1, FRead, k0, n(0))
+				b.op(5, 6, Ok, 2, 2, FAcquire, k0)
+				b.op(6.1, 6.2, Ok, 2, 2, FRead, k0, n(0))
+				b.op(7, 7.1, Fail, 1, 1, FRelease, k0, errs("not held"))
+				b.op(8, 8.1, Ok, 2, 2, FWrite, k0, n(1))
+				b.op(9, 10, Ok, 2, 2, FRelease, k0)
+				b.final(11, k0, 1)
+			},
+			verdict: Unsafe, overlaps: 1,
+		},
+		{
 			name: "a release that fails still ends the critical section at its invoke",
 			hist: func(b *builder) {
 				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
@@ -106,7 +139,7 @@ func TestCheckSemantics(t *testing.T) {
 			verdict: Safe,
 			check: func(t *testing.T, r Result) {
 				expect(t, r.Unknown, 1, "unknown")
-				expect(t, r.LostUpdates, int64(-1), "lost updates, negative as is")
+				expect(t, r.NetLostUpdates, int64(-1), "lost updates, negative as is")
 			},
 		},
 		{
@@ -175,7 +208,7 @@ func TestCheckSemantics(t *testing.T) {
 			check: func(t *testing.T, r Result) {
 				expect(t, r.StaleWrites, 0, "stale")
 				expect(t, r.FinalValue, int64(4), "final value = last acked write without a final read")
-				expect(t, r.LostUpdates, int64(0), "lost")
+				expect(t, r.NetLostUpdates, int64(0), "lost")
 			},
 		},
 		{
@@ -206,7 +239,7 @@ func TestCheckSemantics(t *testing.T) {
 			},
 			verdict: Unsafe,
 			check: func(t *testing.T, r Result) {
-				expect(t, r.StaleWrites, 1, "stale")
+				expect(t, r.FenceRegressions, 1, "fence regressions")
 				expect(t, r.FirstViolationNs, msT(8), "first violation")
 			},
 		},
@@ -223,6 +256,28 @@ func TestCheckSemantics(t *testing.T) {
 			check: func(t *testing.T, r Result) {
 				expect(t, r.LongestStarvedMs, 21005-2000.0, "starved")
 				expect(t, r.StarvedKey, k0, "starved key")
+				expect(t, r.StarvedFromNs, msT(2000), "starved from")
+				expect(t, r.FirstViolationNs, msT(2000), "first violation: the starvation's start")
+				expect(t, r.FirstViolation, ViolationStarvation, "first violation kind")
+			},
+		},
+		{
+			name: "deadlock: the first violation is the first starvation past the bound, not the longest",
+			hist: func(b *builder) {
+				// lock:1 starves 11 s from 1 s; lock:0 starves 15 s from 3 s
+				// after a 1 s starvation (under the bound) from 0.
+				b.op(0, 1000, Ok, 1, 1, FAcquire, k0)
+				b.add(2000, Ok, 1, 1, FCrash, "")
+				for s := 3.0; s < 18; s++ {
+					b.op(s*1000, s*1000+5, Fail, 2, 2, FAcquire, k0)
+				}
+				b.op(1000, 12000, Ok, 3, 3, FAcquire, "lock:1")
+				b.op(12001, 12002, Ok, 3, 3, FRelease, "lock:1")
+			},
+			verdict: Deadlock,
+			check: func(t *testing.T, r Result) {
+				expect(t, r.StarvedKey, k0, "longest starvation's key")
+				expect(t, r.FirstViolationNs, msT(1000), "first violation: lock:1's starvation")
 			},
 		},
 		{
@@ -381,7 +436,7 @@ func TestSynthetic(t *testing.T) {
 		expect(t, r.Verdict, tc.verdict, "verdict")
 		if tc.cfg.Violation {
 			expect(t, r.Overlaps, 1, "overlaps")
-			expect(t, r.LostUpdates, int64(1), "lost updates")
+			expect(t, r.NetLostUpdates, int64(1), "lost updates")
 		}
 		if r.Unknown == 0 && tc.cfg.Unknown > 0 {
 			t.Errorf("no unknown outcome in %+v", tc.cfg)

@@ -23,19 +23,22 @@ var goldens = []golden{
 	{name: "good", hist: goodHistory, check: func(t *testing.T, r Result) {
 		expect(t, r.Verdict, Safe, "verdict")
 		expect(t, r.Overlaps, 0, "overlaps")
-		expect(t, r.LostUpdates, int64(0), "lost updates")
+		expect(t, r.NetLostUpdates, int64(0), "lost updates")
 		expect(t, r.AckedWrites, int64(4), "acked writes")
 		expect(t, r.FinalValue, int64(4), "final value")
 		expect(t, r.Acquired, 4, "acquired")
 		expect(t, r.Attempts, 6, "attempts")
 		expect(t, r.Unknown, 1, "unknown")
 		expect(t, r.FirstViolationNs, int64(-1), "first violation")
+		expect(t, r.StaleWrites, 0, "stale writes")
+		expect(t, r.OverlapIntervals, 0, "overlap intervals")
+		expect(t, r.OverlapNs, int64(0), "overlap time")
 	}},
 	{name: "overlap", hist: overlapHistory, check: func(t *testing.T, r Result) {
 		expect(t, r.Verdict, Unsafe, "verdict")
 		expect(t, r.Linearizable, LinIllegal, "linearizable")
 		expect(t, r.Overlaps, 1, "overlaps")
-		expect(t, r.LostUpdates, int64(1), "lost updates")
+		expect(t, r.NetLostUpdates, int64(1), "lost updates")
 		w := r.Witness
 		if w == nil {
 			t.Fatal("no witness")
@@ -48,6 +51,10 @@ var goldens = []golden{
 		expect(t, [2]int64{w.FromNs, w.ToNs}, [2]int64{msT(812.3), msT(900.0)}, "overlap")
 		expect(t, w.B.Steps, []string{"setnx-del/after-get", "setnx-del/after-del"}, "B's steps")
 		expect(t, r.FirstViolationNs, msT(812.3), "first violation")
+		expect(t, r.FirstViolation, ViolationOverlap, "first violation kind")
+		expect(t, r.StaleWrites, 1, "stale writes: c1 wrote 1 over c2's 1")
+		expect(t, r.OverlapIntervals, 1, "overlap intervals")
+		expect(t, r.OverlapNs, msT(900)-msT(812.3), "overlap time")
 		for _, s := range []string{"c1 (p1)", "c2 (p2)", "lock:0", "805.1 ms", "812.3 ms", "900.0 ms", "930.0 ms",
 			"setnx-del/after-get → setnx-del/after-del"} {
 			if !strings.Contains(w.Text, s) {
@@ -66,17 +73,32 @@ var goldens = []golden{
 		expect(t, r.Overlaps, 1, "overlaps")
 		expect(t, r.Linearizable, LinIllegal, "linearizable")
 		expect(t, r.Rejected, 1, "rejected")
-		expect(t, r.StaleWrites, 0, "stale writes")
-		expect(t, r.LostUpdates, int64(0), "lost updates")
+		expect(t, r.StaleWrites, 0, "stale writes: the stale one was rejected")
+		expect(t, r.NetLostUpdates, int64(0), "lost updates")
 		expect(t, r.FirstViolationNs, msT(50), "first violation (the overlap)")
+		expect(t, r.OverlapIntervals, 1, "overlap intervals")
+		expect(t, r.OverlapNs, msT(70)-msT(50), "overlap time: c2's whole hold")
 	}},
 	{name: "lost-update", opts: Options{Fenced: true}, hist: lostUpdateHistory, check: func(t *testing.T, r Result) {
 		expect(t, r.Verdict, Unsafe, "verdict")
-		expect(t, r.LostUpdates, int64(1), "lost updates")
+		expect(t, r.NetLostUpdates, int64(1), "lost updates")
 		expect(t, r.StaleWrites, 1, "stale writes")
+		expect(t, r.FenceRegressions, 1, "fence regressions")
 		expect(t, r.AckedWrites, int64(2), "acked")
 		expect(t, r.FinalValue, int64(1), "final")
 		expect(t, r.FirstViolationNs, msT(50), "first violation")
+	}},
+	{name: "stale-hold", hist: staleHoldHistory, check: func(t *testing.T, r Result) {
+		expect(t, r.Verdict, Unsafe, "verdict")
+		expect(t, r.Overlaps, 61, "overlapping pairs")
+		expect(t, r.OverlapIntervals, 2, "overlap intervals: the long hold's cluster and the late pair")
+		expect(t, r.OverlapNs, 60*msT(3)+msT(510)-msT(505), "overlap time")
+		expect(t, r.StaleWrites, 2, "stale writes: c1's 1 over 60, c3's 2 over 2")
+		expect(t, r.NetLostUpdates, int64(61), "net lost updates: 63 acknowledged, final 2")
+		expect(t, r.FirstViolationNs, msT(21), "first violation")
+		expect(t, len(r.OverlapSpans), 2, "spans")
+		expect(t, r.OverlapSpans[0], Span{Key: "lock:0", FromNs: msT(21), ToNs: msT(378), OverlapNs: 60 * msT(3), Holds: 61}, "first span")
+		expect(t, r.OverlapSpans[1], Span{Key: "lock:0", FromNs: msT(505), ToNs: msT(510), OverlapNs: msT(5), Holds: 2}, "second span")
 	}},
 }
 
@@ -177,6 +199,34 @@ func lostUpdateHistory() History {
 	b.op(80, 81, Ok, 1, 1, FWrite, "lock:0", nf(1, 1))
 	b.op(90, 91, Fail, 1, 1, FRelease, "lock:0", val("t1"), errs("not held"))
 	b.final(100, "lock:0", 1)
+	return b.sorted()
+}
+
+// staleHoldHistory: c1 takes the lock at 11 ms, reads 0 and stalls; c2 and
+// c3 take it in turn 60 times (each writing the next value) while c1 still
+// holds it; c1 wakes at 400 ms and writes 1 over 60. Later c2 and c3
+// overlap once more (505 to 510 ms), both writing 2. One long stale hold
+// is 60 pairs but one interval, and one stale write loses 60 updates net.
+func staleHoldHistory() History {
+	b := &builder{}
+	b.op(10, 11, Ok, 1, 1, FAcquire, "lock:0", val("t1"))
+	b.op(12, 13, Ok, 1, 1, FRead, "lock:0", n(0))
+	for k := 0; k < 60; k++ {
+		p := 2 + k%2
+		at := 20 + 6*float64(k)
+		b.cycle(p, p, "lock:0", at, at+1, at+4, int64(k), 0)
+	}
+	b.op(399.8, 399.9, Ok, 1, 1, FWrite, "lock:0", n(1))
+	b.op(400, 400.1, Ok, 1, 1, FRelease, "lock:0", val("t1"))
+	b.op(500, 501, Ok, 2, 2, FAcquire, "lock:0")
+	b.op(501.1, 501.2, Ok, 2, 2, FRead, "lock:0", n(1))
+	b.op(504, 505, Ok, 3, 3, FAcquire, "lock:0")
+	b.op(505.1, 505.2, Ok, 3, 3, FRead, "lock:0", n(1))
+	b.op(509.8, 509.9, Ok, 2, 2, FWrite, "lock:0", n(2))
+	b.op(510, 510.1, Ok, 2, 2, FRelease, "lock:0")
+	b.op(511.8, 511.9, Ok, 3, 3, FWrite, "lock:0", n(2))
+	b.op(512, 512.1, Ok, 3, 3, FRelease, "lock:0")
+	b.final(600, "lock:0", 2)
 	return b.sorted()
 }
 

@@ -36,6 +36,11 @@ const (
 	FStep    = "step"  // a failpoint reached (armed runs only); Value is its name
 	FLost    = "lost"  // the implementation reported the lock lost (watchdog)
 	FCrash   = "crash" // the client vanished
+	// FAbandon: a careful client found its lease over (validity elapsed on
+	// its own clock, or the lock reported lost) and gave up its critical
+	// section without touching the resource again; Error says why. The hold
+	// ends there.
+	FAbandon = "abandon"
 	FStart   = "start" // nemesis: a fault begins; Value describes it
 	FStop    = "stop"  // nemesis: a fault heals
 	FEnd     = "end"   // the runner's last entry: a history without it was cut short

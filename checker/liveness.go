@@ -14,6 +14,10 @@ type livenessResult struct {
 	starved           float64
 	starvedKey        string
 	starvedFrom       int64
+	// firstOver is when the earliest starvation longer than the bound
+	// began, on any key (-1: none); firstOverKey is its key.
+	firstOver    int64
+	firstOverKey string
 }
 
 func nsToMs(ns int64) float64 { return float64(ns) / 1e6 }
@@ -42,8 +46,11 @@ func percentile(xs []int64, p float64) int64 {
 //     later of the last hold end and the first pending attempt, and ends at
 //     the next grant, when nobody wants the key any more, or at the end of
 //     the history.
-func checkLiveness(a *analysis) livenessResult {
-	var r livenessResult
+//
+// bound is the deadlock bound: firstOver is the start of the earliest starved
+// interval longer than it.
+func checkLiveness(a *analysis, bound int64) livenessResult {
+	r := livenessResult{firstOver: -1}
 	lat := a.latencies
 	slices.Sort(lat)
 	r.p50, r.p99 = nsToMs(percentile(lat, 0.50)), nsToMs(percentile(lat, 0.99))
@@ -52,8 +59,12 @@ func checkLiveness(a *analysis) livenessResult {
 	var handoffs []int64
 	for _, kd := range a.keys {
 		handoffs = appendHandoffs(handoffs, kd)
-		if s, from := starvation(kd, a.end); s > 0 && nsToMs(s) > r.starved {
+		s, from, over := starvation(kd, a.end, bound)
+		if s > 0 && nsToMs(s) > r.starved {
 			r.starved, r.starvedKey, r.starvedFrom = nsToMs(s), kd.name, from
+		}
+		if over >= 0 && (r.firstOver < 0 || over < r.firstOver) {
+			r.firstOver, r.firstOverKey = over, kd.name
 		}
 	}
 	slices.Sort(handoffs)
@@ -122,10 +133,11 @@ func appendHandoffs(out []int64, kd *keyData) []int64 {
 }
 
 // starvation returns the longest interval during which some client wanted
-// the key and no hold was open, and when it began.
-func starvation(kd *keyData, end int64) (int64, int64) {
+// the key and no hold was open, when it began, and when the first such
+// interval longer than bound began (-1: none).
+func starvation(kd *keyData, end, bound int64) (int64, int64, int64) {
 	if len(kd.wants) == 0 {
-		return 0, 0
+		return 0, 0, -1
 	}
 	type ev struct {
 		t     int64
@@ -148,6 +160,7 @@ func starvation(kd *keyData, end int64) (int64, int64) {
 		return 0
 	})
 	var best, bestFrom, start int64
+	firstOver := int64(-1)
 	wants, holds, starved := 0, 0, false
 	for i := 0; i < len(evs); {
 		t := evs[i].t
@@ -163,11 +176,17 @@ func starvation(kd *keyData, end int64) (int64, int64) {
 			if t-start > best {
 				best, bestFrom = t-start, start
 			}
+			if t-start > bound && firstOver < 0 {
+				firstOver = start
+			}
 		}
 		starved = now
 	}
 	if starved && end-start > best {
 		best, bestFrom = end-start, start
 	}
-	return best, bestFrom
+	if starved && end-start > bound && firstOver < 0 {
+		firstOver = start
+	}
+	return best, bestFrom, firstOver
 }

@@ -162,3 +162,94 @@ func newWitness(a, b *Hold) *Witness {
 		a.Key, ms(w.FromNs), ms(w.ToNs))
 	return w
 }
+
+// Span is one overlap cluster on a key: holds chained by overlapping each
+// other (merged as intervals are), from the first moment two of them were
+// held at once to the last.
+type Span struct {
+	Key    string `json:"key"`
+	FromNs int64  `json:"from_ns"`
+	ToNs   int64  `json:"to_ns"`
+	// OverlapNs is the time within the cluster during which two or more
+	// holds were open; Holds how many holds the cluster merged.
+	OverlapNs int64 `json:"overlap_ns"`
+	Holds     int   `json:"holds"`
+}
+
+// mergedOverlaps merges one key's holds into clusters as intervals are
+// merged, with the overlap rule of overlaps (strict: a hold that ends when
+// the next begins is a clean hand-off), and returns the clusters of two or
+// more holds, in order. One long stale hold across sixty short ones is one
+// cluster (sixty pairs for the overlap pass).
+func mergedOverlaps(kd *keyData) []Span {
+	hs := make([]*Hold, len(kd.holds))
+	for i := range kd.holds {
+		hs[i] = &kd.holds[i].Hold
+	}
+	// By From, then shortest first: a zero-length hold at t does not
+	// overlap a hold that begins at t.
+	sort.SliceStable(hs, func(i, j int) bool {
+		if hs[i].From != hs[j].From {
+			return hs[i].From < hs[j].From
+		}
+		return hs[i].To < hs[j].To
+	})
+	var out []Span
+	for i := 0; i < len(hs); {
+		j, end := i+1, hs[i].To
+		for ; j < len(hs) && hs[j].From < end; j++ {
+			end = max(end, hs[j].To)
+		}
+		if j-i >= 2 {
+			out = append(out, clusterSpan(kd.name, hs[i:j]))
+		}
+		i = j
+	}
+	return out
+}
+
+// clusterSpan measures one cluster: where and for how long two or more of
+// its holds were open at once.
+func clusterSpan(key string, hs []*Hold) Span {
+	type ev struct {
+		t int64
+		d int
+	}
+	evs := make([]ev, 0, 2*len(hs))
+	var points []int64
+	for _, h := range hs {
+		if h.To > h.From {
+			evs = append(evs, ev{h.From, 1}, ev{h.To, -1})
+		} else {
+			points = append(points, h.From)
+		}
+	}
+	sort.Slice(evs, func(i, j int) bool { return evs[i].t < evs[j].t })
+	sp := Span{Key: key, FromNs: -1, Holds: len(hs)}
+	mark := func(from, to int64) {
+		if sp.FromNs < 0 || from < sp.FromNs {
+			sp.FromNs = from
+		}
+		sp.ToNs = max(sp.ToNs, to)
+	}
+	open, start := 0, int64(0)
+	for i := 0; i < len(evs); {
+		t, before := evs[i].t, open
+		for ; i < len(evs) && evs[i].t == t; i++ {
+			open += evs[i].d
+		}
+		switch {
+		case before < 2 && open >= 2:
+			start = t
+		case before >= 2 && open < 2:
+			sp.OverlapNs += t - start
+			mark(start, t)
+		}
+	}
+	// A zero-length hold in a cluster lies strictly inside another hold:
+	// an overlap of no length at its instant.
+	for _, t := range points {
+		mark(t, t)
+	}
+	return sp
+}

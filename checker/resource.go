@@ -5,27 +5,37 @@ import "fmt"
 // resourceResult is what the counter resource says.
 type resourceResult struct {
 	acked, final, lost int64
-	stale, rejected    int
+	stale              int // accepted writes made with a stale view of the counter
+	fenceRegressions   int // accepted writes whose fence was not above the last accepted one
+	rejected           int
 	dups               int
 	firstHarm          int64 // invoke time of the first harmful write (or dup fence), -1: none
 	harm               string
 }
 
 // checkResource counts acknowledged writes against the final value of each
-// key's counter, and checks the fencing order of accepted writes.
+// key's counter, finds the writes made with a stale view of it, and checks
+// the fencing order of accepted writes.
 //
 // The counter starts at 0 and every critical section writes read+1, so on
 // a key with no lost update the final value equals its acknowledged writes.
 // The final value is the final read (process FinalProcess) or, when a key
 // has none, the value of its last acknowledged write (by completion order),
-// or 0 without writes. LostUpdates is summed over keys as is: an unknown
-// write that landed makes a key's difference negative, which is reported,
-// not masked.
+// or 0 without writes. LostUpdates is net, summed over keys as is: an
+// unknown write that landed makes a key's difference negative, which is
+// reported, not masked; and one stale write of 1 over 60 counts 60 there.
+//
+// A stale write is counted once per event, whatever it overwrote: an
+// acknowledged write of v = read+1 is stale when the latest acknowledged
+// write of the key before it (by completion order) had already stored v or
+// more, that is, the value the writer read was older than what the counter
+// held when it wrote. Rejected writes are not stale writes: the resource
+// refused them.
 //
 // A write accepted (ok) with a fence (> 0) that is not strictly greater than
-// the greatest fence accepted earlier on the key (by completion order) is
-// stale — except a repeat of that same fence by the same client, which is
-// one holder writing twice inside one critical section (a reentrant hold).
+// the greatest fence accepted earlier on the key (by completion order) is a
+// fence regression — except a repeat of that same fence by the same client,
+// which is one holder writing twice inside one critical section.
 func checkResource(a *analysis) resourceResult {
 	r := resourceResult{firstHarm: -1}
 	harm := func(t int64, what string) {
@@ -36,8 +46,7 @@ func checkResource(a *analysis) resourceResult {
 	for _, kd := range a.keys {
 		var acked, lastN, maxFence int64
 		maxClient := 0
-		overwrite := int64(-1)
-		overwriteWhat := ""
+		wrote := false
 		for i := range kd.writes {
 			w := &kd.writes[i]
 			switch w.typ {
@@ -45,18 +54,18 @@ func checkResource(a *analysis) resourceResult {
 				r.rejected++
 			case Ok:
 				acked++
-				if w.n <= lastN && overwrite < 0 {
-					overwrite = w.invoke
-					overwriteWhat = fmt.Sprintf("c%d (p%d) wrote %d over %d on %s at %s", w.client, w.process, w.n, lastN, kd.name, ms(w.invoke))
+				if wrote && w.n <= lastN {
+					r.stale++
+					harm(w.invoke, fmt.Sprintf("c%d (p%d) wrote %d over %d on %s at %s", w.client, w.process, w.n, lastN, kd.name, ms(w.invoke)))
 				}
-				lastN = w.n
+				lastN, wrote = w.n, true
 				if w.fence > 0 {
 					switch {
 					case w.fence > maxFence:
 						maxFence, maxClient = w.fence, w.client
 					case w.fence == maxFence && w.client == maxClient:
 					default:
-						r.stale++
+						r.fenceRegressions++
 						harm(w.invoke, fmt.Sprintf("c%d (p%d) wrote %s with fence %d after fence %d was accepted at %s",
 							w.client, w.process, kd.name, w.fence, maxFence, ms(w.invoke)))
 					}
@@ -70,9 +79,6 @@ func checkResource(a *analysis) resourceResult {
 		r.acked += acked
 		r.final += final
 		r.lost += acked - final
-		if acked-final > 0 && overwrite >= 0 {
-			harm(overwrite, overwriteWhat)
-		}
 		if kd.dups > 0 {
 			r.dups += kd.dups
 			harm(kd.dupAt, fmt.Sprintf("a fencing token on %s was issued to two processes (%s)", kd.name, ms(kd.dupAt)))

@@ -10,6 +10,16 @@ const (
 	Inconclusive = "inconclusive"
 )
 
+// Kinds of first violation (Result.FirstViolation).
+const (
+	ViolationOverlap    = "overlap"    // two holders of one key at once
+	ViolationHarm       = "harm"       // a stale write, fence regression or duplicated fence
+	ViolationStarvation = "starvation" // a key nobody could take for longer than the bound
+)
+
+// MaxSpans caps Result.OverlapSpans.
+const MaxSpans = 100
+
 // Options tune a check.
 type Options struct {
 	// Fenced says the resource checks fencing tokens: overlapping holders are
@@ -37,8 +47,9 @@ type Hold struct {
 	// Steps are the failpoints the process passed while acquiring, in order
 	// (armed runs only): the interleaving in the documents' terms.
 	Steps []string `json:"steps,omitempty"`
-	// End says what ended the hold: "release" (its release invoke), "crash"
-	// or "end" (the end of the history).
+	// End says what ended the hold: "release" (its release invoke), "crash",
+	// "abandon" (a careful client gave the critical section up because its
+	// lease was over) or "end" (the end of the history).
 	End string `json:"end,omitempty"`
 }
 
@@ -63,8 +74,23 @@ type Result struct {
 	Linearizable string   `json:"linearizable"` // ok, illegal or unknown (porcupine)
 	Overlaps     int      `json:"overlaps"`     // pairs of overlapping holds
 	Witness      *Witness `json:"witness,omitempty"`
-	// FirstViolationNs is when the first harm or overlap began (-1: none).
-	FirstViolationNs int64 `json:"first_violation_ns"`
+	// OverlapIntervals is how many clusters of overlapping holds there were,
+	// per key, summed over keys: holds merged as intervals are (a hold that
+	// begins before the cluster's last end joins it), clusters of two or
+	// more holds counted. OverlapNs is the total time during which a key had
+	// two or more holders. One long stale hold across sixty short ones is
+	// sixty pairs (Overlaps) but one interval.
+	OverlapIntervals int   `json:"overlap_intervals"`
+	OverlapNs        int64 `json:"overlap_ns"`
+	// OverlapSpans are the first MaxSpans of those clusters, by start.
+	OverlapSpans []Span `json:"overlap_spans,omitempty"`
+	// FirstViolationNs is when the first violation began (-1: none): for a
+	// deadlock, the start of the first starvation longer than the bound;
+	// otherwise the earliest overlap or harm to the resource (on a safe
+	// fenced run, the overlap the resource survived). FirstViolation names
+	// its kind (ViolationOverlap, ViolationHarm, ViolationStarvation).
+	FirstViolationNs int64  `json:"first_violation_ns"`
+	FirstViolation   string `json:"first_violation,omitempty"`
 	// Holds is how many holds (definite acquire ok to end of critical
 	// section, reentrant acquisitions counted once) the history has.
 	Holds int `json:"holds"`
@@ -84,10 +110,21 @@ type Result struct {
 	// Resource.
 	AckedWrites int64 `json:"acked_writes"`
 	FinalValue  int64 `json:"final_value"`
-	LostUpdates int64 `json:"lost_updates"`
-	StaleWrites int   `json:"stale_writes"`    // writes accepted with a fence not above the last accepted one
-	DupFences   int   `json:"dup_fences"`      // fencing tokens issued to two holders
-	Rejected    int   `json:"rejected_writes"` // stale writes the fenced resource refused
+	// NetLostUpdates is acknowledged writes minus the final value, summed
+	// over keys: the counter's net shortfall. It depends on what the stale
+	// writes overwrote (one stale write of 1 over 60 counts 60); StaleWrites
+	// counts the events.
+	NetLostUpdates int64 `json:"net_lost_updates"`
+	// StaleWrites counts acknowledged writes made with a stale view of the
+	// resource: the value written (read+1) was not above the value of the
+	// key's latest acknowledged write before it (completion order), so the
+	// writer's read was older than what the counter held when it wrote.
+	StaleWrites int `json:"stale_writes"`
+	// FenceRegressions counts writes accepted with a fence not above the
+	// greatest fence accepted before on the key (a fencing bug).
+	FenceRegressions int `json:"fence_regressions"`
+	DupFences        int `json:"dup_fences"`      // fencing tokens issued to two holders
+	Rejected         int `json:"rejected_writes"` // writes the fenced resource refused (stale tokens)
 	// Harm describes the first harmful write (or duplicated fence), if any.
 	Harm string `json:"harm,omitempty"`
 
@@ -104,8 +141,10 @@ type Result struct {
 	// LongestStarvedMs is the longest time a key had acquisitions attempted
 	// and none granted (the deadlock measure).
 	LongestStarvedMs float64 `json:"longest_starved_ms"`
-	// StarvedKey is the key of LongestStarvedMs.
-	StarvedKey string `json:"starved_key,omitempty"`
+	// StarvedKey is the key of LongestStarvedMs, StarvedFromNs when that
+	// starvation began.
+	StarvedKey    string `json:"starved_key,omitempty"`
+	StarvedFromNs int64  `json:"starved_from_ns,omitempty"`
 	// DurationNs is the time of the history's last entry.
 	DurationNs int64 `json:"duration_ns"`
 }

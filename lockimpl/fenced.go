@@ -30,6 +30,12 @@ type fencedLock struct {
 	*setNXPX
 }
 
+func fencedClaims(o Options) Claims {
+	c := setNXPXClaims(o)
+	c.Fencing = true
+	return c
+}
+
 func init() {
 	Register(Info{
 		Name:     "fenced",
@@ -37,7 +43,9 @@ func init() {
 		Validate: validateSetNXPX,
 		Source:   "seed 002 RedLock 缺陷 (token fetch); seed 002 常规方案",
 		Summary:  "set-nx-px plus an INCR fencing token checked by the resource",
-		Fenced:   true,
+		// set-nx-px's claims, plus the INCR token the resource checks.
+		Claims:    fencedClaims(Options{}),
+		ClaimsFor: fencedClaims,
 		New: func(env Env, o Options) (Locker, error) {
 			l, err := newSetNXPX("fenced", env, o)
 			if err != nil {

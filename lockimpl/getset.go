@@ -58,6 +58,12 @@ func init() {
 		},
 		Source:  "seed 001 §四 §五 (Java RedisLock); seed 003 (Python)",
 		Summary: "SETNX timestamp; if expired GETSET and compare; java release DELs unconditionally, python only before its own timeout",
+		// §五: client-clock timestamps, taken over by one GETSET whose old
+		// value is compared (only one of two racers wins). The release is
+		// Java's DEL or, with release: python, seed 003's "if now <
+		// lock_timeout" check.
+		Claims:    getsetClaims(Options{}),
+		ClaimsFor: getsetClaims,
 		New: func(env Env, o Options) (Locker, error) {
 			b, err := newBase("getset", env, o, Options{TTL: javaExpireMsecs, RetryDelay: javaAcquiryResolution, WaitTimeout: javaTimeoutMsecs})
 			if err != nil {
@@ -143,6 +149,14 @@ func (l *getsetLock) Acquire(ctx context.Context, key string) (*Lease, error) {
 		return nil, err
 	}
 	return lease, nil
+}
+
+func getsetClaims(o Options) Claims {
+	c := Claims{Topology: SingleInstance, Expiry: ClientClockExpiry, Release: UnconditionalRelease}
+	if o.ReleaseVariant == "python" {
+		c.Release = TimeCheckedRelease
+	}
+	return c
 }
 
 // Release implements Locker: RedisLock.unlock() (java) or seed 003's

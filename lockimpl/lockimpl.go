@@ -118,8 +118,6 @@ type Info struct {
 	Summary string
 	// Nodes is how many independent masters the algorithm needs by default.
 	Nodes func(o Options) int
-	// Fenced says the algorithm issues fencing tokens for a fenced resource.
-	Fenced bool
 	// New builds one client's Locker.
 	New func(env Env, o Options) (Locker, error)
 	// Points are the failpoints (impl/step) the implementation calls, so a
@@ -133,15 +131,41 @@ type Info struct {
 	// list the lock derives its expectation from them. The zero value
 	// declares nothing, and such a lock gets no expectation.
 	Claims Claims
+	// ClaimsFor, when set, gives the claims under particular options (a
+	// release variant, a watchdog switched on); nil means Claims whatever
+	// the options.
+	ClaimsFor func(o Options) Claims
 }
 
-// Claims is what a lock declares about its own guarantees. The battery of
-// scenarios derives each expectation from them and the scenario's fault
-// (a pause past the TTL breaks any lock without fencing, say).
-type Claims struct {
-	// Declared is true when the lock states its claims; false means it
-	// says nothing and gets no expectation.
-	Declared bool
+// ClaimsUnder returns the claims the lock makes when run with o.
+func (i Info) ClaimsUnder(o Options) Claims {
+	if i.ClaimsFor != nil {
+		return i.ClaimsFor(o)
+	}
+	return i.Claims
+}
+
+// NodesUnder is how many independent masters the lock needs with o (1 when
+// Info.Nodes is nil).
+func (i Info) NodesUnder(o Options) int {
+	if i.Nodes == nil {
+		return 1
+	}
+	return i.Nodes(o)
+}
+
+// Check says whether i can be run: a name, a constructor, valid claims.
+func (i Info) Check() error {
+	if i.Name == "" {
+		return fmt.Errorf("lockimpl: Info has no Name")
+	}
+	if i.New == nil {
+		return fmt.Errorf("lockimpl: %s: Info has no New", i.Name)
+	}
+	if err := i.Claims.Validate(); err != nil {
+		return fmt.Errorf("lockimpl: %s: %w", i.Name, err)
+	}
+	return nil
 }
 
 // OptionError is a lock option refused by an implementation; Option is its
@@ -153,11 +177,11 @@ type OptionError struct {
 
 func (e *OptionError) Error() string { return e.Option + ": " + e.Msg }
 
-// Check validates o for implementation i on a topology of nodes masters:
+// CheckOptions validates o for implementation i on a topology of nodes masters:
 // the checks every algorithm shares (no negative values; Redis expiries are
 // whole milliseconds, so a TTL under 1 ms would be refused by the server on
 // every SET and leave nothing tested), then the implementation's own.
-func (i Info) Check(o Options, nodes int) error {
+func (i Info) CheckOptions(o Options, nodes int) error {
 	for _, d := range []struct {
 		opt string
 		v   time.Duration
@@ -195,9 +219,14 @@ var (
 	registry = map[string]Info{}
 )
 
-// Register adds an implementation; it panics on a duplicate name, which is a
-// programming error caught by any test.
+// Register adds an implementation so specs and the CLI can name it. It
+// panics on a duplicate name or an Info that fails Check: programming errors
+// that any test catches. A lock need not be registered to be run: give its
+// Info to scenarios.Config.Lock.
 func Register(i Info) {
+	if err := i.Check(); err != nil {
+		panic(err.Error())
+	}
 	regMu.Lock()
 	defer regMu.Unlock()
 	if _, dup := registry[i.Name]; dup {

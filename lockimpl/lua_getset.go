@@ -89,6 +89,11 @@ func init() {
 		Points:  points("lua-getset", "before-lock", "after-lock", "before-unlock"),
 		Source:  "seed 000 (PHP Lock, getLockScript/getUnLockScript)",
 		Summary: "SETNX/GET/GETSET/EXPIRE in one EVAL, 3 attempts, seconds; unlock deletes only an already-expired key",
+		// Seed 000: the script compares client time() stamps and takes over
+		// with GETSET inside the same EVAL (atomic); EXPIRE bounds the key
+		// too, but a stamp in the past lets the next client in first. The
+		// unlock script deletes only an expired key.
+		Claims: Claims{Topology: SingleInstance, Expiry: ClientClockExpiry, Release: ExpiredOnlyRelease},
 		New: func(env Env, o Options) (Locker, error) {
 			b, err := newBase("lua-getset", env, o, Options{TTL: 3 * time.Second, RetryCount: 3, RetryDelay: 300 * time.Millisecond})
 			if err != nil {

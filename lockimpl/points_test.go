@@ -88,7 +88,7 @@ func TestOptionChecks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = info.Check(tc.o, tc.nodes)
+		err = info.CheckOptions(tc.o, tc.nodes)
 		oe, ok := err.(*lockimpl.OptionError)
 		if !ok || oe.Option != tc.option {
 			t.Errorf("%s %+v: err = %v, want an OptionError on %s", tc.impl, tc.o, err, tc.option)
@@ -105,7 +105,7 @@ func TestOptionChecks(t *testing.T) {
 		{"set-nx-px", lockimpl.Options{TTL: 1e6}, 1},
 	} {
 		info, _ := lockimpl.Lookup(tc.impl)
-		if err := info.Check(tc.o, tc.nodes); err != nil {
+		if err := info.CheckOptions(tc.o, tc.nodes); err != nil {
 			t.Errorf("%s %+v: %v", tc.impl, tc.o, err)
 		}
 	}

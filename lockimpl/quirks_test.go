@@ -287,7 +287,7 @@ func TestFencedTokensIncrease(t *testing.T) {
 	c1, _ := r.locker(1, "fenced", o)
 	c2, _ := r.locker(2, "fenced", o)
 	info, _ := lockimpl.Lookup("fenced")
-	if !info.Fenced {
+	if !info.Claims.Fencing {
 		t.Fatal("fenced is not marked Fenced")
 	}
 

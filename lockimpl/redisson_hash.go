@@ -100,6 +100,11 @@ func init() {
 		Points:  points("redisson-hash", "before-lock", "after-lock", "before-subscribe", "before-wait", "before-unlock", "before-renew"),
 		Source:  "seed 002 RedLock方案 代码实现 (Redisson lock/unlock Lua)",
 		Summary: "hash owner→count with HINCRBY/PEXPIRE Lua, PUBLISH on unlock, waiters subscribe",
+		// The same claims as set-nx-px: the acquire script sets the hash and
+		// its PEXPIRE together; the unlock script deletes only when the
+		// owner's field is there; renewal when the watchdog is on.
+		Claims:    setNXPXClaims(Options{}),
+		ClaimsFor: setNXPXClaims,
 		New: func(env Env, o Options) (Locker, error) {
 			b, err := newBase("redisson-hash", env, o, Options{TTL: 30 * time.Second, RetryDelay: javaAcquiryResolution, WaitTimeout: javaTimeoutMsecs})
 			if err != nil {

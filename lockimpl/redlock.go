@@ -65,6 +65,9 @@ func init() {
 		},
 		Source:  "seed 002 RedLock方案; redis.io distlock",
 		Summary: "SET NX PX on N independent masters in parallel, quorum N/2+1, validity = TTL − elapsed − drift",
+		// distlock: a majority of independent masters, SET NX PX on each,
+		// compare-and-delete on each to release.
+		Claims: Claims{Topology: Quorum, Expiry: ServerExpiry, Release: OwnerCheckedRelease},
 		Nodes: func(o Options) int {
 			if o.Nodes > 0 {
 				return o.Nodes

@@ -60,6 +60,8 @@ func init() {
 		New: func(env Env, o Options) (Locker, error) {
 			return newSetNXPX("set-nx-px", env, o)
 		},
+		Claims:    setNXPXClaims(Options{}),
+		ClaimsFor: setNXPXClaims,
 	})
 }
 
@@ -77,6 +79,12 @@ func validateSetNXPX(o Options, _ int) error {
 		return &OptionError{"ttl", fmt.Sprintf("%v too short for the watchdog, which renews every TTL/3 (at least 3ms)", ttl)}
 	}
 	return nil
+}
+
+// setNXPXClaims: seed 002 常规方案: one master, TTL in the SET itself, a Lua
+// compare-and-delete release, renewal when the watchdog is on.
+func setNXPXClaims(o Options) Claims {
+	return Claims{Topology: SingleInstance, Expiry: ServerExpiry, Release: OwnerCheckedRelease, Renewal: o.Watchdog}
 }
 
 // newSetNXPX builds the lock under a failpoint prefix, so fenced can run the

@@ -36,6 +36,9 @@ func init() {
 		Points:  points("setnx-del", "before-setnx", "after-setnx", "after-get", "before-del", "after-del", "before-release"),
 		Source:  "seed 001 §四 (DEL race); seed 003",
 		Summary: "SETNX timestamp; on an expired timestamp DEL then SETNX: two clients both win",
+		// §四: clients judge the timestamp with their clocks and take over by
+		// DEL then SETNX (two steps); unlock is DEL.
+		Claims: Claims{Topology: SingleInstance, Expiry: ClientClockExpiry, RacyTakeover: true, Release: UnconditionalRelease},
 		New: func(env Env, o Options) (Locker, error) {
 			b, err := newBase("setnx-del", env, o, Options{TTL: javaExpireMsecs, RetryDelay: javaAcquiryResolution, WaitTimeout: javaTimeoutMsecs})
 			if err != nil {

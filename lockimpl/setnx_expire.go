@@ -30,6 +30,8 @@ func init() {
 		Points:  points("setnx-expire", "before-setnx", "between-setnx-and-expire", "after-expire", "before-release"),
 		Source:  "seed 001 §六 Q1",
 		Summary: "SETNX then EXPIRE as two commands: a crash between them leaves a lock that never expires",
+		// §六 Q1: EXPIRE is a second command; unlock is DEL.
+		Claims: Claims{Topology: SingleInstance, Expiry: SeparateExpiry, Release: UnconditionalRelease},
 		New: func(env Env, o Options) (Locker, error) {
 			b, err := newBase("setnx-expire", env, o, Options{TTL: javaExpireMsecs, RetryDelay: javaAcquiryResolution, WaitTimeout: javaTimeoutMsecs})
 			if err != nil {

@@ -27,6 +27,8 @@ func init() {
 		Points:  points("setnx-naive", "before-setnx", "after-setnx", "before-release"),
 		Source:  "seed 001 §三; seed 003 (SETNX first algorithm)",
 		Summary: "SETNX key timestamp, DEL to release, no expiry: a crashed holder deadlocks",
+		// Nothing reads the timestamp and the key has no TTL; release is DEL.
+		Claims: Claims{Topology: SingleInstance, Expiry: NoExpiry, Release: UnconditionalRelease},
 		New: func(env Env, o Options) (Locker, error) {
 			b, err := newBase("setnx-naive", env, o, Options{TTL: javaExpireMsecs, RetryDelay: javaAcquiryResolution, WaitTimeout: javaTimeoutMsecs})
 			if err != nil {

@@ -94,7 +94,11 @@ func WriteAggregate(w io.Writer, aggs []Agg, format string) error {
 			}
 			return fmt.Sprintf("%.1f", x)
 		}
-		if err := t.Append([]string{a.Scenario, a.Impl, a.Mode, a.Expected, fmt.Sprintf("%d/%d", a.Matched, a.Runs),
+		exp := a.Expected
+		if exp == "" {
+			exp = "—"
+		}
+		if err := t.Append([]string{a.Scenario, a.Impl, a.Mode, exp, fmt.Sprintf("%d/%d", a.Matched, a.Runs),
 			strings.Join(vs, " "), fv(med), fv(mx)}); err != nil {
 			return err
 		}

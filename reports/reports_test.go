@@ -27,8 +27,9 @@ func sampleRows() []Row {
 		{Scenario: "del-race", Impl: "setnx-del", Seed: 1, Backend: "redis-server", Mode: "scheduled", Gated: true,
 			Verdict: "unsafe", Expected: "safe", AsExpected: false, Reason: "2 overlapping holds; c1 & c2 <both>",
 			Acquired: 216, AcquiresPerSec: 108.5, AcquireP50Ms: 2.26, AcquireP99Ms: 132.27, HandoffP50Ms: 1.5,
-			Fairness: 0.96, Overlaps: 2, LostUpdates: 1, FirstViolationMs: fptr(341.62),
-			Witness: "c1 (p1) held lock:0 \"from\" 337.0 ms…", Replay: "lockstorm run --scenario del-race --impl setnx-del --seed 1 --backend redis-server",
+			Fairness: 0.96, Overlaps: 2, NetLostUpdates: 1, LostUpdates: 1, FirstViolationMs: fptr(341.62),
+			Evidence: "c1 and c2 both held lock:0 at 341.6 ms for 3.2 ms; 1 stale write",
+			Witness:  "c1 (p1) held lock:0 \"from\" 337.0 ms…", Replay: "lockstorm run --scenario del-race --impl setnx-del --seed 1 --backend redis-server",
 			RunDir: "/tmp/x/run"},
 		{Scenario: "contention", Impl: "set-nx-px", Seed: 7, Backend: "embedded", Mode: "random",
 			Verdict: "safe", Expected: "safe", AsExpected: true, Reason: "no overlap", Acquired: 10, Fairness: 1},
@@ -67,7 +68,8 @@ func TestWriteJSONRoundTrip(t *testing.T) {
 	if len(lines) != len(rows) {
 		t.Fatalf("%d lines, want %d", len(lines), len(rows))
 	}
-	for _, k := range []string{`"scenario":`, `"as_expected":`, `"first_violation_ms":`, `"lost_updates":`, `"acquires_per_sec":`} {
+	for _, k := range []string{`"scenario":`, `"as_expected":`, `"first_violation_ms":`, `"lost_updates":`, `"net_lost_updates":`, `"stale_writes":`,
+		`"overlap_intervals":`, `"overlap_ms":`, `"evidence":`, `"acquires_per_sec":`} {
 		if !strings.Contains(lines[0], k) {
 			t.Errorf("json line lacks %s: %s", k, lines[0])
 		}
@@ -148,7 +150,7 @@ func TestWriteMarkdownIsGitHubTable(t *testing.T) {
 				if cells[col["scenario"]] != want || cells[col["impl"]] != r.Impl || cells[col["verdict"]] != r.Verdict {
 					t.Errorf("row %d cells %q, want %s/%s/%s", i, cells, want, r.Impl, r.Verdict)
 				}
-				if mark := cells[col[""]]; mark != map[bool]string{true: "ok", false: "DIFF"}[r.AsExpected] {
+				if mark := cells[col["mark"]]; mark != map[bool]string{true: "ok", false: "DIFF"}[r.AsExpected] {
 					t.Errorf("row %d mark %q with AsExpected %v", i, mark, r.AsExpected)
 				}
 			}
@@ -663,9 +665,14 @@ func TestFromOutcome(t *testing.T) {
 	if r.AcquiresPerSec != round2(float64(o.Result.Acquired)/1.5) {
 		t.Errorf("acquires/s %v", r.AcquiresPerSec)
 	}
+	// No expectation (a lock without claims): reported, never a DIFF.
 	o.Expected = ""
-	if r := FromOutcome(o); r.Expected != checker.Safe || r.AsExpected {
-		t.Errorf("no expectation: expected %q, as expected %v", r.Expected, r.AsExpected)
+	if r := FromOutcome(o); r.Expected != "" || !r.AsExpected || r.Missed() {
+		t.Errorf("no expectation: expected %q, as expected %v, missed %v", r.Expected, r.AsExpected, r.Missed())
+	}
+	var b strings.Builder
+	if err := Write(&b, []Row{FromOutcome(o)}, FormatTable, false); err != nil || !strings.Contains(b.String(), "—") || strings.Contains(b.String(), "DIFF") {
+		t.Errorf("no expectation in the table (%v):\n%s", err, b.String())
 	}
 	for _, tc := range []struct{ in, want float64 }{{1.005, 1}, {2.345, 2.35}, {-1.236, -1.24}, {0, 0}} {
 		if got := round2(tc.in); got != tc.want {

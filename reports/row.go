@@ -13,28 +13,63 @@ import (
 // Row is one scenario × implementation, flat, with the JSON names CI
 // consumers rely on (snake_case, stable).
 type Row struct {
-	Scenario         string   `json:"scenario"`
-	Impl             string   `json:"impl"`
-	Seed             uint64   `json:"seed"`
-	Backend          string   `json:"backend"`
-	Mode             string   `json:"mode"`
-	Gated            bool     `json:"gated"`
-	Verdict          string   `json:"verdict"`
-	Expected         string   `json:"expected"`
-	AsExpected       bool     `json:"as_expected"`
-	Reason           string   `json:"reason"`
-	Acquired         int      `json:"acquired"`
-	AcquiresPerSec   float64  `json:"acquires_per_sec"`
-	AcquireP50Ms     float64  `json:"acquire_p50_ms"`
-	AcquireP99Ms     float64  `json:"acquire_p99_ms"`
-	HandoffP50Ms     float64  `json:"handoff_p50_ms"`
-	Fairness         float64  `json:"fairness"`
-	Overlaps         int      `json:"overlaps"`
-	LostUpdates      int64    `json:"lost_updates"`
-	StaleWrites      int      `json:"stale_writes"`
+	Scenario string `json:"scenario"`
+	Impl     string `json:"impl"`
+	Seed     uint64 `json:"seed"`
+	Backend  string `json:"backend"`
+	Mode     string `json:"mode"`
+	// Client is the workload's client: careful or careless.
+	Client  string `json:"client,omitempty"`
+	Gated   bool   `json:"gated"`
+	Verdict string `json:"verdict"`
+	// Expected is "" when the run had no expectation (a lock without
+	// claims on a spec that does not list it): reported, never a DIFF.
+	// ExpectedReason says why, ExpectedSource where it came from.
+	Expected       string  `json:"expected"`
+	ExpectedReason string  `json:"expected_reason,omitempty"`
+	ExpectedSource string  `json:"expected_source,omitempty"`
+	AsExpected     bool    `json:"as_expected"`
+	Reason         string  `json:"reason"`
+	Acquired       int     `json:"acquired"`
+	AcquiresPerSec float64 `json:"acquires_per_sec"`
+	AcquireP50Ms   float64 `json:"acquire_p50_ms"`
+	AcquireP99Ms   float64 `json:"acquire_p99_ms"`
+	HandoffP50Ms   float64 `json:"handoff_p50_ms"`
+	Fairness       float64 `json:"fairness"`
+	// Overlaps counts pairs of overlapping holds; OverlapIntervals the
+	// clusters of overlapping holds per key (one long stale hold across many
+	// short ones is one), OverlapMs the time two or more held a key.
+	Overlaps         int     `json:"overlaps"`
+	OverlapIntervals int     `json:"overlap_intervals"`
+	OverlapMs        float64 `json:"overlap_ms"`
+	// NetLostUpdates is acknowledged writes minus the counter's final value;
+	// LostUpdates is the same figure under its old name, kept for readers of
+	// earlier JSON.
+	NetLostUpdates int64 `json:"net_lost_updates"`
+	LostUpdates    int64 `json:"lost_updates"`
+	// StaleWrites counts acknowledged writes made with a stale view of the
+	// resource (checker.Result.StaleWrites), one per event.
+	StaleWrites      int `json:"stale_writes"`
+	FenceRegressions int `json:"fence_regressions"`
+	RejectedWrites   int `json:"rejected_writes"`
+	// FirstViolationMs is when the first violation began (for a deadlock,
+	// the first starvation past the bound), FirstViolation its kind.
 	FirstViolationMs *float64 `json:"first_violation_ms"`
+	FirstViolation   string   `json:"first_violation,omitempty"`
+	LongestStarvedMs float64  `json:"longest_starved_ms"`
+	StarvedKey       string   `json:"starved_key,omitempty"`
+	StarvedFromMs    float64  `json:"starved_from_ms,omitempty"`
 	Witness          string   `json:"witness"`
-	Replay           string   `json:"replay"`
+	// Evidence is the row's story in one sentence (the table's last column).
+	Evidence string `json:"evidence"`
+	Replay   string `json:"replay"`
+	// ElapsedS is the run's wall time in seconds.
+	ElapsedS float64 `json:"elapsed_s,omitempty"`
+	// PointsHit and PointsFaulted are the point coverage (distinct lock
+	// points reached, and how many had a fault injected), when the run armed
+	// its points.
+	PointsHit     *int `json:"points_hit,omitempty"`
+	PointsFaulted *int `json:"points_faulted,omitempty"`
 	// RunDir is the run folder, when one was kept.
 	RunDir string `json:"run_dir,omitempty"`
 }
@@ -44,26 +79,45 @@ func FromOutcome(o *scenarios.Outcome) Row {
 	r := o.Result
 	row := Row{
 		Scenario: o.Scenario, Impl: o.Impl, Seed: o.Seed, Backend: o.Backend, Mode: o.Mode, Gated: o.Gated,
-		Verdict: r.Verdict, Expected: o.Expected, AsExpected: o.AsExpected(), Reason: r.Reason,
-		Acquired: r.Acquired, AcquireP50Ms: round2(r.AcquireP50Ms), AcquireP99Ms: round2(r.AcquireP99Ms),
-		HandoffP50Ms: round2(r.HandoffP50Ms), Fairness: round2(r.Fairness),
-		Overlaps: r.Overlaps, LostUpdates: r.LostUpdates, StaleWrites: r.StaleWrites,
-		Replay: ReplayCommand(o),
+		Verdict: r.Verdict, Expected: o.Expected, ExpectedReason: o.ExpectedReason, ExpectedSource: o.ExpectedSource,
+		AsExpected: o.AsExpected(), Reason: r.Reason, Replay: ReplayCommand(o), Client: o.Client,
 	}
-	if row.Expected == "" {
-		row.Expected = checker.Safe
+	if o.Points != nil {
+		hit, faulted := o.Points.Hit, o.Points.Faulted
+		row.PointsHit, row.PointsFaulted = &hit, &faulted
 	}
+	row.SetResult(r)
 	if s := o.Elapsed.Seconds(); s > 0 {
 		row.AcquiresPerSec = round2(float64(r.Acquired) / s)
+		row.ElapsedS = round2(s)
 	}
+	return row
+}
+
+// SetResult fills every figure of the row that comes from a check result
+// (verdict, reason, counts, times, witness, evidence), so `run` and
+// `check` derive them the same way.
+func (row *Row) SetResult(r checker.Result) {
+	row.Verdict, row.Reason = r.Verdict, r.Reason
+	row.AsExpected = row.Expected == "" || row.Verdict == row.Expected
+	row.Acquired = r.Acquired
+	row.AcquireP50Ms, row.AcquireP99Ms = round2(r.AcquireP50Ms), round2(r.AcquireP99Ms)
+	row.HandoffP50Ms, row.Fairness = round2(r.HandoffP50Ms), round2(r.Fairness)
+	row.Overlaps, row.OverlapIntervals, row.OverlapMs = r.Overlaps, r.OverlapIntervals, round2(float64(r.OverlapNs)/1e6)
+	row.NetLostUpdates, row.LostUpdates = r.NetLostUpdates, r.NetLostUpdates
+	row.StaleWrites, row.FenceRegressions, row.RejectedWrites = r.StaleWrites, r.FenceRegressions, r.Rejected
+	row.FirstViolationMs, row.FirstViolation = nil, ""
 	if r.FirstViolationNs >= 0 && r.Verdict != checker.Safe {
 		ms := round2(float64(r.FirstViolationNs) / 1e6)
-		row.FirstViolationMs = &ms
+		row.FirstViolationMs, row.FirstViolation = &ms, r.FirstViolation
 	}
+	row.LongestStarvedMs, row.StarvedKey = round2(r.LongestStarvedMs), r.StarvedKey
+	row.StarvedFromMs = round2(float64(r.StarvedFromNs) / 1e6)
+	row.Witness = ""
 	if r.Witness != nil {
 		row.Witness = r.Witness.Text
 	}
-	return row
+	row.Evidence = Evidence(r)
 }
 
 // Missed says the row is an exploratory (ungated) search that did not find

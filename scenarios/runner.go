@@ -19,13 +19,18 @@ import (
 
 // Config is how to run a scenario, beyond the spec itself.
 type Config struct {
-	// Impl is the implementation on trial.
+	// Impl is the implementation on trial: a registered name or one of the
+	// spec's variants. With Info set it only names the lock in reports
+	// (default Info.Name).
 	Impl string
 	// Info, when set, is the implementation on trial instead of the one
 	// registered as Impl (which then only names it in the outcome): a lock
 	// that is not in lockimpl's registry, a user's or a test's. It runs
-	// with the spec's lock options.
+	// with the spec's lock options; its expectation comes from its claims.
 	Info *lockimpl.Info
+	// Baseline, when set, supplies the expected verdict of every
+	// (scenario, impl) pair it recorded, ahead of the spec and the claims.
+	Baseline *Baseline
 	// Seed overrides the spec's seed when non-zero.
 	Seed uint64
 	// Backend is auto, redis-server or embedded.
@@ -45,15 +50,24 @@ type Progress struct {
 
 // Outcome is one scenario × implementation run.
 type Outcome struct {
-	Scenario string         `json:"scenario"`
-	Impl     string         `json:"impl"`
-	Seed     uint64         `json:"seed"`
-	Backend  string         `json:"backend"`
-	Mode     string         `json:"mode"`
-	Gated    bool           `json:"gated"`
-	Expected string         `json:"expected"`
-	Result   checker.Result `json:"result"`
-	Elapsed  time.Duration  `json:"elapsed_ns"`
+	Scenario string `json:"scenario"`
+	Impl     string `json:"impl"`
+	Seed     uint64 `json:"seed"`
+	Backend  string `json:"backend"`
+	Mode     string `json:"mode"`
+	// Client is the workload's client: careful (abandons its critical
+	// section when its lease is over) or careless.
+	Client string `json:"client"`
+	Gated  bool   `json:"gated"`
+	// Expected is the expected verdict, "" for none; ExpectedReason says
+	// why and ExpectedSource where it came from (spec, claims, baseline).
+	Expected       string `json:"expected"`
+	ExpectedReason string `json:"expected_reason,omitempty"`
+	ExpectedSource string `json:"expected_source,omitempty"`
+	// Claims are what the lock declared, under the run's options.
+	Claims  lockimpl.Claims `json:"claims"`
+	Result  checker.Result  `json:"result"`
+	Elapsed time.Duration   `json:"elapsed_ns"`
 	// CheckOptions are the checker settings the verdict was reached with.
 	CheckOptions checker.Options `json:"checker_options"`
 	// Points is the point coverage (distinct lock points hit, and how many
@@ -66,14 +80,42 @@ type Outcome struct {
 	Spec    *Spec           `json:"-"`
 }
 
-// AsExpected says whether the verdict matches the spec's expectation (no
-// expectation counts as matching only a safe verdict).
+// AsExpected says whether the verdict matches the expectation. A run with
+// no expectation (a lock that declares no claims, on a spec that does not
+// list it) matches whatever it gives: its verdict is reported, not judged.
 func (o *Outcome) AsExpected() bool {
-	want := o.Expected
-	if want == "" {
-		want = checker.Safe
+	return o.Expected == "" || o.Result.Verdict == o.Expected
+}
+
+// resolve picks the lock on trial, its options and the name it is reported
+// under.
+func (cfg Config) resolve(spec *Spec) (string, lockimpl.Info, lockimpl.Options, error) {
+	if cfg.Info == nil {
+		info, o, err := spec.Resolve(cfg.Impl)
+		return cfg.Impl, info, o, err
 	}
-	return o.Result.Verdict == want
+	if err := cfg.Info.Check(); err != nil {
+		return "", lockimpl.Info{}, lockimpl.Options{}, err
+	}
+	name := cfg.Impl
+	if name == "" {
+		name = cfg.Info.Name
+	}
+	return name, *cfg.Info, spec.Lock, nil
+}
+
+// expectation is what the run is expected to give: the baseline's verdict,
+// else the spec's, else the one derived from the claims.
+func (cfg Config) expectation(spec *Spec, name string, c lockimpl.Claims) Expectation {
+	if e, ok := cfg.Baseline.Expect(spec.Name, name); ok {
+		return e
+	}
+	if cfg.Info != nil {
+		// An unregistered lock is never the one a spec's expected names,
+		// even if the names collide.
+		return spec.Derived(c)
+	}
+	return spec.ExpectFor(name, c)
 }
 
 // keyName is the lock key clients contend on.
@@ -137,20 +179,11 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 }
 
 func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
-	var info lockimpl.Info
-	var opts lockimpl.Options
-	var err error
-	if cfg.Info != nil {
-		info, opts = *cfg.Info, spec.Lock
-		if info.Nodes == nil {
-			info.Nodes = func(lockimpl.Options) int { return 1 }
-		}
-		if cfg.Impl == "" {
-			cfg.Impl = info.Name
-		}
-	} else if info, opts, err = spec.Resolve(cfg.Impl); err != nil {
+	name, info, opts, err := cfg.resolve(spec)
+	if err != nil {
 		return nil, err
 	}
+	cfg.Impl = name
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -161,12 +194,12 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	}
 	r := &run{spec: spec, cfg: cfg, info: info, rec: checker.NewRecorder(), log: cfg.Log,
 		rng: rand.New(rand.NewPCG(seed, 0x6c6f636b73746f72))}
-	fenced := spec.Workload.Resource == "fenced" || (spec.Workload.Resource == "" && info.Fenced)
+	fenced := spec.Workload.Resource == "fenced" || (spec.Workload.Resource == "" && info.ClaimsUnder(opts).Fencing)
 	r.res = newResource(fenced)
 
 	nodes := spec.Nodes
 	if nodes == 0 {
-		nodes = info.Nodes(opts)
+		nodes = info.NodesUnder(opts)
 	}
 	topo, err := startTopology(ctx, spec, cfg, nodes)
 	if err != nil {
@@ -327,9 +360,11 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	if len(spec.Failpoints) > 0 || spec.Explore != nil {
 		cov = coverage(hub)
 	}
-	return &Outcome{Points: cov, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
-		Gated: spec.IsGated(), Expected: spec.Expect(cfg.Impl), Result: res, Elapsed: time.Since(start),
-		History: h, Spec: spec}, nil
+	claims := info.ClaimsUnder(opts)
+	exp := cfg.expectation(spec, cfg.Impl, claims)
+	return &Outcome{Points: cov, Client: spec.Workload.Client, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
+		Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
+		Claims: claims, Result: res, Elapsed: time.Since(start), History: h, Spec: spec}, nil
 }
 
 // grace bounds how long a client may take to finish its cycle once the run

@@ -80,14 +80,18 @@ type Spec struct {
 	// Expected is the verdict per implementation, derived from the algorithm
 	// (the reason sits beside it as a YAML comment).
 	Expected map[string]string `yaml:"expected"`
+	// Derive are the rules that give any other lock an expectation from its
+	// claims (lockimpl.Claims), each with the reason its fault leads there.
+	Derive []Rule `yaml:"derive"`
 	// DeadlockBound overrides the checker's liveness bound.
 	DeadlockBound time.Duration `yaml:"deadlock_bound"`
 
 	// File is where the spec came from (embedded specs: specs/NAME.yaml).
 	File string `yaml:"-"`
 
-	doc    *yamlDoc // the parsed file, for the line of any field
-	limits Limits   // what it was validated against
+	doc         *yamlDoc          // the parsed file, for the line of any field
+	limits      Limits            // what it was validated against
+	expectedWhy map[string]string // the comment above each expected entry
 }
 
 // Workload is what each client does inside the lock.
@@ -101,7 +105,20 @@ type Workload struct {
 	Resource string `yaml:"resource"`
 	// Cycles, when > 0, stops each client after that many acquisitions.
 	Cycles int `yaml:"cycles"`
+	// Client is careless (default: the critical section runs to its end
+	// whatever the lease says, as the documents' clients do) or careful:
+	// before the read and before the write it checks its lease (validity
+	// elapsed on its own clock, or the lock reported lost) and abandons the
+	// critical section when the lease is over, as a client honouring
+	// redsync's Until() or Redlock's validity would.
+	Client string `yaml:"client"`
 }
+
+// Workload clients.
+const (
+	Careless = "careless"
+	Careful  = "careful"
+)
 
 // Network is a steady link condition.
 type Network struct {
@@ -208,6 +225,7 @@ func ParseWith(file string, b []byte, lim Limits) (*Spec, error) {
 		return nil, err
 	}
 	s.File = file
+	s.expectedWhy = expectedComments(b)
 	if err := s.validate(doc, lim); err != nil {
 		return nil, err
 	}
@@ -280,6 +298,3 @@ func (s *Spec) AllFaults() []nemesis.Spec {
 	}
 	return out
 }
-
-// Expect returns the expected verdict for impl, or "" when the spec says none.
-func (s *Spec) Expect(impl string) string { return s.Expected[impl] }

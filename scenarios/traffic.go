@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -75,6 +76,9 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 // criticalSection reads the counter, holds, writes N+1. It returns false
 // when the client crashed or was cancelled inside.
 func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lease *lockimpl.Lease, rng *rand.Rand) bool {
+	if r.abandoned(c, key, lease) {
+		return true
+	}
 	r.add(c, checker.Invoke, checker.FRead, key, func(o *checker.Op) { o.Fence = lease.Fence })
 	n := r.res.read(key, lease.Fence)
 	r.add(c, checker.Ok, checker.FRead, key, func(o *checker.Op) { o.N = n; o.Fence = lease.Fence })
@@ -85,9 +89,12 @@ func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lea
 	if err := c.fp.Hit(ctx, PointHold); err != nil {
 		return !r.crashedBy(c, err)
 	}
-	if err := c.pause.sleep(ctx, hold); err != nil {
+	if err := r.work(ctx, c, lease, hold); err != nil {
 		r.crashedBy(c, err)
 		return false
+	}
+	if r.abandoned(c, key, lease) {
+		return true
 	}
 	if lease.Lost != nil {
 		select {
@@ -122,6 +129,72 @@ func (r *run) markCrashed(c *runClient, err error) {
 		r.add(c, checker.Ok, checker.FCrash, "", func(o *checker.Op) { o.Error = errText(err) })
 	}
 	c.cancel()
+}
+
+// abandoned is a careful client's check before it acts on the resource: a
+// lease is over when the lock reported it lost, or when its validity has
+// elapsed since it was acquired, measured on the client's own clock (all a
+// real client has: a skewed or drifting clock makes it trust too long or
+// give up too early, which is the point of measuring there). When over, the
+// abandonment is recorded (the hold ends there) and the client goes on to
+// release. A careless client never abandons.
+func (r *run) abandoned(c *runClient, key string, lease *lockimpl.Lease) bool {
+	if r.spec.Workload.Client != Careful {
+		return false
+	}
+	why := ""
+	if lease.Lost != nil {
+		select {
+		case <-lease.Lost:
+			why = "lock reported lost"
+		default:
+		}
+	}
+	if why == "" && lease.Validity > 0 {
+		if el := c.clock.Now().Sub(lease.Acquired); el >= lease.Validity {
+			why = fmt.Sprintf("validity %v over (%v since acquired, client clock)", lease.Validity, el.Round(time.Microsecond))
+		}
+	}
+	if why == "" {
+		return false
+	}
+	r.add(c, checker.Ok, checker.FAbandon, key, func(o *checker.Op) { o.Value = lease.Token; o.Error = why })
+	return true
+}
+
+// work is the critical section's hold. A careless client holds for d. A
+// careful one works under its lease's deadline, as a client honouring
+// redsync's Until() runs its work under context.WithDeadline: the work stops
+// when the validity runs out on the client's clock or when the lock reports
+// it lost, whichever comes first, and the check before the write then
+// abandons. A pause still defeats it: a paused client's timer fires only when
+// the world restarts, which is why careful clients are not safe under pauses
+// past the TTL either.
+func (r *run) work(ctx context.Context, c *runClient, lease *lockimpl.Lease, d time.Duration) error {
+	if r.spec.Workload.Client != Careful {
+		return c.pause.sleep(ctx, d)
+	}
+	if lease.Validity > 0 {
+		d = max(0, min(d, lease.Validity-c.clock.Now().Sub(lease.Acquired)))
+	}
+	if lease.Lost == nil {
+		return c.pause.sleep(ctx, d)
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-lease.Lost:
+			cancel()
+		case <-stop:
+		}
+	}()
+	if err := lockimpl.SleepCtx(lctx, d); err != nil && ctx.Err() != nil {
+		return err
+	}
+	return c.pause.wait(ctx)
 }
 
 // crashedBy records a crash when err says the client died (a failpoint

@@ -217,6 +217,13 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 	if s.Workload.CSMax < s.Workload.CSMin {
 		return bad("workload.cs_max", "%v is below cs_min (%v)", s.Workload.CSMax, s.Workload.CSMin)
 	}
+	switch s.Workload.Client {
+	case "":
+		s.Workload.Client = Careless
+	case Careless, Careful:
+	default:
+		return bad("workload.client", "%s", enumMsg(s.Workload.Client, Careful, Careless))
+	}
 	switch s.Workload.Resource {
 	case "", "counter", "fenced":
 	default:
@@ -255,11 +262,12 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 		if _, _, err := s.Resolve(name); err != nil {
 			return bad("expected."+name, "%s", implMsg(name))
 		}
-		switch v {
-		case checker.Safe, checker.Unsafe, checker.Deadlock, checker.Inconclusive:
-		default:
+		if !validVerdict(v) {
 			return bad("expected."+name, "verdict %s", enumMsg(v, checker.Safe, checker.Unsafe, checker.Deadlock, checker.Inconclusive))
 		}
+	}
+	if err := s.validateRules(bad); err != nil {
+		return err
 	}
 	if s.Network.Latency > 0 || s.Network.Jitter > 0 {
 		if _, err := nemesis.Build(nemesis.Spec{Kind: "latency", Latency: s.Network.Latency, Jitter: s.Network.Jitter}); err != nil {
@@ -340,7 +348,7 @@ func checkLockZeros(doc *yamlDoc, prefix string, o lockimpl.Options, bad func(st
 // optionNegatives refuses negative lock options where they are written.
 func optionNegatives(prefix string, o lockimpl.Options, bad func(string, string, ...any) error) error {
 	var base lockimpl.Info
-	if err := base.Check(lockimpl.Options{TTL: o.TTL, RetryCount: o.RetryCount, RetryDelay: o.RetryDelay, WaitTimeout: o.WaitTimeout, Nodes: o.Nodes, NodeTimeout: o.NodeTimeout}, 0); err != nil {
+	if err := base.CheckOptions(lockimpl.Options{TTL: o.TTL, RetryCount: o.RetryCount, RetryDelay: o.RetryDelay, WaitTimeout: o.WaitTimeout, Nodes: o.Nodes, NodeTimeout: o.NodeTimeout}, 0); err != nil {
 		var oe *lockimpl.OptionError
 		if errors.As(err, &oe) {
 			return bad(prefix+"."+oe.Option, "%s", oe.Msg)
@@ -602,7 +610,7 @@ func (s *Spec) NodesFor(name string) (int, error) {
 	if s.Nodes > 0 {
 		return s.Nodes, nil
 	}
-	return info.Nodes(opts), nil
+	return info.NodesUnder(opts), nil
 }
 
 // CheckImpl validates what depends on the implementation that runs: its
@@ -636,7 +644,7 @@ func (s *Spec) CheckImpl(name string) error {
 		}
 		return "impls"
 	}
-	if err := info.Check(opts, nodes); err != nil {
+	if err := info.CheckOptions(opts, nodes); err != nil {
 		var oe *lockimpl.OptionError
 		if errors.As(err, &oe) {
 			return bad(where(oe.Option), "%s: %s", name, oe.Msg)

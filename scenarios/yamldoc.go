@@ -202,7 +202,10 @@ func (d *yamlDoc) entries(n ast.Node) []*ast.MappingValueNode {
 
 var allDigits = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
 
-var durationType = reflect.TypeOf(time.Duration(0))
+var (
+	durationType = reflect.TypeOf(time.Duration(0))
+	oneOfType    = reflect.TypeOf(OneOf(nil))
+)
 
 // describeNode names a node's kind as a user would.
 func describeNode(n ast.Node) string {
@@ -278,6 +281,20 @@ func (d *yamlDoc) check(n ast.Node, t reflect.Type, path string) error {
 		return bad("no value (remove the line to use the default)")
 	}
 	switch {
+	case t == oneOfType:
+		// One scalar or a list of scalars (a rule's claim values).
+		items := []ast.Node{n}
+		if seq, ok := n.(*ast.SequenceNode); ok {
+			items = seq.Values
+		}
+		for _, it := range items {
+			switch d.resolve(it).Type() {
+			case ast.StringType, ast.BoolType, ast.LiteralType:
+			default:
+				return bad("cannot use %s here: want a value or a list of values", describeNode(d.resolve(it)))
+			}
+		}
+		return nil
 	case t == durationType:
 		s, ok := n.(*ast.StringNode)
 		if !ok {

@@ -17,6 +17,7 @@ func cmdCheck(args []string) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	format := fs.String("format", reports.FormatTable, "table, markdown or json")
+	wide := fs.Bool("wide", false, "table and markdown: every figure in its own column")
 	fenced := fs.Bool("fenced", false, "for a bare history.jsonl: the resource was fenced")
 	if err := fs.Parse(args); err != nil {
 		return usage("check: %v", err)
@@ -36,19 +37,13 @@ func cmdCheck(args []string) error {
 		if sum != nil {
 			opts, row = sum.Options, sum.Row
 		}
-		res := checker.Check(h, opts)
-		row.Verdict, row.Reason = res.Verdict, res.Reason
-		row.Overlaps, row.LostUpdates, row.StaleWrites = res.Overlaps, res.LostUpdates, res.StaleWrites
-		row.AsExpected = row.Verdict == row.Expected
-		if res.Witness != nil {
-			row.Witness = res.Witness.Text
-		}
+		row.SetResult(checker.Check(h, opts))
 		if !row.AsExpected {
 			mismatch++
 		}
 		rows = append(rows, row)
 	}
-	if err := reports.Write(os.Stdout, rows, *format, isTerminal(os.Stdout)); err != nil {
+	if err := reports.WriteTable(os.Stdout, rows, reports.TableOptions{Format: *format, Wide: *wide, Color: isTerminal(os.Stdout)}); err != nil {
 		return &exitError{2, err}
 	}
 	if mismatch > 0 {

@@ -31,6 +31,7 @@ type runFlags struct {
 	backend   string
 	json      bool
 	format    string
+	wide      bool
 	verbose   bool
 	gatedOnly bool
 	out       string
@@ -54,6 +55,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.backend, "backend", cluster.Auto, "auto, redis-server or embedded")
 	fs.BoolVar(&f.json, "json", false, "print JSON rows (same as --format json)")
 	fs.StringVar(&f.format, "format", "table", "table, markdown or json")
+	fs.BoolVar(&f.wide, "wide", false, "table and markdown: every figure in its own column instead of the evidence sentence")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging on stderr")
 	fs.StringVar(&f.out, "out", "out", "root folder for run folders")
 	fs.StringVar(&f.keep, "keep", reports.KeepFailures, "which run folders to keep: failures, all or none")
@@ -274,7 +276,7 @@ func printVerdicts(f *runFlags, rows []reports.Row, mismatch, missed int) error 
 		}
 	}
 	if len(shown) > 0 || !f.onlyDiff {
-		if err := reports.Write(os.Stdout, shown, f.format, isTerminal(os.Stdout)); err != nil {
+		if err := reports.WriteTable(os.Stdout, shown, reports.TableOptions{Format: f.format, Wide: f.wide, Color: isTerminal(os.Stdout)}); err != nil {
 			return &exitError{2, err}
 		}
 	}

@@ -67,9 +67,8 @@ type TTBStats struct {
 // TimeToBug runs each random-mode spec against BuggyImpls for seeds 1..Seeds, and reports the median and
 // worst time to the first violation (checker.Result.FirstViolationNs,
 // measured from the run's first acquire invoke, so backend start-up is not
-// counted) and how many seeds found one. An implementation expected to
-// deadlock counts the seeds whose verdict is deadlock (a deadlock has no
-// violation time).
+// counted) and how many seeds found one. A deadlock's violation time is the
+// start of its first starvation past the bound.
 func TimeToBug(ctx context.Context, cfg TTBConfig) ([]Row, error) {
 	if cfg.Seeds <= 0 {
 		cfg.Seeds = 10
@@ -149,7 +148,7 @@ func ttbSeeds(ctx context.Context, cfg TTBConfig, spec *scenarios.Spec, impl, ba
 			st.Found++
 			st.TimesMs = append(st.TimesMs, float64(out.Result.FirstViolationNs-trafficStart(out.History))/1e6)
 		case st.Expected == checker.Deadlock && out.Result.Verdict == checker.Deadlock:
-			st.Found++ // a deadlock has no violation time
+			st.Found++ // a deadlock without a time (histories checked before it had one)
 		}
 	}
 	return st, nil

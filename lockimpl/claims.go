@@ -1,0 +1,181 @@
+package lockimpl
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// Claims is what a lock declares about its own design: where its safety
+// rests (one master or a quorum), how a lock ends when its holder dies, what
+// a release deletes, whether it issues fencing tokens or renews itself. A
+// scenario that does not name the lock in its expectations derives one from
+// these claims and its own fault (a pause past the TTL breaks any lock that
+// expires and issues no fencing token, say), with the reason written in the
+// scenario. Declare what the design does, weaknesses included, as its
+// documents describe it; a lock that declares nothing (the zero Claims) gets
+// no expectation: its verdicts are reported, never counted as a difference.
+type Claims struct {
+	// Topology is where the lock lives: one master (SingleInstance) or a
+	// majority of independent masters (Quorum). Setting it declares the
+	// claims; the other fields must then be set too.
+	Topology Topology `yaml:"topology" json:"topology,omitempty"`
+	// Expiry is how a lock whose holder vanished ends.
+	Expiry Expiry `yaml:"expiry" json:"expiry,omitempty"`
+	// RacyTakeover says that taking over an expired lock is not one atomic
+	// step (seed 001 §四: DEL then SETNX), so two clients that saw the same
+	// expired lock can both win. Meaningful with ClientClockExpiry.
+	RacyTakeover bool `yaml:"racy_takeover" json:"racy_takeover,omitempty"`
+	// Release is what a release deletes.
+	Release Release `yaml:"release" json:"release,omitempty"`
+	// Fencing says each holder gets a token that increases with every
+	// acquisition (Lease.Fence) and the resource refuses older tokens.
+	Fencing bool `yaml:"fencing" json:"fencing,omitempty"`
+	// Renewal says the lock extends itself while held (a watchdog).
+	Renewal bool `yaml:"renewal" json:"renewal,omitempty"`
+}
+
+// Topology is where a lock's state lives.
+type Topology string
+
+// Topologies.
+const (
+	// SingleInstance: one master; a replica promoted after a crash may not
+	// have the lock (asynchronous replication).
+	SingleInstance Topology = "single"
+	// Quorum: N independent masters; held when a majority accepted.
+	Quorum Topology = "quorum"
+)
+
+// Expiry is how a lock whose holder vanished ends.
+type Expiry string
+
+// Expiries.
+const (
+	// NoExpiry: the lock lives until released; a dead holder holds forever.
+	NoExpiry Expiry = "none"
+	// ServerExpiry: the server expires the key, and the command that takes
+	// the lock sets the TTL (SET NX PX, or one script).
+	ServerExpiry Expiry = "server"
+	// SeparateExpiry: the server expires the key, but a second command sets
+	// the TTL after the lock is taken, so a crash between them leaves a key
+	// that never expires (seed 001 §六 Q1).
+	SeparateExpiry Expiry = "server-separate"
+	// ClientClockExpiry: the value is an expiry time that clients compare
+	// with their own clocks to take over an expired lock; a client whose
+	// clock runs behind writes an expiry already past for the others.
+	ClientClockExpiry Expiry = "client-clock"
+)
+
+// Release is what a release deletes.
+type Release string
+
+// Releases.
+const (
+	// OwnerCheckedRelease deletes the key only while it holds this holder's
+	// token (compare-and-delete in one script).
+	OwnerCheckedRelease Release = "owner-checked"
+	// UnconditionalRelease deletes the key whoever holds it (plain DEL): a
+	// release that arrives after the lock expired frees the next holder's.
+	UnconditionalRelease Release = "unconditional"
+	// TimeCheckedRelease deletes the key only while the holder's own expiry,
+	// by its own clock, has not passed (seed 003).
+	TimeCheckedRelease Release = "time-checked"
+	// ExpiredOnlyRelease deletes the key only when it has already expired
+	// (seed 000's unlock script): a live lock is never freed, so waiters
+	// wait out the TTL after every release.
+	ExpiredOnlyRelease Release = "expired-only"
+)
+
+// Declared says the claims were stated (Topology is set).
+func (c Claims) Declared() bool { return c.Topology != "" }
+
+// Validate checks declared claims: every field set, each to a known value.
+// Undeclared claims are valid (they declare nothing).
+func (c Claims) Validate() error {
+	if !c.Declared() {
+		if c != (Claims{}) {
+			return fmt.Errorf("claims: topology missing (want %s or %s) but other fields set", SingleInstance, Quorum)
+		}
+		return nil
+	}
+	for _, f := range claimFields {
+		if f.values == nil {
+			continue
+		}
+		v := f.get(c)
+		ok := false
+		for _, w := range f.values {
+			ok = ok || v == w
+		}
+		if !ok {
+			return fmt.Errorf("claims: %s %q: want one of %s", f.name, v, strings.Join(f.values, ", "))
+		}
+	}
+	return nil
+}
+
+// ClaimField is one claim's name as specs write it (topology, expiry,
+// racy_takeover, release, fencing, renewal), its value in c as text
+// ("true"/"false" for the booleans), and the values it can take.
+func (c Claims) ClaimField(name string) (value string, values []string, ok bool) {
+	for _, f := range claimFields {
+		if f.name == name {
+			vs := f.values
+			if vs == nil {
+				vs = []string{"true", "false"}
+			}
+			return f.get(c), vs, true
+		}
+	}
+	return "", nil, false
+}
+
+// ClaimNames are the claims' names as specs write them.
+func ClaimNames() []string {
+	out := make([]string, len(claimFields))
+	for i, f := range claimFields {
+		out[i] = f.name
+	}
+	return out
+}
+
+// String is the claims in one line, as specs would write them.
+func (c Claims) String() string {
+	if !c.Declared() {
+		return "(none declared)"
+	}
+	var parts []string
+	for _, f := range claimFields {
+		parts = append(parts, f.name+"="+f.get(c))
+	}
+	return strings.Join(parts, " ")
+}
+
+type claimField struct {
+	name   string
+	values []string // nil: boolean
+	get    func(Claims) string
+}
+
+// claimFields is built from the struct's yaml tags so the names specs use
+// and the fields cannot drift apart.
+var claimFields = func() []claimField {
+	enums := map[string][]string{
+		"topology": {string(SingleInstance), string(Quorum)},
+		"expiry":   {string(NoExpiry), string(ServerExpiry), string(SeparateExpiry), string(ClientClockExpiry)},
+		"release":  {string(OwnerCheckedRelease), string(UnconditionalRelease), string(TimeCheckedRelease), string(ExpiredOnlyRelease)},
+	}
+	t := reflect.TypeOf(Claims{})
+	var out []claimField
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		name := strings.Split(sf.Tag.Get("yaml"), ",")[0]
+		idx := i
+		f := claimField{name: name, values: enums[name], get: func(c Claims) string {
+			return fmt.Sprint(reflect.ValueOf(c).Field(idx).Interface())
+		}}
+		out = append(out, f)
+	}
+	return out
+}()

@@ -1,0 +1,89 @@
+package reports
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockstorm/lockstorm/checker"
+)
+
+// NoEvidence is the evidence of a row with nothing to tell.
+const NoEvidence = "—"
+
+// Evidence tells a check result's story in one sentence, for the table's
+// evidence column and the suite page: who held what at the same time and for
+// how long, how the resource was harmed, which key starved from when, or why
+// the run proves nothing. A clean run has NoEvidence.
+func Evidence(r checker.Result) string {
+	var parts []string
+	if w := r.Witness; w != nil {
+		s := fmt.Sprintf("c%d and c%d both held %s at %s for %s", w.A.Client, w.B.Client, w.Key, when(w.FromNs), span(w.ToNs-w.FromNs))
+		if r.OverlapIntervals > 1 {
+			s += fmt.Sprintf("; %d overlaps, %s in all", r.OverlapIntervals, span(r.OverlapNs))
+		}
+		parts = append(parts, s)
+	}
+	parts = append(parts, harmWords(r)...)
+	if r.Witness == nil && r.Harm != "" && r.Verdict == checker.Unsafe {
+		parts = append(parts, "first: "+r.Harm)
+	}
+	switch r.Verdict {
+	case checker.Deadlock:
+		parts = append(parts, fmt.Sprintf("%s starved %s from %s", r.StarvedKey, span(int64(r.LongestStarvedMs*1e6)), when(r.StarvedFromNs)))
+	case checker.Inconclusive:
+		parts = append(parts, r.Reason)
+	case checker.Safe:
+		if r.Overlaps > 0 && r.Rejected > 0 {
+			parts = append(parts, fmt.Sprintf("the fence refused %s", plural(r.Rejected, "write")))
+		}
+	}
+	if len(parts) == 0 {
+		return NoEvidence
+	}
+	return strings.Join(parts, "; ")
+}
+
+// harmWords are the figures of harm to the resource, each with one meaning.
+func harmWords(r checker.Result) []string {
+	var out []string
+	if r.StaleWrites > 0 {
+		out = append(out, plural(r.StaleWrites, "stale write"))
+	}
+	if r.StaleWrites == 0 && r.NetLostUpdates > 0 {
+		out = append(out, fmt.Sprintf("%d updates lost net", r.NetLostUpdates))
+	}
+	if r.FenceRegressions > 0 {
+		out = append(out, plural(r.FenceRegressions, "fence regression"))
+	}
+	if r.DupFences > 0 {
+		out = append(out, plural(r.DupFences, "fencing token")+" issued twice")
+	}
+	return out
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// when is a time from the start of the run: milliseconds to 10 s, then
+// seconds.
+func when(ns int64) string {
+	if ns >= 10e9 {
+		return fmt.Sprintf("%.1f s", float64(ns)/1e9)
+	}
+	return fmt.Sprintf("%.1f ms", float64(ns)/1e6)
+}
+
+// span is a duration: milliseconds under a second, then seconds.
+func span(ns int64) string {
+	switch {
+	case ns >= 1e9:
+		return fmt.Sprintf("%.1f s", float64(ns)/1e9)
+	case ns >= 100e6:
+		return fmt.Sprintf("%.0f ms", float64(ns)/1e6)
+	}
+	return fmt.Sprintf("%.1f ms", float64(ns)/1e6)
+}

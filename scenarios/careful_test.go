@@ -1,0 +1,124 @@
+package scenarios_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios"
+)
+
+// shortLease is a test's lock: SET NX PX with compare-and-delete, whose
+// lease promises only 2/5 of the TTL (as Redlock promises TTL minus drift
+// and elapsed time), so a careful client stops well before the key expires.
+type shortLease struct {
+	env lockimpl.Env
+	o   lockimpl.Options
+}
+
+var casDel = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`)
+
+func (l *shortLease) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	deadline := time.Now().Add(l.o.WaitTimeout)
+	tok := fmt.Sprintf("c%d-%d", l.env.Client, l.env.Rand.Uint64())
+	for {
+		at := l.env.Clock.Now()
+		ok, err := l.env.Nodes[0].SetNX(ctx, key, tok, l.o.TTL).Result()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return &lockimpl.Lease{Key: key, Token: tok, Acquired: at, Validity: l.o.TTL * 2 / 5}, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, lockimpl.ErrNotAcquired
+		}
+		if err := l.env.Sleep(ctx, l.o.RetryDelay); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (l *shortLease) Release(ctx context.Context, lease *lockimpl.Lease) error {
+	n, err := casDel.Run(ctx, l.env.Nodes[0], []string{lease.Key}, lease.Token).Int()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return lockimpl.ErrNotHeld
+	}
+	return nil
+}
+
+// TestCarefulClientAbandons: critical sections longer than the TTL. Careless
+// clients overrun their keys' expiry and overlap (unsafe); careful clients
+// stop when their lease's validity runs out, record the abandonment, never
+// write after it, and are not counted as holding afterwards (safe).
+func TestCarefulClientAbandons(t *testing.T) {
+	cluster.StartForTest(t, 1)
+	info := lockimpl.Info{Name: "short-lease", New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
+		return &shortLease{env: env, o: o}, nil
+	}}
+	for _, tc := range []struct {
+		client  string
+		verdict string
+	}{
+		{scenarios.Careful, checker.Safe},
+		{scenarios.Careless, checker.Unsafe},
+	} {
+		t.Run(tc.client, func(t *testing.T) {
+			spec, err := scenarios.Parse("careful.yaml", []byte(`name: careful
+clients: 4
+keys: 1
+duration: 2s
+lock: {ttl: 150ms, retry_delay: 5ms, wait_timeout: 1s}
+workload: {cs_min: 200ms, cs_max: 250ms, client: `+tc.client+`}
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := scenarios.Run(context.Background(), spec, scenarios.Config{Info: &info, Backend: cluster.RedisServer, Seed: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Client != tc.client {
+				t.Errorf("outcome says client %q, want %q", out.Client, tc.client)
+			}
+			if out.Result.Verdict != tc.verdict {
+				t.Errorf("verdict %s, want %s: %s", out.Result.Verdict, tc.verdict, out.Result.Reason)
+			}
+			abandons, afterAbandon := 0, 0
+			gaveUp := map[int]bool{} // process → abandoned its current hold
+			for _, op := range out.History {
+				switch {
+				case op.F == checker.FAbandon:
+					abandons++
+					gaveUp[op.Process] = true
+				case op.F == checker.FAcquire && op.Type == checker.Ok:
+					delete(gaveUp, op.Process)
+				case (op.F == checker.FWrite || op.F == checker.FRead) && gaveUp[op.Process]:
+					afterAbandon++
+				}
+			}
+			if tc.client == scenarios.Careful && (abandons == 0 || abandons < out.Result.Acquired/2) {
+				t.Errorf("%d abandonments for %d acquisitions: a careful client should give up every section longer than its validity", abandons, out.Result.Acquired)
+			}
+			if tc.client == scenarios.Careless && abandons > 0 {
+				t.Errorf("a careless client abandoned %d times", abandons)
+			}
+			if afterAbandon > 0 {
+				t.Errorf("%d resource accesses after an abandonment", afterAbandon)
+			}
+			if out.Result.Acquired < 4 {
+				t.Errorf("only %d acquisitions: the run did not exercise the lock", out.Result.Acquired)
+			}
+			t.Logf("%s: %s; %d abandonments, %d acquisitions", tc.client, out.Result.Reason, abandons, out.Result.Acquired)
+		})
+	}
+}

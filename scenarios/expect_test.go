@@ -1,0 +1,163 @@
+package scenarios
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/lockimpl"
+)
+
+// TestDerivedAgreesWithSpecs: on every (scenario, implementation or
+// variant) pair a shipped spec writes an expectation for, the expectation
+// derived from the lock's claims by the spec's rules must be the same. A
+// disagreement means the claims or the rules misread the documents.
+func TestDerivedAgreesWithSpecs(t *testing.T) {
+	pairs := 0
+	for _, n := range Names() {
+		s, err := Load(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range s.Expected {
+			info, o, err := s.Resolve(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := info.ClaimsUnder(o)
+			got := s.Derived(c)
+			pairs++
+			if got.Verdict != want {
+				t.Errorf("%s × %s: spec says %s, claims (%s) derive %q (%s)", n, name, want, c, got.Verdict, got.Reason)
+			}
+		}
+	}
+	if pairs < 40 {
+		t.Errorf("only %d pairs checked", pairs)
+	}
+}
+
+// TestEverySpecJudgesEveryLock: every shipped scenario gives every shipped
+// lock (and any lock with claims) an expectation with a reason, and
+// nothing to a lock that declares none.
+func TestEverySpecJudgesEveryLock(t *testing.T) {
+	for _, n := range Names() {
+		s, err := Load(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, info := range lockimpl.All() {
+			if !info.Claims.Declared() {
+				t.Errorf("%s declares no claims", info.Name)
+			}
+			_, o, _ := s.Resolve(info.Name)
+			e := s.ExpectFor(info.Name, info.ClaimsUnder(o))
+			if e.Verdict == "" || e.Reason == "" {
+				t.Errorf("%s × %s: expectation %+v lacks a verdict or a reason", n, info.Name, e)
+			}
+		}
+		if e := s.ExpectFor("somebody-elses-lock", lockimpl.Claims{}); e != (Expectation{}) {
+			t.Errorf("%s: a lock without claims is expected %+v", n, e)
+		}
+	}
+}
+
+func TestExpectedReasonIsTheComment(t *testing.T) {
+	s, err := Load("pause-past-ttl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := s.ExpectFor("fenced", lockimpl.Claims{})
+	if e.Source != FromSpec || !strings.Contains(e.Reason, "refuses C0's write") {
+		t.Errorf("fenced: %+v", e)
+	}
+}
+
+func TestRulesRejectedAtLoad(t *testing.T) {
+	for _, tc := range []struct{ name, rules, field, msg string }{
+		{"unknown claim", "derive:\n  - if: {colour: red}\n    expect: safe\n    because: x\n", "derive.0.if.colour", "unknown claim"},
+		{"bad value", "derive:\n  - if: {expiry: sometimes}\n    expect: safe\n    because: x\n", "derive.0.if.expiry", "want one of"},
+		{"bad verdict", "derive:\n  - expect: fine\n    because: x\n", "derive.0.expect", "verdict must be"},
+		{"no reason", "derive:\n  - expect: safe\n", "derive.0.because", "missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte(goodSpec+tc.rules))
+			var se *SpecError
+			if !errors.As(err, &se) || se.Field != tc.field || !strings.Contains(err.Error(), tc.msg) || se.Line == 0 {
+				t.Errorf("err = %v, want %s: %s with a line", err, tc.field, tc.msg)
+			}
+		})
+	}
+}
+
+func TestRuleMatching(t *testing.T) {
+	s, err := Parse("x.yaml", []byte(goodSpec+`derive:
+  - if: {fencing: true}
+    expect: safe
+    because: fenced
+  - if: {expiry: [server, client-clock], topology: single}
+    expect: unsafe
+    because: expires
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		c    lockimpl.Claims
+		want string
+	}{
+		{lockimpl.Claims{}, ""},
+		{lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease, Fencing: true}, checker.Safe},
+		{lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ClientClockExpiry, Release: lockimpl.OwnerCheckedRelease}, checker.Unsafe},
+		{lockimpl.Claims{Topology: lockimpl.Quorum, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}, ""},
+		{lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.NoExpiry, Release: lockimpl.OwnerCheckedRelease}, ""},
+	} {
+		if got := s.Derived(tc.c).Verdict; got != tc.want {
+			t.Errorf("%s: derived %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}
+
+func TestNoExpectationIsNeverADifference(t *testing.T) {
+	for _, v := range []string{checker.Safe, checker.Unsafe, checker.Deadlock, checker.Inconclusive} {
+		o := &Outcome{Result: checker.Result{Verdict: v}}
+		if !o.AsExpected() {
+			t.Errorf("no expectation, verdict %s: counted as a difference", v)
+		}
+		o.Expected = checker.Safe
+		if o.AsExpected() != (v == checker.Safe) {
+			t.Errorf("expected safe, verdict %s: AsExpected %v", v, o.AsExpected())
+		}
+	}
+}
+
+func TestBaselineRoundTrip(t *testing.T) {
+	outs := []*Outcome{
+		{Scenario: "b", Impl: "mine", Mode: "random", Seed: 3, Backend: "embedded", Result: checker.Result{Verdict: checker.Unsafe}},
+		{Scenario: "a", Impl: "mine", Mode: "scheduled", Seed: 3, Backend: "embedded", Result: checker.Result{Verdict: checker.Safe}},
+	}
+	path := filepath.Join(t.TempDir(), "base.json")
+	if err := NewBaseline(outs).WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadBaseline(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Entries) != 2 || b.Entries[0].Scenario != "a" {
+		t.Fatalf("entries %+v", b.Entries)
+	}
+	e, ok := b.Expect("b", "mine")
+	if !ok || e.Verdict != checker.Unsafe || e.Source != FromBaseline || !strings.Contains(e.Reason, path) {
+		t.Errorf("Expect(b, mine) = %+v, %v", e, ok)
+	}
+	if _, ok := b.Expect("b", "yours"); ok {
+		t.Error("an unrecorded pair has an expectation")
+	}
+	var nilB *Baseline
+	if _, ok := nilB.Expect("a", "mine"); ok {
+		t.Error("nil baseline has an expectation")
+	}
+}
