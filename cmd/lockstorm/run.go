@@ -204,6 +204,9 @@ func cmdRun(ctx context.Context, args []string) error {
 		prog.done(jobs[i].spec.Name, jobs[i].impl, out)
 	})
 	prog.clear()
+	if afterRuns != nil {
+		afterRuns()
+	}
 	var rows []reports.Row
 	var cases []reports.JUnitCase
 	mismatch, missed := 0, 0
@@ -247,6 +250,10 @@ func cmdRun(ctx context.Context, args []string) error {
 	}
 	return verdictErr
 }
+
+// afterRuns, when set by a test, runs once every job has finished and
+// before anything is printed or written (to make a write fail on purpose).
+var afterRuns func()
 
 // printVerdicts prints the table (or the per-seed aggregate) and the
 // replay lines, and returns the exit error the verdicts call for.
