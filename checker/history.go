@@ -44,10 +44,16 @@ const (
 	FStart   = "start" // nemesis: a fault begins; Value describes it
 	FStop    = "stop"  // nemesis: a fault heals
 	FEnd     = "end"   // the runner's last entry: a history without it was cut short
+	FMeta    = "meta"  // the runner's first entry: what the run was asked to do (Op.Meta)
 )
 
 // NemesisProcess is the process id of fault entries.
 const NemesisProcess = -1
+
+// FinalProcess is the process id of the harness's own entries: the header
+// (FMeta), the final reads of each key's counter, appended after every
+// client stopped, and the end record (FEnd).
+const FinalProcess = -2
 
 // Op is one history entry.
 type Op struct {
@@ -67,6 +73,52 @@ type Op struct {
 	// Time is nanoseconds since the run started, from one monotonic clock.
 	Time  int64  `json:"time"`
 	Error string `json:"error,omitempty"`
+	// ErrorReply says a fail completion was the server refusing the
+	// command with an error reply (ERR, WRONGTYPE, NOSCRIPT, READONLY...):
+	// a definite outcome, not an unknown one, but no evidence about the lock.
+	ErrorReply bool `json:"error_reply,omitempty"`
+	// Fired, on a step, lists the spec failpoints (by their index in the
+	// spec) whose action applied at this hit.
+	Fired []int `json:"fired,omitempty"`
+	// Meta is set on the header entry (F == FMeta) only.
+	Meta *Meta `json:"meta,omitempty"`
+}
+
+// Meta is the header of a runner's history: what the run was asked to do,
+// so that `lockstorm check` judges a history file alone, and can tell what
+// the run was supposed to exercise (every key, every armed failpoint).
+type Meta struct {
+	Scenario string `json:"scenario"`
+	Impl     string `json:"impl"`
+	Seed     uint64 `json:"seed"`
+	Backend  string `json:"backend,omitempty"`
+	// Mode is the spec's mode: scheduled or random.
+	Mode     string `json:"mode,omitempty"`
+	Gated    bool   `json:"gated,omitempty"`
+	Expected string `json:"expected,omitempty"`
+	// Keys are every lock key the clients contend on.
+	Keys []string `json:"keys"`
+	// Options are the checker settings the run is judged with.
+	Options Options `json:"checker_options"`
+	// Failpoints are the spec's failpoint actions, as armed for this run.
+	Failpoints []Armed `json:"failpoints,omitempty"`
+}
+
+// Armed is one failpoint action of a spec, as armed in a run.
+type Armed struct {
+	// Index is the failpoint's position in the spec (what Op.Fired names).
+	Index int `json:"index"`
+	// Client is the client it is attached to (-1: every client).
+	Client int    `json:"client"`
+	Point  string `json:"point"`
+	Skip   int    `json:"skip,omitempty"`
+	// Times is how many hits the action applies to (0: every hit).
+	Times int     `json:"times,omitempty"`
+	Prob  float64 `json:"prob,omitempty"`
+	// Inert: the point is a step of another implementation, which this
+	// implementation never reaches by design (one spec forces the
+	// interleavings of several algorithms side by side).
+	Inert bool `json:"inert,omitempty"`
 }
 
 // History is a recorded run.
