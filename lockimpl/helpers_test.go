@@ -35,7 +35,7 @@ type rig struct {
 func newRig(t *testing.T, n int) *rig {
 	t.Helper()
 	hub := lockimpl.NewHub()
-	hub.OnHit = func(_ int, point string) {
+	hub.OnHit = func(_ int, point string, _ []int) {
 		seenMu.Lock()
 		seenPoints[point] = true
 		seenMu.Unlock()
