@@ -64,7 +64,7 @@ type nxpxHold struct {
 func init() {
 	Register(Info{
 		Name:     "set-nx-px",
-		Points:   points("set-nx-px", setNXPXSteps...),
+		Points:   points("set-nx-px", append(setNXPXSteps, "after-wait")...),
 		Validate: validateSetNXPX,
 		Source:   "seed 002 常规方案 (SET NX PX + Lua compare-and-delete, LockData reentrancy, renewal)",
 		Summary:  "SET key token NX PX ttl, compare-and-delete release; optional reentrancy and watchdog renewal",
