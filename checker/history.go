@@ -93,9 +93,17 @@ type Meta struct {
 	Seed     uint64 `json:"seed"`
 	Backend  string `json:"backend,omitempty"`
 	// Mode is the spec's mode: scheduled or random.
-	Mode     string `json:"mode,omitempty"`
-	Gated    bool   `json:"gated,omitempty"`
-	Expected string `json:"expected,omitempty"`
+	Mode string `json:"mode,omitempty"`
+	// Client is the workload's client (careful or careless).
+	Client string `json:"client,omitempty"`
+	// File is the spec's file, for a spec that is not embedded.
+	File  string `json:"file,omitempty"`
+	Gated bool   `json:"gated,omitempty"`
+	// Expected is the expected verdict ("" for none), ExpectedReason why,
+	// ExpectedSource where it came from (spec, claims, baseline).
+	Expected       string `json:"expected,omitempty"`
+	ExpectedReason string `json:"expected_reason,omitempty"`
+	ExpectedSource string `json:"expected_source,omitempty"`
 	// Keys are every lock key the clients contend on.
 	Keys []string `json:"keys"`
 	// Options are the checker settings the run is judged with.

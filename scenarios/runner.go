@@ -211,8 +211,10 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	cl, net, hostOf, replicas := topo.cl, topo.net, topo.hostOf, topo.replicas
 
 	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
+	claims := info.ClaimsUnder(opts)
+	exp := cfg.expectation(spec, cfg.Impl, claims)
 	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
-		Meta: r.meta(seed, cl.Kind(), copts)})
+		Meta: r.meta(seed, cl.Kind(), copts, exp)})
 
 	hub := lockimpl.NewHub()
 	hub.Seed = seed
@@ -369,18 +371,20 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	if len(spec.Failpoints) > 0 || spec.Explore != nil {
 		cov = coverage(hub)
 	}
-	claims := info.ClaimsUnder(opts)
-	exp := cfg.expectation(spec, cfg.Impl, claims)
 	return &Outcome{Points: cov, Client: spec.Workload.Client, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
 		Claims: claims, Result: res, Elapsed: time.Since(start), History: h, Spec: spec}, nil
 }
 
 // meta is the history's header: what this run was asked to exercise.
-func (r *run) meta(seed uint64, backend string, copts checker.Options) *checker.Meta {
+func (r *run) meta(seed uint64, backend string, copts checker.Options, exp Expectation) *checker.Meta {
 	spec := r.spec
 	m := &checker.Meta{Scenario: spec.Name, Impl: r.cfg.Impl, Seed: seed, Backend: backend, Mode: spec.Mode,
-		Gated: spec.IsGated(), Expected: spec.Expect(r.cfg.Impl), Options: copts}
+		Client: spec.Workload.Client, Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason,
+		ExpectedSource: exp.Source, Options: copts}
+	if spec.File != "" && !strings.HasPrefix(spec.File, "specs/") {
+		m.File = spec.File
+	}
 	for k := 0; k < spec.Keys; k++ {
 		m.Keys = append(m.Keys, keyName(k))
 	}
