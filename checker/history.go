@@ -41,10 +41,24 @@ const (
 	// section without touching the resource again; Error says why. The hold
 	// ends there.
 	FAbandon = "abandon"
-	FStart   = "start" // nemesis: a fault begins; Value describes it
-	FStop    = "stop"  // nemesis: a fault heals
-	FEnd     = "end"   // the runner's last entry: a history without it was cut short
-	FMeta    = "meta"  // the runner's first entry: what the run was asked to do (Op.Meta)
+	// FStart is a fault beginning (process NemesisProcess). Value
+	// describes the fault and what it applied to; Targets lists the
+	// targets; N is the fault's id, shared with its FStop. The contract a
+	// checker relies on:
+	//   - Type Ok: the fault applied to at least one target (Targets.Count() >= 1).
+	//   - Type Fail: it applied to nothing, with Error "applied to nothing"
+	//     (every target it names is missing in the run, or its pick found
+	//     none) or the injection's error; no FStop follows.
+	// So a start entry of Type Fail, or with zero targets, means the fault
+	// applied to nothing and the run did not face it.
+	FStart = "start"
+	// FStop is a fault healing, with the Value and N of its FStart. Type Ok:
+	// healed; Type Fail: the heal failed (Error says why) and the run went on
+	// under a fault it believed gone. A fault that lasts to the end of the
+	// run heals (and gets its FStop) when the run ends.
+	FStop = "stop"
+	FEnd  = "end"  // the runner's last entry: a history without it was cut short
+	FMeta = "meta" // the runner's first entry: what the run was asked to do (Op.Meta)
 )
 
 // NemesisProcess is the process id of fault entries.
@@ -73,6 +87,8 @@ type Op struct {
 	// Time is nanoseconds since the run started, from one monotonic clock.
 	Time  int64  `json:"time"`
 	Error string `json:"error,omitempty"`
+	// Targets is what a nemesis FStart entry applied to (see FStart).
+	Targets *FaultTargets `json:"targets,omitempty"`
 	// ErrorReply says a fail completion was the server refusing the
 	// command with an error reply (ERR, WRONGTYPE, NOSCRIPT, READONLY...):
 	// a definite outcome, not an unknown one, but no evidence about the lock.
@@ -127,6 +143,34 @@ type Armed struct {
 	// implementation never reaches by design (one spec forces the
 	// interleavings of several algorithms side by side).
 	Inert bool `json:"inert,omitempty"`
+}
+
+// FaultTargets is what one fault concretely applied to, as the nemesis
+// reports it (nemesis.Targets).
+type FaultTargets struct {
+	// Links are proxied links (host>node) that got toxics or were redirected.
+	Links []string `json:"links,omitempty"`
+	// Clients are the clients acted on; for a network fault, every client
+	// whose connections cross the links (clients share hosts).
+	Clients []int `json:"clients,omitempty"`
+	// Nodes are the servers acted on (kill, pause, clock, failover).
+	Nodes []string `json:"nodes,omitempty"`
+	// Replicas are replicas promoted, or whose replication link was touched.
+	Replicas []string `json:"replicas,omitempty"`
+	// Picked is what a random pick drew ("client 3", "nodes [n1 n2]").
+	Picked string `json:"picked,omitempty"`
+	// Missing are named targets the run does not have; they were left out,
+	// never wrapped onto another target.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// Count is how many targets of every sort are listed; 0 means applied to
+// nothing.
+func (t *FaultTargets) Count() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.Links) + len(t.Clients) + len(t.Nodes) + len(t.Replicas)
 }
 
 // History is a recorded run.
