@@ -44,10 +44,19 @@ const (
 	FStart   = "start" // nemesis: a fault begins; Value describes it
 	FStop    = "stop"  // nemesis: a fault heals
 	FEnd     = "end"   // the runner's last entry: a history without it was cut short
+	// FServer is a server's key event (process ServerProcess): Value is the
+	// event (set, del, expired, evicted, expire, hset, ...), Node the node,
+	// Owner the key's value after a set when the observer could read it
+	// exactly (empty: unknown). Its time is when the harness received it,
+	// after the server executed it.
+	FServer = "server"
 )
 
 // NemesisProcess is the process id of fault entries.
 const NemesisProcess = -1
+
+// ServerProcess is the process id of the servers' key events.
+const ServerProcess = -3
 
 // Op is one history entry.
 type Op struct {
@@ -67,6 +76,9 @@ type Op struct {
 	// Time is nanoseconds since the run started, from one monotonic clock.
 	Time  int64  `json:"time"`
 	Error string `json:"error,omitempty"`
+	// Node and Owner are set on server events (FServer).
+	Node  string `json:"node,omitempty"`
+	Owner string `json:"owner,omitempty"`
 }
 
 // History is a recorded run.
