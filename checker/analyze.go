@@ -4,10 +4,6 @@ import (
 	"sort"
 )
 
-// FinalProcess is the process id of the final reads of each key's counter,
-// appended by the runner after every client stopped.
-const FinalProcess = -2
-
 // holdRec is a Hold with what the model and the liveness checks need besides.
 type holdRec struct {
 	Hold

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -45,10 +46,31 @@ const (
 //     was attempted at all, or the history had malformed entries;
 //   - safe: else. A fenced implementation whose holders overlapped but whose
 //     resource stayed correct is safe; Overlaps still says how often.
-func Check(h History, o Options) Result {
+//
+// Before any of this the history is validated (see Validate): a history with
+// problems (a completion without its invoke, a duplicated entry, no end
+// record...) is judged on its well-formed part only. A violation found
+// there is unsafe; anything else is inconclusive, with the problems by line.
+// A safe verdict needs evidence as well (see gatherEvidence): holds on every
+// key, not most attempts failing, every fault applied and healed, every
+// failpoint fired as the spec asks; without it the run is inconclusive.
+func Check(h History, o Options) Result { return CheckParsed(Parsed{History: h}, o) }
+
+// maxProblems is how many history problems a Result lists (Malformed counts
+// them all).
+const maxProblems = 50
+
+// CheckParsed is Check on a history read by ReadChecked: its unreadable
+// lines are problems too, and problems name the file's lines.
+func CheckParsed(p Parsed, o Options) Result {
 	o = o.withDefaults()
+	h, problems := Validate(p)
 	a := analyze(h)
-	res := Result{FirstViolationNs: -1, DurationNs: a.end, Malformed: a.malformed}
+	res := Result{FirstViolationNs: -1, DurationNs: a.end, Malformed: len(problems) + a.malformed}
+	res.Problems = problems[:min(len(problems), maxProblems)]
+	ev := gatherEvidence(h, a)
+	res.ErrorReplies, res.FaultsFailed, res.HealsFailed = ev.errorReplies, ev.faultsFailed, ev.healsFailed
+	res.Failpoints, res.Gaps = ev.failpoints, ev.gaps
 
 	ovs := make([]keyOverlaps, len(a.keys))
 	for k, kd := range a.keys {
@@ -115,6 +137,23 @@ func Check(h History, o Options) Result {
 	return res
 }
 
+// problemText lists the first few problems.
+func problemText(r *Result) string {
+	const show = 3
+	var parts []string
+	for i, p := range r.Problems {
+		if i == show {
+			break
+		}
+		parts = append(parts, p.String())
+	}
+	s := fmt.Sprintf("%d history problems: %s", r.Malformed, strings.Join(parts, "; "))
+	if r.Malformed > len(parts) {
+		s += fmt.Sprintf("; and %d more", r.Malformed-len(parts))
+	}
+	return s
+}
+
 func verdict(r *Result, o Options, keys int, starvedFrom int64) (string, string) {
 	harmed := r.NetLostUpdates > 0 || r.StaleWrites > 0 || r.FenceRegressions > 0 || r.DupFences > 0 || r.FalseSuccesses > 0
 	var why []string
@@ -147,9 +186,16 @@ func verdict(r *Result, o Options, keys int, starvedFrom int64) (string, string)
 		if r.Harm != "" {
 			why = append(why, "first harm: "+r.Harm)
 		}
+		if r.Malformed > 0 {
+			why = append(why, "found in the well-formed part of a history with "+problemText(r))
+		}
 		return Unsafe, join(why)
 	case r.Linearizable == LinIllegal && r.Overlaps == 0:
 		return Unsafe, "porcupine found the history not linearizable but the overlap pass found no overlap (checker bug)"
+	case r.Malformed > 0:
+		// A cut or damaged history can fake a starvation (a lost release
+		// leaves a key held to the end): only a violation survives it.
+		return Inconclusive, problemText(r)
 	case r.LongestStarvedMs > float64(o.DeadlockBound)/1e6:
 		return Deadlock, fmt.Sprintf("%s had acquisitions pending and none granted for %.0f ms from %s (bound %s)",
 			r.StarvedKey, r.LongestStarvedMs, ms(starvedFrom), o.DeadlockBound)
@@ -157,12 +203,22 @@ func verdict(r *Result, o Options, keys int, starvedFrom int64) (string, string)
 		return Inconclusive, fmt.Sprintf("porcupine ran out of time (%s) on %d of %d pieces", o.Timeout, r.TimedOutPieces, r.Pieces)
 	case r.Attempts == 0:
 		return Inconclusive, "no acquire was attempted: the history tests nothing"
-	case r.Malformed > 0:
-		return Inconclusive, fmt.Sprintf("%d malformed history entries (completion without invoke, or overlapping operations of one process)", r.Malformed)
-	case r.Overlaps > 0:
-		return Safe, fmt.Sprintf("%s, but the fenced resource stayed correct (%d stale writes rejected)", overlap, r.Rejected)
+	case len(r.Gaps) > 0:
+		return Inconclusive, "not exercised: " + join(r.Gaps)
 	}
-	return Safe, fmt.Sprintf("no overlap among %d holds on %d keys; %d writes acknowledged, none lost", r.Holds, keys, r.AckedWrites)
+	var s string
+	if r.Overlaps > 0 {
+		s = fmt.Sprintf("%s, but the fenced resource stayed correct (%d stale writes rejected)", overlap, r.Rejected)
+	} else {
+		s = fmt.Sprintf("no overlap among %d holds on %d keys; %d writes acknowledged, none lost", r.Holds, keys, r.AckedWrites)
+	}
+	if r.ErrorReplies > 0 {
+		s += fmt.Sprintf("; %d error replies", r.ErrorReplies)
+	}
+	if f := firedSummary(r.Failpoints); f != "" {
+		s += "; " + f
+	}
+	return Safe, s
 }
 
 func join(parts []string) string {

@@ -41,9 +41,24 @@ const (
 	// section without touching the resource again; Error says why. The hold
 	// ends there.
 	FAbandon = "abandon"
-	FStart   = "start" // nemesis: a fault begins; Value describes it
-	FStop    = "stop"  // nemesis: a fault heals
-	FEnd     = "end"   // the runner's last entry: a history without it was cut short
+	// FStart is a fault beginning (process NemesisProcess). Value
+	// describes the fault and what it applied to; Targets lists the
+	// targets; N is the fault's id, shared with its FStop. The contract a
+	// checker relies on:
+	//   - Type Ok: the fault applied to at least one target (Targets.Count() >= 1).
+	//   - Type Fail: it applied to nothing, with Error "applied to nothing"
+	//     (every target it names is missing in the run, or its pick found
+	//     none) or the injection's error; no FStop follows.
+	// So a start entry of Type Fail, or with zero targets, means the fault
+	// applied to nothing and the run did not face it.
+	FStart = "start"
+	// FStop is a fault healing, with the Value and N of its FStart. Type Ok:
+	// healed; Type Fail: the heal failed (Error says why) and the run went on
+	// under a fault it believed gone. A fault that lasts to the end of the
+	// run heals (and gets its FStop) when the run ends.
+	FStop = "stop"
+	FEnd  = "end"  // the runner's last entry: a history without it was cut short
+	FMeta = "meta" // the runner's first entry: what the run was asked to do (Op.Meta)
 	// FServer is a server's key event (process ServerProcess): Value is the
 	// event (set, del, expired, evicted, expire, hset, ...), Node the node,
 	// Owner the key's value after a set when the observer could read it
@@ -54,6 +69,11 @@ const (
 
 // NemesisProcess is the process id of fault entries.
 const NemesisProcess = -1
+
+// FinalProcess is the process id of the harness's own entries: the header
+// (FMeta), the final reads of each key's counter, appended after every
+// client stopped, and the end record (FEnd).
+const FinalProcess = -2
 
 // ServerProcess is the process id of the servers' key events.
 const ServerProcess = -3
@@ -79,6 +99,82 @@ type Op struct {
 	// Node and Owner are set on server events (FServer).
 	Node  string `json:"node,omitempty"`
 	Owner string `json:"owner,omitempty"`
+	// Targets is what a nemesis FStart entry applied to (see FStart).
+	Targets *FaultTargets `json:"targets,omitempty"`
+	// ErrorReply says a fail completion was the server refusing the
+	// command with an error reply (ERR, WRONGTYPE, NOSCRIPT, READONLY...):
+	// a definite outcome, not an unknown one, but no evidence about the lock.
+	ErrorReply bool `json:"error_reply,omitempty"`
+	// Fired, on a step, lists the spec failpoints (by their index in the
+	// spec) whose action applied at this hit.
+	Fired []int `json:"fired,omitempty"`
+	// Meta is set on the header entry (F == FMeta) only.
+	Meta *Meta `json:"meta,omitempty"`
+}
+
+// Meta is the header of a runner's history: what the run was asked to do,
+// so that `lockstorm check` judges a history file alone, and can tell what
+// the run was supposed to exercise (every key, every armed failpoint).
+type Meta struct {
+	Scenario string `json:"scenario"`
+	Impl     string `json:"impl"`
+	Seed     uint64 `json:"seed"`
+	Backend  string `json:"backend,omitempty"`
+	// Mode is the spec's mode: scheduled or random.
+	Mode     string `json:"mode,omitempty"`
+	Gated    bool   `json:"gated,omitempty"`
+	Expected string `json:"expected,omitempty"`
+	// Keys are every lock key the clients contend on.
+	Keys []string `json:"keys"`
+	// Options are the checker settings the run is judged with.
+	Options Options `json:"checker_options"`
+	// Failpoints are the spec's failpoint actions, as armed for this run.
+	Failpoints []Armed `json:"failpoints,omitempty"`
+}
+
+// Armed is one failpoint action of a spec, as armed in a run.
+type Armed struct {
+	// Index is the failpoint's position in the spec (what Op.Fired names).
+	Index int `json:"index"`
+	// Client is the client it is attached to (-1: every client).
+	Client int    `json:"client"`
+	Point  string `json:"point"`
+	Skip   int    `json:"skip,omitempty"`
+	// Times is how many hits the action applies to (0: every hit).
+	Times int     `json:"times,omitempty"`
+	Prob  float64 `json:"prob,omitempty"`
+	// Inert: the point is a step of another implementation, which this
+	// implementation never reaches by design (one spec forces the
+	// interleavings of several algorithms side by side).
+	Inert bool `json:"inert,omitempty"`
+}
+
+// FaultTargets is what one fault concretely applied to, as the nemesis
+// reports it (nemesis.Targets).
+type FaultTargets struct {
+	// Links are proxied links (host>node) that got toxics or were redirected.
+	Links []string `json:"links,omitempty"`
+	// Clients are the clients acted on; for a network fault, every client
+	// whose connections cross the links (clients share hosts).
+	Clients []int `json:"clients,omitempty"`
+	// Nodes are the servers acted on (kill, pause, clock, failover).
+	Nodes []string `json:"nodes,omitempty"`
+	// Replicas are replicas promoted, or whose replication link was touched.
+	Replicas []string `json:"replicas,omitempty"`
+	// Picked is what a random pick drew ("client 3", "nodes [n1 n2]").
+	Picked string `json:"picked,omitempty"`
+	// Missing are named targets the run does not have; they were left out,
+	// never wrapped onto another target.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// Count is how many targets of every sort are listed; 0 means applied to
+// nothing.
+func (t *FaultTargets) Count() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.Links) + len(t.Clients) + len(t.Nodes) + len(t.Replicas)
 }
 
 // History is a recorded run.

@@ -105,10 +105,27 @@ type Result struct {
 	// disagree. Both encode the same belief model: anything but 0 is a
 	// checker bug.
 	Disagreements int `json:"disagreements,omitempty"`
-	// Malformed counts entries that break the history's rules (a completion
-	// without an invoke, an invoke while the process has an operation in
-	// flight); with any, a verdict that would be safe is inconclusive.
+	// Malformed counts the history's problems (see Validate): unreadable
+	// lines, duplicates, a completion without its invoke, an invoke while
+	// the process has an operation in flight, a missing end record. With
+	// any, only an unsafe verdict stands; anything else is inconclusive.
 	Malformed int `json:"malformed,omitempty"`
+	// Problems are the first of them, by line.
+	Problems []Problem `json:"problems,omitempty"`
+
+	// Evidence: what the run exercised. Gaps lists what it did not (no
+	// holds on a key, most attempts failing, a fault that applied to
+	// nothing, a heal that failed, a failpoint short of its schedule); with
+	// any, a verdict that would be safe is inconclusive.
+	Gaps []string `json:"gaps,omitempty"`
+	// ErrorReplies counts operations the server refused with an error reply.
+	ErrorReplies int `json:"error_replies"`
+	// FaultsFailed counts fault starts that applied to nothing; HealsFailed
+	// heals that failed.
+	FaultsFailed int `json:"faults_failed,omitempty"`
+	HealsFailed  int `json:"heals_failed,omitempty"`
+	// Failpoints says how often each armed failpoint action fired.
+	Failpoints []FailpointCount `json:"failpoints,omitempty"`
 
 	// Resource.
 	AckedWrites int64 `json:"acked_writes"`

@@ -56,6 +56,9 @@ type Action struct {
 	// faults placed at a step (a pause while holding, a clock jump at the
 	// right moment), which then take effect while the client sleeps there.
 	Do func(ctx context.Context) error `yaml:"-" json:"-"`
+	// ID names the action in Hub.OnHit's report of the actions that
+	// applied (the runner uses the failpoint's index in the spec).
+	ID int `yaml:"-" json:"-"`
 }
 
 // Hub coordinates the failpoints of every client of a run: it counts hits so
@@ -69,9 +72,11 @@ type Hub struct {
 	// Seed drives the Prob draws of every client's failpoints.
 	Seed uint64
 	// OnHit, when set, is told every hit of an armed hub (to record steps in
-	// the history so a witness can name them). It must be cheap and safe for
-	// concurrent use.
-	OnHit func(client int, point string)
+	// the history so a witness can name them), with the IDs of the actions
+	// that apply to this hit (after Skip, Times and Prob), before they run:
+	// so a history shows which actions fired and how often. It must be
+	// cheap and safe for concurrent use.
+	OnHit func(client int, point string, fired []int)
 	// Explore, when set, is called on every hit of an armed hub after the
 	// point's attached actions ran: the runner's exploration, which may
 	// inject a fault at points nobody named. Its error is the hit's error.
@@ -256,9 +261,11 @@ func (f *Failpoints) Hit(ctx context.Context, point string) error {
 	h.hits[hitKey{f.client, point}]++
 	h.mu.Unlock()
 	h.cond.Broadcast()
-	if h.OnHit != nil {
-		h.OnHit(f.client, point)
-	}
+	// Which actions apply is decided before any runs, so the hit can be
+	// reported with them; the Prob draws happen in the same order as the
+	// actions, so a seed replays the same choices.
+	var apply []*Action
+	var fired []int
 	for _, a := range acts {
 		if n < a.Skip || (a.Times > 0 && n >= a.Skip+a.Times) || (a.Nth > 0 && nth != a.Nth) {
 			continue
@@ -274,6 +281,13 @@ func (f *Failpoints) Hit(ctx context.Context, point string) error {
 				continue
 			}
 		}
+		apply = append(apply, a)
+		fired = append(fired, a.ID)
+	}
+	if h.OnHit != nil {
+		h.OnHit(f.client, point, fired)
+	}
+	for _, a := range apply {
 		if a.IsFault() {
 			h.MarkFaulted(point)
 		}

@@ -18,8 +18,11 @@ func Evidence(r checker.Result) string {
 	var parts []string
 	if w := r.Witness; w != nil {
 		s := fmt.Sprintf("c%d and c%d both held %s at %s for %s", w.A.Client, w.B.Client, w.Key, when(w.FromNs), span(w.ToNs-w.FromNs))
-		if r.OverlapIntervals > 1 {
-			s += fmt.Sprintf("; %d overlaps, %s in all", r.OverlapIntervals, span(r.OverlapNs))
+		switch {
+		case r.OverlapIntervals > 1:
+			s += fmt.Sprintf("; 2+ holders for %s in all, %d intervals", span(r.OverlapNs), r.OverlapIntervals)
+		case r.OverlapNs > w.ToNs-w.FromNs:
+			s += fmt.Sprintf("; 2+ holders for %s in all", span(r.OverlapNs))
 		}
 		parts = append(parts, s)
 	}

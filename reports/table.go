@@ -272,29 +272,49 @@ func writeNarrow(w io.Writer, rows []Row, o TableOptions) error {
 	return err
 }
 
-// wrap breaks s into lines of at most n characters at spaces (a longer
-// word is cut), and abbreviates with … past maxLines lines.
+// wrap breaks s into lines of at most n characters, keeping the clauses of
+// an evidence sentence ("; "-separated) whole where they fit, else breaking
+// at spaces (a longer word is cut), and abbreviates with … past maxLines.
 func wrap(s string, n, maxLines int) []string {
 	var lines []string
 	cur := ""
-	for _, word := range strings.Fields(s) {
-		for width(word) > n {
-			if cur != "" {
-				lines = append(lines, cur)
-				cur = ""
-			}
-			r := []rune(word)
-			lines = append(lines, string(r[:n]))
-			word = string(r[n:])
+	clauses := strings.Split(s, "; ")
+	for i, cl := range clauses {
+		if i < len(clauses)-1 {
+			cl += ";"
 		}
 		switch {
-		case cur == "":
-			cur = word
-		case width(cur)+1+width(word) <= n:
-			cur += " " + word
-		default:
+		case cur == "" && width(cl) <= n:
+			cur = cl
+			continue
+		case cur != "" && width(cur)+1+width(cl) <= n:
+			cur += " " + cl
+			continue
+		case width(cl) <= n:
 			lines = append(lines, cur)
-			cur = word
+			cur = cl
+			continue
+		}
+		// A clause longer than a line: by words, from where the line is.
+		for _, word := range strings.Fields(cl) {
+			for width(word) > n {
+				if cur != "" {
+					lines = append(lines, cur)
+					cur = ""
+				}
+				r := []rune(word)
+				lines = append(lines, string(r[:n]))
+				word = string(r[n:])
+			}
+			switch {
+			case cur == "":
+				cur = word
+			case width(cur)+1+width(word) <= n:
+				cur += " " + word
+			default:
+				lines = append(lines, cur)
+				cur = word
+			}
 		}
 	}
 	if cur != "" || len(lines) == 0 {

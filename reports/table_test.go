@@ -14,7 +14,7 @@ import (
 var ansiRE = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // deadlockHistory: c1 takes lock:0 at 51 ms and crashes holding it; c2
-// retries every 100 ms for 2.1 s.
+// retries every 100 ms for 6.1 s.
 func deadlockHistory() checker.History {
 	var h checker.History
 	add := func(ms float64, typ checker.Type, p, c int, f string) {
@@ -23,7 +23,7 @@ func deadlockHistory() checker.History {
 	add(50, checker.Invoke, 1, 1, checker.FAcquire)
 	add(51, checker.Ok, 1, 1, checker.FAcquire)
 	add(60, checker.Ok, 1, 1, checker.FCrash)
-	for t := 51.0; t < 2151; t += 100 {
+	for t := 51.0; t < 6151; t += 100 {
 		add(t, checker.Invoke, 2, 2, checker.FAcquire)
 		add(t+1, checker.Fail, 2, 2, checker.FAcquire)
 	}
@@ -59,9 +59,9 @@ func TestEvidenceSentences(t *testing.T) {
 	rs := suiteResults(t)
 	for _, tc := range []struct{ name, want string }{
 		{"overlap", "c1 and c2 both held lock:0 at 812.3 ms for 87.7 ms; 1 stale write"},
-		{"stale-hold", "c1 and c2 both held lock:0 at 21.0 ms for 3.0 ms; 2 overlaps, 185 ms in all; 2 stale writes"},
+		{"stale-hold", "c1 and c2 both held lock:0 at 21.0 ms for 3.0 ms; 2+ holders for 185 ms in all, 2 intervals; 2 stale writes"},
 		{"good", NoEvidence},
-		{"deadlock", "lock:0 starved 2.0 s from 60.0 ms"},
+		{"deadlock", "lock:0 starved 6.0 s from 60.0 ms"},
 		{"inconclusive", "no acquire was attempted: the history tests nothing"},
 		{"fenced", "c1 and c2 both held lock:0 at 50.0 ms for 20.0 ms; the fence refused 1 write"},
 	} {
@@ -118,7 +118,7 @@ func TestShippedSuiteTableFits(t *testing.T) {
 		if !color {
 			t.Logf("%d rows, widest line %d columns; the first rows:\n%s", len(rows), widest, strings.Join(strings.SplitN(out, "\n", 16)[:15], "\n"))
 		}
-		for _, s := range []string{"c1 and c2 both held lock:0 at 812.3 ms for", "lock:0 starved 2.0 s from 60.0 ms", "DIFF", NoEvidence} {
+		for _, s := range []string{"c1 and c2 both held lock:0 at 812.3 ms for", "lock:0 starved 6.0 s from 60.0 ms", "DIFF", NoEvidence} {
 			if !strings.Contains(strings.ReplaceAll(out, "\n", " "), s) && !containsWrapped(out, s) {
 				t.Errorf("table lacks %q", s)
 			}
@@ -154,6 +154,8 @@ func TestWrap(t *testing.T) {
 		{"abcdefghij", 4, 3, []string{"abcd", "efgh", "ij"}},
 		{"aa bb cc dd ee", 5, 2, []string{"aa bb", "cc d…"}},
 		{"— x", 3, 1, []string{"— x"}},
+		{"c1 and c2 held k; 1 stale write", 20, 3, []string{"c1 and c2 held k;", "1 stale write"}},
+		{"a; b; c", 10, 3, []string{"a; b; c"}},
 	} {
 		got := wrap(tc.in, tc.n, tc.mx)
 		if strings.Join(got, "|") != strings.Join(tc.want, "|") {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
@@ -21,6 +23,12 @@ const (
 	// unknown: the reply was lost or the client gave up; the command may
 	// still land later, so the history keeps the operation open.
 	unknown
+	// refused: the server answered with an error reply (ERR invalid expire
+	// time, WRONGTYPE, NOSCRIPT, READONLY...). The command did not run, so
+	// the outcome is definite, like a failure; but it says nothing about
+	// the lock, so it is counted apart and a run made of refusals is not
+	// evidence of anything.
+	refused
 )
 
 // recordingLocker wraps any Locker and writes every call to the history as
@@ -33,13 +41,20 @@ type recordingLocker struct {
 	locker lockimpl.Locker
 }
 
-// classify maps a lock's error onto the error contract of lockimpl.
+// classify maps a lock's error onto the error contract of lockimpl. An
+// error reply anywhere in the chain means the server received the command
+// and refused it: whatever the lock wrapped it in ("outcome unknown"), the
+// reply itself is definite. redis.Nil is a reply too, but a lock that lets
+// it escape means "no value", not a refusal, so it stays unknown.
 func classify(err error, definite error) result {
+	var rerr redis.Error
 	switch {
 	case err == nil:
 		return success
 	case errors.Is(err, definite):
 		return failure
+	case errors.As(err, &rerr) && !errors.Is(err, redis.Nil):
+		return refused
 	default:
 		return unknown
 	}
@@ -49,7 +64,7 @@ func (rl *recordingLocker) entry(res result) checker.Type {
 	switch res {
 	case success:
 		return checker.Ok
-	case failure:
+	case failure, refused:
 		return checker.Fail
 	}
 	return checker.Info
@@ -65,7 +80,7 @@ func (rl *recordingLocker) acquire(ctx context.Context, key string) (*lockimpl.L
 			o.Value, o.Fence = lease.Token, lease.Fence
 			return
 		}
-		o.Error = err.Error()
+		o.Error, o.ErrorReply = err.Error(), res == refused
 	})
 	return lease, res, err
 }
@@ -86,7 +101,7 @@ func (rl *recordingLocker) release(ctx context.Context, key string, lease *locki
 	res := classify(err, lockimpl.ErrNotHeld)
 	rl.r.add(rl.c, rl.entry(res), checker.FRelease, key, func(o *checker.Op) {
 		if err != nil {
-			o.Error = err.Error()
+			o.Error, o.ErrorReply = err.Error(), res == refused
 		}
 	})
 	return res, err

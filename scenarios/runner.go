@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,7 +63,7 @@ type Outcome struct {
 	// Observer says whether the servers' key events were recorded (the
 	// ground truth of the false-success check) and, if not, why.
 	Observer string `json:"observer"`
-	Gated  bool   `json:"gated"`
+	Gated    bool   `json:"gated"`
 	// Expected is the expected verdict, "" for none; ExpectedReason says
 	// why and ExpectedSource where it came from (spec, claims, baseline).
 	Expected       string `json:"expected"`
@@ -210,6 +212,9 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	}
 	defer topo.Close()
 	cl, net, hostOf, replicas := topo.cl, topo.net, topo.hostOf, topo.replicas
+	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
+	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
+		Meta: r.meta(seed, cl.Kind(), copts)})
 	obs, observed := r.startObservers(ctx, cl.Nodes())
 	defer closeObservers(obs)
 
@@ -217,12 +222,12 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	hub.Seed = seed
 	r.hub = hub
 	if len(spec.Failpoints) > 0 {
-		hub.OnHit = func(client int, point string) {
-			if cmdPoint(point) {
+		hub.OnHit = func(client int, point string, fired []int) {
+			if cmdPoint(point) && len(fired) == 0 {
 				return // every command would flood the history; the witness names the lock's steps
 			}
 			c := r.clients[client]
-			r.rec.Add(checker.Op{Type: checker.Ok, Process: int(c.process.Load()), Client: client, F: checker.FStep, Value: point})
+			r.rec.Add(checker.Op{Type: checker.Ok, Process: int(c.process.Load()), Client: client, F: checker.FStep, Value: point, Fired: fired})
 		}
 	}
 	r.nextPID.Store(int64(spec.Clients))
@@ -259,8 +264,9 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		hub.Explore = newExplorer(r, tl, *spec.Explore).hit
 		hub.Arm()
 	}
-	for _, fp := range spec.Failpoints {
+	for i, fp := range spec.Failpoints {
 		a := fp.Action
+		a.ID = i
 		if fp.Fault != nil {
 			fs := *fp.Fault
 			a.Do = func(ctx context.Context) error { return tl.injectNow(ctx, fs) }
@@ -358,11 +364,13 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	obs = nil
 	for k := 0; k < spec.Keys; k++ {
 		key := keyName(k)
-		r.rec.Add(checker.Op{Type: checker.Invoke, Process: -2, Client: -1, F: checker.FRead, Key: key})
-		r.rec.Add(checker.Op{Type: checker.Ok, Process: -2, Client: -1, F: checker.FRead, Key: key, N: r.res.read(key, 0)})
+		r.rec.Add(checker.Op{Type: checker.Invoke, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key})
+		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key, N: r.res.read(key, 0)})
 	}
+	// The end record: every client has stopped and every fault has healed.
+	// A history file without it was cut short.
+	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FEnd})
 	h := r.rec.History()
-	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
 	res := checker.Check(h, copts)
 	var cov *Coverage
 	if len(spec.Failpoints) > 0 || spec.Explore != nil {
@@ -373,6 +381,44 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	return &Outcome{Points: cov, Client: spec.Workload.Client, Observer: observed, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
 		Claims: claims, Result: res, Elapsed: time.Since(start), History: h, Spec: spec}, nil
+}
+
+// meta is the history's header: what this run was asked to exercise.
+func (r *run) meta(seed uint64, backend string, copts checker.Options) *checker.Meta {
+	spec := r.spec
+	m := &checker.Meta{Scenario: spec.Name, Impl: r.cfg.Impl, Seed: seed, Backend: backend, Mode: spec.Mode,
+		Gated: spec.IsGated(), Expected: spec.Expect(r.cfg.Impl), Options: copts}
+	for k := 0; k < spec.Keys; k++ {
+		m.Keys = append(m.Keys, keyName(k))
+	}
+	for i, fp := range spec.Failpoints {
+		m.Failpoints = append(m.Failpoints, checker.Armed{Index: i, Client: fp.Client, Point: fp.Point,
+			Skip: fp.Skip, Times: fp.Times, Prob: fp.Prob, Inert: !ownPoint(r.info, fp.Point)})
+	}
+	return m
+}
+
+// ownPoint says whether a spec's failpoint (a point or a pattern) is one
+// info's implementation can reach: the runner's own steps, the command
+// points (a lock that never sends the command leaves a scheduled action
+// unfired, and the run is inconclusive: the spec should not list that
+// lock), and the implementation's own steps. A step of another
+// implementation is inert by design: one spec forces the interleavings of
+// several algorithms side by side.
+func ownPoint(info lockimpl.Info, point string) bool {
+	if runnerPoint(point) || cmdPoint(point) {
+		return true
+	}
+	prefix, _, _ := strings.Cut(point, "/")
+	if ok, _ := path.Match(prefix, info.Name); ok {
+		return true
+	}
+	for _, p := range info.Points {
+		if ok, _ := path.Match(point, p); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // grace bounds how long a client may take to finish its cycle once the run

@@ -130,22 +130,38 @@ func jitter(r *rand.Rand, within time.Duration) time.Duration {
 func (r *run) elapsed() time.Duration { return time.Duration(r.rec.Now()) }
 
 // inject starts one fault and records it; faults are injected one at a
-// time, as a single nemesis process would.
+// time, as a single nemesis process would. Its start entry follows the
+// contract of checker.FStart: Ok with the targets when it applied to at
+// least one, Fail ("applied to nothing", or the injection's error)
+// otherwise, and then it is not active and has no stop entry. It returns
+// the fault's id, or -1 when nothing was applied.
 func (t *timeline) inject(ctx context.Context, env *nemesis.Env, s nemesis.Spec, f nemesis.Fault) int {
 	t.injectMu.Lock()
-	heal, detail, err := f.Inject(ctx, env)
+	heal, tg, err := f.Inject(ctx, env)
 	t.injectMu.Unlock()
-	desc := describe(s, detail)
-	if err != nil {
-		t.r.rec.Add(checker.Op{Type: checker.Fail, Process: checker.NemesisProcess, Client: -1, F: checker.FStart, Value: desc, Error: err.Error()})
+	ft := checker.FaultTargets(tg)
+	op := checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStart,
+		Value: describe(s, tg.String()), Targets: &ft}
+	switch {
+	case err != nil:
+		op.Type, op.Error = checker.Fail, err.Error()
+	case tg.Count() == 0:
+		op.Type, op.Error = checker.Fail, "applied to nothing"
+	}
+	if op.Type == checker.Fail {
+		t.r.log.Warn("fault applied to nothing", "fault", op.Value, "err", op.Error)
+		t.r.rec.Add(op)
 		return -1
 	}
+	// Recorded under mu so a concurrent heal (the run ending) cannot write
+	// the stop entry before the start entry.
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.seq++
 	id := t.seq
-	t.active[id] = activeFault{desc, heal}
-	t.mu.Unlock()
-	t.r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStart, Value: desc, N: int64(id)})
+	t.active[id] = activeFault{op.Value, heal}
+	op.N = int64(id)
+	t.r.rec.Add(op)
 	return id
 }
 

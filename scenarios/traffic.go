@@ -47,6 +47,14 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 				return
 			}
 			continue
+		case refused:
+			// The server refuses the command (a bad option, a read-only
+			// replica): back off as after a connection error, or the client
+			// would flood the server and the history with refusals.
+			if r.backoff(ctx, c) != nil {
+				return
+			}
+			continue
 		default:
 			if r.crashedBy(c, err) {
 				return

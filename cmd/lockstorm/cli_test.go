@@ -101,3 +101,52 @@ expected: {set-nx-px: safe}
 		t.Errorf("check disagrees with run: %v vs %v", again, row)
 	}
 }
+
+// TestSuitePageAndReport: a run of several jobs writes DIR/index.html
+// linking its kept run folders; `report DIR` rebuilds the page from the
+// folders alone and prints where each lock broke; a folder without runs is
+// bad input.
+func TestSuitePageAndReport(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "short.yaml")
+	os.WriteFile(spec, []byte(`name: short
+clients: 3
+keys: 1
+duration: 300ms
+lock: {ttl: 500ms, retry_delay: 5ms, wait_timeout: 1s}
+workload: {cs_min: 0ms, cs_max: 2ms}
+impls: [set-nx-px]
+expected: {set-nx-px: safe}
+`), 0o644)
+	out := filepath.Join(dir, "out")
+	stdout, stderr, code := runCLI(t, bin, "run", "--scenario", spec, "--seeds", "2", "--backend", cluster.Embedded,
+		"--keep", "all", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, stdout, stderr)
+	}
+	page, err := os.ReadFile(filepath.Join(out, "index.html"))
+	if err != nil {
+		t.Fatalf("no suite page: %v\n%s", err, stdout)
+	}
+	for _, s := range []string{"seeds <b>2</b>", "backend <b>embedded</b>", "wall time <b>", "safe 2/2", `class="cell v-safe m-ok"`} {
+		if !strings.Contains(string(page), s) {
+			t.Errorf("suite page lacks %q", s)
+		}
+	}
+	if !strings.Contains(stdout, "suite page: "+filepath.Join(out, "index.html")) {
+		t.Errorf("the run did not say where the page is:\n%s", stdout)
+	}
+	report := filepath.Join(dir, "report.html")
+	stdout, stderr, code = runCLI(t, bin, "report", "-o", report, out)
+	if code != 0 || !strings.Contains(stdout, "set-nx-px\n  safe in every scenario it ran") || !strings.Contains(stdout, "(2 runs)") {
+		t.Errorf("report: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if b, err := os.ReadFile(report); err != nil || !strings.Contains(string(b), "safe 2/2") || !strings.Contains(string(b), `href="out/`) {
+		t.Errorf("report page: %v", err)
+	}
+	_, stderr, code = runCLI(t, bin, "report", t.TempDir())
+	if code != 2 || !strings.Contains(stderr, "no run folders") {
+		t.Errorf("empty folder: exit %d, %q", code, stderr)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -116,6 +117,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	started := time.Now()
 	backend, _ := cluster.Resolve(f.backend)
 	// Everything is loaded and validated before anything starts.
 	var jobs []job
@@ -178,6 +180,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	prog.clear()
 	var rows []reports.Row
 	var cases []reports.JUnitCase
+	var suite []reports.SuiteRun
 	mismatch, missed := 0, 0
 	now := time.Now()
 	for i, out := range results {
@@ -200,6 +203,23 @@ func cmdRun(ctx context.Context, args []string) error {
 		}
 		rows = append(rows, row)
 		cases = append(cases, reports.JUnitCase{Row: row, Seconds: out.Elapsed.Seconds()})
+		if len(jobs) > 1 && f.keep != reports.KeepNone {
+			suite = append(suite, reports.NewSuiteRun(row, out.History, out.Result, f.out))
+		}
+	}
+	if len(suite) > 0 {
+		// A suite gets a page linking every run folder it kept.
+		if err := os.MkdirAll(f.out, 0o755); err != nil {
+			return &exitError{2, err}
+		}
+		index := filepath.Join(f.out, reports.IndexFile)
+		if err := reports.WriteSuiteFile(index, suite, reports.SuiteInfo{Backend: backend, Seeds: f.seeds, Date: now,
+			Version: reports.LockstormVersion(), Wall: time.Since(started)}); err != nil {
+			return &exitError{2, err}
+		}
+		if f.format != reports.FormatJSON {
+			defer fmt.Fprintf(os.Stdout, "\nsuite page: %s\n", index)
+		}
 	}
 	if f.junit != "" {
 		if err := reports.WriteJUnitFile(f.junit, cases); err != nil {

@@ -56,46 +56,11 @@ func clientFactory(act func(env *Env, c int) func()) Factory {
 	}
 }
 
-// clients resolves the targeted clients: listed ones, those on listed hosts,
-// or one drawn from the run's seed.
-func (s Spec) clients(env *Env) []int {
-	set := map[int]bool{}
-	for _, c := range s.Clients {
-		set[c] = true
-	}
-	hosts := map[string]bool{}
-	for _, h := range s.Hosts {
-		hosts[h] = true
-	}
-	if len(hosts) > 0 {
-		for c := 0; c < env.Clients; c++ {
-			if hosts[env.ClientHost(c)] {
-				set[c] = true
-			}
-		}
-	}
-	if s.Pick == "client" && env.Clients > 0 {
-		set[env.Rand.IntN(env.Clients)] = true
-	}
-	out := make([]int, 0, len(set))
-	for c := 0; c < env.Clients; c++ {
-		if set[c] {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func (f *clientFault) Inject(_ context.Context, env *Env) (Heal, string, error) {
-	cs := f.spec.clients(env)
-	if len(cs) == 0 {
-		return nil, "", fmt.Errorf("%s: no such client", f.spec.Kind)
-	}
+func (f *clientFault) Inject(_ context.Context, env *Env) (Heal, Targets, error) {
+	sel := f.spec.resolve(env)
+	t := Targets{Clients: sel.faultClients(env), Picked: sel.picked, Missing: sel.missing}
 	var undo []func()
-	for _, c := range cs {
-		if c < 0 || c >= env.Clients {
-			return nil, "", fmt.Errorf("%s: no client %d", f.spec.Kind, c)
-		}
+	for _, c := range t.Clients {
 		undo = append(undo, f.act(env, c))
 	}
 	return func() error {
@@ -103,5 +68,5 @@ func (f *clientFault) Inject(_ context.Context, env *Env) (Heal, string, error) 
 			u()
 		}
 		return nil
-	}, fmt.Sprintf("clients %v", cs), nil
+	}, t, nil
 }

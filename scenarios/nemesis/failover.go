@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -50,33 +49,49 @@ func (l *Link) SetUpstream(addr string) error {
 	return nil
 }
 
-func (f *failover) Inject(ctx context.Context, env *Env) (Heal, string, error) {
+func (f *failover) Inject(ctx context.Context, env *Env) (Heal, Targets, error) {
 	sc, ok := env.Cluster.(cluster.ServerControl)
 	if !ok {
-		return nil, "", fmt.Errorf("failover: the %s backend has no server control", env.Cluster.Kind())
+		return nil, Targets{}, fmt.Errorf("failover: the %s backend has no server control", env.Cluster.Kind())
 	}
-	var done []string
-	for _, n := range f.spec.Nodes {
+	sel := f.spec.resolve(env)
+	t := Targets{Missing: sel.missing}
+	// A failover cannot be undone, so one that fails half-way reports the
+	// error: the nodes already failed over stay so.
+	for _, n := range sel.nodes {
 		rep := env.Replicas[n]
 		if rep == nil {
-			return nil, "", fmt.Errorf("failover: node %s has no replica (set replicas: 1 in the scenario)", n)
+			return nil, Targets{}, fmt.Errorf("failover: node %s has no replica (set replicas: 1 in the scenario)", n)
 		}
 		i, err := nodeIndex(env, n)
 		if err != nil {
-			return nil, "", err
+			return nil, Targets{}, err
 		}
 		if err := sc.Kill(i); err != nil {
-			return nil, "", fmt.Errorf("failover: kill %s: %w", n, err)
+			return nil, Targets{}, fmt.Errorf("failover: kill %s: %w", n, err)
 		}
 		if err := rep.Promote(); err != nil {
-			return nil, "", fmt.Errorf("failover: promote %s: %w", rep.Name, err)
+			return nil, Targets{}, fmt.Errorf("failover: promote %s: %w", rep.Name, err)
 		}
-		for _, l := range env.Net.Links(func(l *Link) bool { return l.Node == n && !strings.HasPrefix(l.Host, "r") }) {
+		for _, l := range env.Net.Links(func(l *Link) bool { return l.Node == n && !isReplicaHost(env, l.Host) }) {
 			if err := l.SetUpstream(rep.Addr); err != nil {
-				return nil, "", err
+				return nil, Targets{}, err
 			}
+			t.Links = append(t.Links, l.Name())
 		}
-		done = append(done, n+"→"+rep.Name)
+		t.Nodes = append(t.Nodes, n)
+		t.Replicas = append(t.Replicas, rep.Name)
 	}
-	return func() error { return nil }, strings.Join(done, ","), nil
+	return func() error { return nil }, t, nil
+}
+
+// isReplicaHost says whether a link's host is a replica (its replication
+// link), not a client host.
+func isReplicaHost(env *Env, host string) bool {
+	for _, rep := range env.Replicas {
+		if rep != nil && rep.Name == host {
+			return true
+		}
+	}
+	return false
 }

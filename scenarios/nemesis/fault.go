@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -73,14 +74,21 @@ type ClientControl interface {
 	ClockDrift(client int, rate float64)
 }
 
-// Heal undoes a fault.
+// Heal undoes a fault. It returns an error when the fault could not be
+// undone (a toxic not removed, a server not restarted): the run then went on
+// under a fault it believes healed, and the history says so.
 type Heal func() error
 
 // Fault is one fault kind, built from a Spec.
 type Fault interface {
-	// Inject starts the fault on env and returns how to heal it. Target
-	// selection that depends on randomness happens here, from env.Rand.
-	Inject(ctx context.Context, env *Env) (Heal, string, error)
+	// Inject starts the fault on env and returns how to heal it and what it
+	// concretely applied to. Target selection that depends on randomness
+	// happens here, from env.Rand, through the one resolution every kind
+	// shares (Spec.resolve). A target the run does not have selects nothing
+	// (never another target): if nothing is left, Inject returns zero
+	// Targets and no error, and the caller records that the fault applied to
+	// nothing. On error, whatever was applied is undone first.
+	Inject(ctx context.Context, env *Env) (Heal, Targets, error)
 }
 
 // Factory validates a spec and builds its fault.
@@ -139,49 +147,6 @@ func Summary(kind string) string {
 	return kinds[kind].summary
 }
 
-// links selects the links a network fault applies to: those from the
-// targeted hosts (hosts, or the hosts of the targeted clients; all when
-// none) to the targeted nodes (all when none).
-func (s Spec) links(env *Env) []*Link {
-	hosts := map[string]bool{}
-	for _, h := range s.Hosts {
-		hosts[h] = true
-	}
-	for _, c := range s.Clients {
-		hosts[env.ClientHost(c)] = true
-	}
-	nodes := map[string]bool{}
-	for _, n := range s.nodes(env) {
-		nodes[n] = true
-	}
-	return env.Net.Links(func(l *Link) bool {
-		return (len(hosts) == 0 || hosts[l.Host]) && (len(nodes) == 0 || nodes[l.Node])
-	})
-}
-
-// nodes resolves the node targets, drawing a random minority or majority
-// from the run's seed when Pick asks for one.
-func (s Spec) nodes(env *Env) []string {
-	if len(s.Nodes) > 0 || (s.Pick != "minority" && s.Pick != "majority") {
-		return s.Nodes
-	}
-	all := env.Cluster.Nodes()
-	n := len(all)/2 + 1
-	if s.Pick == "minority" {
-		n = (len(all) - 1) / 2
-		if n == 0 {
-			n = 1
-		}
-	}
-	perm := env.Rand.Perm(len(all))
-	out := make([]string, 0, n)
-	for _, i := range perm[:n] {
-		out = append(out, all[i].Name)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // streams is the toxiproxy streams a network fault applies to.
 func (s Spec) streams() []string {
 	switch s.Stream {
@@ -199,33 +164,34 @@ type toxicFault struct {
 	streams []string
 }
 
-func (f *toxicFault) Inject(_ context.Context, env *Env) (Heal, string, error) {
+func (f *toxicFault) Inject(_ context.Context, env *Env) (Heal, Targets, error) {
 	type installed struct {
 		l    *Link
 		name string
 	}
 	var done []installed
 	heal := func() error {
-		var first error
+		var errs []error
 		for _, i := range done {
-			if err := i.l.RemoveToxic(i.name); err != nil && first == nil {
-				first = err
-			}
+			errs = append(errs, i.l.RemoveToxic(i.name))
 		}
-		return first
+		return errors.Join(errs...)
 	}
-	links := f.spec.links(env)
+	sel := f.spec.resolve(env)
+	links := sel.links(env)
 	for _, l := range links {
 		for _, st := range f.streams {
 			t := f.toxic()
 			t.Stream = st
 			name, err := l.AddToxic(t)
 			if err != nil {
-				heal()
-				return nil, "", err
+				if herr := heal(); herr != nil {
+					err = errors.Join(err, herr)
+				}
+				return nil, Targets{}, err
 			}
 			done = append(done, installed{l, name})
 		}
 	}
-	return heal, fmt.Sprintf("%d links", len(links)), nil
+	return heal, sel.networkTargets(env, links), nil
 }

@@ -49,9 +49,12 @@ func inject(t *testing.T, env *Env, s Spec) Heal {
 	if err != nil {
 		t.Fatal(err)
 	}
-	heal, _, err := f.Inject(context.Background(), env)
+	heal, tg, err := f.Inject(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if tg.Count() == 0 {
+		t.Fatalf("%+v applied to nothing", s)
 	}
 	return heal
 }
@@ -168,7 +171,7 @@ func TestMinorityMajorityPick(t *testing.T) {
 		pick string
 		want int
 	}{{"minority", 2}, {"majority", 3}} {
-		got := Spec{Pick: tc.pick}.nodes(env)
+		got := Spec{Pick: tc.pick}.resolve(env).nodes
 		if len(got) != tc.want {
 			t.Errorf("pick %s: %v, want %d nodes", tc.pick, got, tc.want)
 		}

@@ -72,10 +72,10 @@ func nodeIndex(env *Env, name string) (int, error) {
 	return -1, fmt.Errorf("no node %s", name)
 }
 
-func (f *serverFault) Inject(_ context.Context, env *Env) (Heal, string, error) {
+func (f *serverFault) Inject(_ context.Context, env *Env) (Heal, Targets, error) {
 	sc, ok := env.Cluster.(cluster.ServerControl)
 	if !ok {
-		return nil, "", fmt.Errorf("%s: the %s backend has no server control", f.spec.Kind, env.Cluster.Kind())
+		return nil, Targets{}, fmt.Errorf("%s: the %s backend has no server control", f.spec.Kind, env.Cluster.Kind())
 	}
 	var heals []func() error
 	heal := func() error {
@@ -85,19 +85,21 @@ func (f *serverFault) Inject(_ context.Context, env *Env) (Heal, string, error) 
 		}
 		return errors.Join(errs...)
 	}
-	nodes := f.spec.nodes(env)
-	for _, n := range nodes {
-		i, err := nodeIndex(env, n)
-		if err != nil {
-			heal()
-			return nil, "", err
+	sel := f.spec.resolve(env)
+	for _, n := range sel.nodes {
+		i, err := nodeIndex(env, n) // resolve kept only existing nodes
+		if err == nil {
+			var h func() error
+			if h, err = f.act(sc, i); err == nil {
+				heals = append(heals, h)
+				continue
+			}
 		}
-		h, err := f.act(sc, i)
-		if err != nil {
-			heal()
-			return nil, "", fmt.Errorf("%s %s: %w", f.spec.Kind, n, err)
+		err = fmt.Errorf("%s %s: %w", f.spec.Kind, n, err)
+		if herr := heal(); herr != nil {
+			err = errors.Join(err, herr)
 		}
-		heals = append(heals, h)
+		return nil, Targets{}, err
 	}
-	return heal, fmt.Sprintf("nodes %v", nodes), nil
+	return heal, Targets{Nodes: sel.nodes, Picked: sel.picked, Missing: sel.missing}, nil
 }

@@ -1,0 +1,218 @@
+package checker
+
+import (
+	"fmt"
+	"strings"
+)
+
+// What a run must have exercised to be called safe. A run that falls short
+// is inconclusive, with the reason; a violation found is still unsafe and a
+// starvation still a deadlock: only "safe" needs the evidence.
+const (
+	// MinHoldsPerKey is how many holds (acquire ok to release; reentrant
+	// acquisitions count once) every key needs. Two, because mutual
+	// exclusion is about two holders: a key held once cannot show an
+	// overlap however wrong the lock is, and a key held twice has at least
+	// been released and granted again, the moment every documented race is
+	// about.
+	MinHoldsPerKey = 2
+	// MaxErrorFraction is the largest fraction of acquire attempts that may
+	// end in an error (an unknown outcome or an error reply). Above it, most
+	// of the run exercised the client's error path, not the lock: a lock
+	// that cannot be reached cannot overlap. Faults that cut links make some
+	// attempts fail by design; a majority failing means the run tested the
+	// fault and little else.
+	MaxErrorFraction = 0.5
+)
+
+// FailpointCount is how often one armed failpoint action of the spec fired.
+type FailpointCount struct {
+	Index  int    `json:"index"`
+	Client int    `json:"client"`
+	Point  string `json:"point"`
+	// Want is what the run needed: "exactly N" (a scheduled action with
+	// times: N for one client), "at least 1", or "inert" (a step of another
+	// implementation).
+	Want  string `json:"want"`
+	Fired int    `json:"fired"`
+}
+
+// evidence is what the history says the run exercised.
+type evidence struct {
+	meta         *Meta
+	acqUnknown   int // acquire attempts that ended info
+	acqRefused   int // acquire attempts refused with an error reply
+	errorReplies int // every error reply (acquire and release)
+	firstReply   string
+	firstUnknown string
+	faultsFailed int
+	healsFailed  int
+	failpoints   []FailpointCount
+	gaps         []string
+}
+
+// gatherEvidence reads the header, the error replies, the nemesis entries
+// and the failpoint steps of h, and lists what the run did not exercise.
+// holdsPerKey and keys come from the analysis of the same history.
+func gatherEvidence(h History, a *analysis) evidence {
+	var ev evidence
+	fired := map[int]int{}
+	var firstFault, firstHeal string
+	for i := range h {
+		op := &h[i]
+		switch {
+		case op.F == FMeta && op.Meta != nil && ev.meta == nil:
+			ev.meta = op.Meta
+		case op.Process == NemesisProcess && op.F == FStart && op.Type == Fail:
+			ev.faultsFailed++
+			if firstFault == "" {
+				firstFault = fmt.Sprintf("fault %q at %s applied to nothing: %s", op.Value, ms(op.Time), op.Error)
+			}
+		case op.Process == NemesisProcess && op.F == FStop && op.Type == Fail:
+			ev.healsFailed++
+			if firstHeal == "" {
+				firstHeal = fmt.Sprintf("heal of %q at %s failed: %s", op.Value, ms(op.Time), op.Error)
+			}
+		case op.F == FStep:
+			for _, id := range op.Fired {
+				fired[id]++
+			}
+		case op.Type == Fail && op.ErrorReply:
+			ev.errorReplies++
+			if ev.firstReply == "" {
+				ev.firstReply = op.Error
+			}
+			if op.F == FAcquire {
+				ev.acqRefused++
+			}
+		case op.Type == Info && op.F == FAcquire:
+			ev.acqUnknown++
+			if ev.firstUnknown == "" {
+				ev.firstUnknown = op.Error
+			}
+		}
+	}
+
+	// Acquisitions: some, on every key, not drowned in errors.
+	errs := ev.acqUnknown + ev.acqRefused
+	why := func() string {
+		var parts []string
+		if ev.acqRefused > 0 {
+			parts = append(parts, fmt.Sprintf("%d error replies: %s", ev.acqRefused, ev.firstReply))
+		}
+		if ev.acqUnknown > 0 {
+			s := fmt.Sprintf("%d unknown outcomes", ev.acqUnknown)
+			if ev.firstUnknown != "" {
+				s += ": " + ev.firstUnknown
+			}
+			parts = append(parts, s)
+		}
+		return strings.Join(parts, "; ")
+	}
+	switch {
+	case a.attempts > 0 && a.acquired == 0:
+		g := fmt.Sprintf("0 acquisitions in %d attempts", a.attempts)
+		if errs > 0 {
+			g = "0 acquisitions: " + why()
+		}
+		ev.gaps = append(ev.gaps, g)
+	case a.attempts > 0 && float64(errs) > MaxErrorFraction*float64(a.attempts):
+		ev.gaps = append(ev.gaps, fmt.Sprintf("most acquire attempts ended in errors (%d of %d, more than %.0f%%): %s",
+			errs, a.attempts, 100*MaxErrorFraction, why()))
+	}
+	// Per key only for a runner's history: its header lists the keys the
+	// run was about (a hand-written history without one is judged as is).
+	if a.acquired > 0 && ev.meta != nil {
+		var few []string
+		seen := map[string]bool{}
+		check := func(name string, holds int) {
+			if seen[name] {
+				return
+			}
+			seen[name] = true
+			if holds < MinHoldsPerKey {
+				few = append(few, fmt.Sprintf("%s %d", name, holds))
+			}
+		}
+		for _, k := range ev.meta.Keys {
+			n := 0
+			if i, ok := a.keyIdx[k]; ok {
+				n = len(a.keys[i].holds)
+			}
+			check(k, n)
+		}
+		for _, kd := range a.keys {
+			if len(kd.acquires) > 0 {
+				check(kd.name, len(kd.holds))
+			}
+		}
+		if len(few) > 0 {
+			ev.gaps = append(ev.gaps, fmt.Sprintf("keys held fewer than %d times (two holders are needed to test exclusion): %s",
+				MinHoldsPerKey, strings.Join(few, ", ")))
+		}
+	}
+
+	// Faults: each applied to something, each healed.
+	if ev.faultsFailed > 0 {
+		g := firstFault
+		if ev.faultsFailed > 1 {
+			g += fmt.Sprintf(" (and %d more)", ev.faultsFailed-1)
+		}
+		ev.gaps = append(ev.gaps, g)
+	}
+	if ev.healsFailed > 0 {
+		g := firstHeal
+		if ev.healsFailed > 1 {
+			g += fmt.Sprintf(" (and %d more)", ev.healsFailed-1)
+		}
+		ev.gaps = append(ev.gaps, g)
+	}
+
+	// Failpoints: a scheduled action for one client fires exactly as often
+	// as its times says (the interleaving it forces needs every hit); any
+	// other action (every client, every hit, a probability) at least once.
+	if ev.meta != nil {
+		var short []string
+		for _, fp := range ev.meta.Failpoints {
+			fc := FailpointCount{Index: fp.Index, Client: fp.Client, Point: fp.Point, Fired: fired[fp.Index]}
+			exact := ev.meta.Mode == "scheduled" && fp.Times > 0 && fp.Prob == 0 && fp.Client >= 0
+			who := fmt.Sprintf("c%d", fp.Client)
+			if fp.Client < 0 {
+				who = "every client"
+			}
+			switch {
+			case fp.Inert:
+				fc.Want = "inert"
+			case exact:
+				fc.Want = fmt.Sprintf("exactly %d", fp.Times)
+				if fc.Fired != fp.Times {
+					short = append(short, fmt.Sprintf("#%d %s at %s fired %d of %d times", fp.Index, who, fp.Point, fc.Fired, fp.Times))
+				}
+			default:
+				fc.Want = "at least 1"
+				if fc.Fired == 0 {
+					short = append(short, fmt.Sprintf("#%d %s at %s never fired", fp.Index, who, fp.Point))
+				}
+			}
+			ev.failpoints = append(ev.failpoints, fc)
+		}
+		if len(short) > 0 {
+			ev.gaps = append(ev.gaps, "failpoints short of the schedule: "+strings.Join(short, "; "))
+		}
+	}
+	return ev
+}
+
+// firedSummary is the failpoints' counts in a few words, for a safe reason.
+func firedSummary(fcs []FailpointCount) string {
+	var parts []string
+	for _, fc := range fcs {
+		if fc.Want != "inert" {
+			parts = append(parts, fmt.Sprintf("#%d %s ×%d", fc.Index, fc.Point, fc.Fired))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "failpoints fired: " + strings.Join(parts, ", ")
+}

@@ -1,0 +1,124 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+)
+
+// Fault kinds whose outcome the test chooses: they stand for a heal that
+// fails (a toxic that cannot be removed, a server that does not restart)
+// and an injection that errs, which real faults produce only by accident.
+func init() {
+	nemesis.Register("test-heal-fails", "test only: applies to n1, its heal fails", func(s nemesis.Spec) (nemesis.Fault, error) {
+		return testFault{targets: nemesis.Targets{Nodes: []string{"n1"}}, healErr: errors.New("restart n1: port taken")}, nil
+	})
+	nemesis.Register("test-inject-fails", "test only: its injection errs", func(s nemesis.Spec) (nemesis.Fault, error) {
+		return testFault{injectErr: errors.New("toxiproxy said no")}, nil
+	})
+}
+
+type testFault struct {
+	targets            nemesis.Targets
+	healErr, injectErr error
+}
+
+func (f testFault) Inject(context.Context, *nemesis.Env) (nemesis.Heal, nemesis.Targets, error) {
+	if f.injectErr != nil {
+		return nil, nemesis.Targets{}, f.injectErr
+	}
+	return func() error { return f.healErr }, f.targets, nil
+}
+
+type nopControl struct{}
+
+func (nopControl) Pause(int)                        {}
+func (nopControl) Resume(int)                       {}
+func (nopControl) Crash(int)                        {}
+func (nopControl) ClockJump(int, time.Duration)     {}
+func (nopControl) ClockDrift(client int, _ float64) {}
+
+// TestTimelineRecordsTargetsAndHeals: the history follows checker.FStart's
+// contract. A fault that applied to something starts Ok with its targets
+// and stops Ok; one that applied to nothing (a client the run does not
+// have: never wrapped onto another) or whose injection erred starts Fail
+// and never stops; a heal that failed stops Fail with its error.
+func TestTimelineRecordsTargetsAndHeals(t *testing.T) {
+	r := &run{spec: &Spec{Seed: 1}, rec: checker.NewRecorder(), log: slog.New(slog.DiscardHandler)}
+	env := &nemesis.Env{Clients: 4, ClientHost: func(c int) string { return fmt.Sprintf("h%d", c%2+1) },
+		Control: nopControl{}, Rand: rand.New(rand.NewPCG(1, 1))}
+	tl := newTimeline(r, env)
+	faults := []nemesis.Spec{
+		{Kind: "pause", Clients: []int{3}, For: 10 * time.Millisecond},
+		{Kind: "pause", Clients: []int{99}, For: 10 * time.Millisecond},
+		{Kind: "pause", Pick: "client", For: 10 * time.Millisecond},
+		{Kind: "test-heal-fails", For: 10 * time.Millisecond},
+		{Kind: "test-inject-fails", For: 10 * time.Millisecond},
+	}
+	tl.start(context.Background(), faults)
+	time.Sleep(100 * time.Millisecond)
+	tl.stopAndHeal()
+
+	type entry struct {
+		typ checker.Type
+		f   string
+		err string
+		n   int
+	}
+	byKind := map[string][]entry{}
+	starts := map[int64]string{}
+	for _, op := range r.rec.History() {
+		if op.Process != checker.NemesisProcess {
+			t.Fatalf("non-nemesis entry %+v", op)
+		}
+		desc := op.Value
+		if op.F == checker.FStart {
+			starts[op.N] = desc
+			if op.Type == checker.Ok && op.Targets.Count() == 0 {
+				t.Errorf("start Ok with no targets: %+v", op)
+			}
+		} else if starts[op.N] != desc {
+			t.Errorf("stop %+v does not match its start %q", op, starts[op.N])
+		}
+		k := strings.Fields(desc)[0]
+		if strings.Contains(desc, "99") {
+			k += "99"
+		} else if strings.Contains(desc, "pick=client") {
+			k += "-pick"
+		}
+		byKind[k] = append(byKind[k], entry{op.Type, op.F, op.Error, op.Targets.Count()})
+	}
+	want := map[string][]entry{
+		"pause":             {{checker.Ok, checker.FStart, "", 1}, {checker.Ok, checker.FStop, "", 0}},
+		"pause99":           {{checker.Fail, checker.FStart, "applied to nothing", 0}},
+		"pause-pick":        {{checker.Ok, checker.FStart, "", 1}, {checker.Ok, checker.FStop, "", 0}},
+		"test-heal-fails":   {{checker.Ok, checker.FStart, "", 1}, {checker.Fail, checker.FStop, "restart n1: port taken", 0}},
+		"test-inject-fails": {{checker.Fail, checker.FStart, "toxiproxy said no", 0}},
+	}
+	for k, w := range want {
+		if got := byKind[k]; !slices.Equal(got, w) {
+			t.Errorf("%s: entries %+v, want %+v", k, got, w)
+		}
+	}
+	for _, op := range r.rec.History() {
+		if op.F == checker.FStart && strings.Contains(op.Value, "clients=[3]") {
+			if !strings.Contains(op.Value, "on=clients [3]") || !slices.Equal(op.Targets.Clients, []int{3}) {
+				t.Errorf("pause of client 3 recorded as %q, targets %+v", op.Value, op.Targets)
+			}
+		}
+		if op.F == checker.FStart && strings.Contains(op.Value, "99") {
+			if !slices.Equal(op.Targets.Missing, []string{"client 99"}) || len(op.Targets.Clients) > 0 {
+				t.Errorf("pause of client 99 recorded targets %+v; want none, client 99 missing", op.Targets)
+			}
+		}
+	}
+}
