@@ -9,7 +9,9 @@ import "fmt"
 // key's end (del, expired, evicted) or by a set to another owner, and the
 // harness had received that before the release was even invoked. Received
 // before means happened before (events reach the harness after the server
-// executes them), so the conclusion never rests on the observer's delay;
+// executes them), so the conclusion never rests on the observer's delay.
+// A set counts only when its value is a token some acquire was granted
+// with (see takenBy);
 // a set whose owner the observer could not read exactly is never used.
 // With several nodes (Redlock) the release is false only if the key had
 // stopped being the releaser's on every node where it had been.
@@ -61,12 +63,12 @@ func checkFalseSuccesses(a *analysis) []falseSuccess {
 			mine++
 			for i := set + 1; i < len(evs) && evs[i].Time < r.invoke; i++ {
 				e := evs[i]
-				if isEndEvent(e.Value) || isSetEvent(e.Value) && e.Owner != "" && e.Owner != r.token {
+				if isEndEvent(e.Value) || a.takenBy(e, r.token) {
 					ended++
 					if end == nil || e.Time < end.Time {
 						end, next = e, nil
 						for _, f := range evs[i:] {
-							if f.Time < r.done && isSetEvent(f.Value) && f.Owner != "" && f.Owner != r.token {
+							if f.Time < r.done && a.takenBy(f, r.token) {
 								next = f
 								break
 							}
@@ -92,6 +94,19 @@ func checkFalseSuccesses(a *analysis) []falseSuccess {
 		out = append(out, falseSuccess{at: r.invoke, text: text})
 	}
 	return out
+}
+
+// takenBy says e set the key to another holder's token: one that an
+// acquire was granted with. A set to a value nobody was granted (getset's
+// loser overwriting the stamp with GETSET before it finds it lost) changes
+// the value but takes the lock from no one: the algorithm's own ownership
+// is not the value, so such a set is not counted against the holder.
+func (a *analysis) takenBy(e *Op, token string) bool {
+	if !isSetEvent(e.Value) || e.Owner == "" || e.Owner == token {
+		return false
+	}
+	_, held := a.owners[e.Owner]
+	return held
 }
 
 func (a *analysis) ownerName(token string) string {

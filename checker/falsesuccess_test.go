@@ -63,7 +63,7 @@ func TestFalseSuccess(t *testing.T) {
 			want: 0,
 		},
 		{
-			name: "overwritten by another owner (GETSET) before the release",
+			name: "overwritten by a loser's GETSET: it took the lock from no one",
 			hist: func(b *builder) {
 				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
 				srv(b, 1.5, "set", "t1")
@@ -71,8 +71,19 @@ func TestFalseSuccess(t *testing.T) {
 				srv(b, 3.5, "set", "t2")
 				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
 			},
+			want: 0,
+		},
+		{
+			name: "taken over by another holder (GETSET winner) before the release",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				srv(b, 1.5, "set", "t1")
+				b.op(3, 4, Ok, 2, 2, FAcquire, k0, tok("t2"))
+				srv(b, 3.5, "set", "t2")
+				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+			},
 			want: 1,
-			text: "had been set by another owner",
+			text: "had been set by c2 at 3.5 ms (n1)",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
