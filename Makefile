@@ -9,7 +9,7 @@ SHIM := build/clockshim.so
 # build it themselves into the user's cache.
 export LOCKSTORM_CLOCKSHIM := $(CURDIR)/$(SHIM)
 
-.PHONY: all build scenarios test gate redis-server chromium vet clean
+.PHONY: all build scenarios test gate redis-server chromium clients vet clean
 
 all: build
 
@@ -42,6 +42,32 @@ redis-server:
 	  fi; \
 	fi
 
+# The example client processes (examples/clients, lockimpl/exec): seed 000's
+# PHP lock needs php-cli and php-redis, the Python ones python3-redis (for
+# /usr/bin/python3), node-redlock node, npm and its lockfile's packages.
+# Installed when missing and root, like redis-server; the tests fail under
+# CI=true without them.
+CLIENT_DEBS := php-cli php-redis python3-redis nodejs npm
+clients:
+	@missing=""; \
+	command -v php >/dev/null 2>&1 && php -r 'exit(class_exists("Redis") ? 0 : 1);' || missing="$$missing php-cli php-redis"; \
+	/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || missing="$$missing python3-redis"; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing$$missing (apt-get)"; \
+	    (apt-get install -y $$missing >/dev/null 2>&1 || \
+	     (apt-get update >/dev/null && apt-get install -y $$missing >/dev/null)) || exit 1; \
+	  else \
+	    echo "client runtimes missing; run: sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+	@if [ ! -d examples/clients/node-redlock/node_modules ] || \
+	    [ examples/clients/node-redlock/package-lock.json -nt examples/clients/node-redlock/node_modules ]; then \
+	  (cd examples/clients/node-redlock && npm ci --no-audit --no-fund --loglevel=error) && touch examples/clients/node-redlock/node_modules; \
+	fi
+
 # The report tests render the suite page and a timeline in headless
 # Chromium (Debian's package) and fail on a page error; under CI=true a
 # missing chromium fails them instead of skipping.
@@ -61,7 +87,7 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-test: redis-server chromium vet $(SHIM)
+test: redis-server chromium clients vet $(SHIM)
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 10m ./...
 
 # The regression gate: gated scenarios only (scheduled modes, and random

@@ -83,6 +83,10 @@ type Outcome struct {
 	// History is the recorded run (not in JSON summaries: it has its own file).
 	History checker.History `json:"-"`
 	Spec    *Spec           `json:"-"`
+	// Processes counts the client processes of a lock that runs in them
+	// (lockimpl/exec) and the requests they left unknown by dying, breaking
+	// the protocol or not answering; nil for in-process locks.
+	Processes *lockimpl.ProcessStats `json:"processes,omitempty"`
 }
 
 // AsExpected says whether the verdict matches the expectation. A run with
@@ -297,6 +301,9 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		healSteady = append(healSteady, heal)
 	}
 
+	if err := r.ready(ctx); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	runCtx, stop := context.WithTimeout(ctx, spec.Duration)
 	defer stop()
@@ -367,6 +374,7 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		r.rec.Add(checker.Op{Type: checker.Invoke, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key})
 		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key, N: r.res.read(key, 0)})
 	}
+	procs := r.processStats()
 	// The end record: every client has stopped and every fault has healed.
 	// A history file without it was cut short.
 	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FEnd})
@@ -380,7 +388,47 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	exp := cfg.expectation(spec, cfg.Impl, claims)
 	return &Outcome{Points: cov, Client: spec.Workload.Client, Observer: observed, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
-		Claims: claims, Result: res, Elapsed: time.Since(start), History: h, Spec: spec}, nil
+		Claims: claims, Result: res, Elapsed: time.Since(start), History: h, Spec: spec, Processes: procs}, nil
+}
+
+// ready waits, before the run's clock starts, for lockers that start
+// something of their own (a client process loading its runtime) to be able
+// to serve; they start together, so their start-ups overlap.
+func (r *run) ready(ctx context.Context) error {
+	errs := make([]error, len(r.clients))
+	var wg sync.WaitGroup
+	for i, c := range r.clients {
+		rd, ok := c.locker.(interface{ Ready(context.Context) error })
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = rd.Ready(ctx)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("%s: client %d: %w", r.cfg.Impl, i, err)
+		}
+	}
+	return nil
+}
+
+// processStats sums the counts of clients whose lock runs in a process.
+func (r *run) processStats() *lockimpl.ProcessStats {
+	var sum *lockimpl.ProcessStats
+	for _, c := range r.clients {
+		if ps, ok := c.locker.(interface{ ProcessStats() lockimpl.ProcessStats }); ok {
+			if sum == nil {
+				sum = &lockimpl.ProcessStats{}
+			}
+			*sum = sum.Add(ps.ProcessStats())
+		}
+	}
+	return sum
 }
 
 // meta is the history's header: what this run was asked to exercise.

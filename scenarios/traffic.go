@@ -248,18 +248,47 @@ func (r *run) seed() uint64 {
 	return r.spec.Seed
 }
 
-// Pause implements nemesis.ClientControl.
-func (r *run) Pause(client int) { r.clients[client].pause.pause() }
+// osProcess is the client's own OS process when its lock runs in one
+// (lockimpl/exec); client faults then act on the process itself.
+func (c *runClient) osProcess() lockimpl.Process {
+	p, _ := c.locker.(lockimpl.Process)
+	return p
+}
+
+// Pause implements nemesis.ClientControl. A client process is stopped for
+// real (SIGSTOP: every thread, its renewal included); the harness side of
+// the client (its critical section) pauses with it.
+func (r *run) Pause(client int) {
+	c := r.clients[client]
+	c.pause.pause()
+	if p := c.osProcess(); p != nil {
+		if err := p.Stop(); err != nil {
+			r.log.Warn("pause: stop client process", "client", client, "err", err)
+		}
+	}
+}
 
 // Resume implements nemesis.ClientControl.
-func (r *run) Resume(client int) { r.clients[client].pause.resume() }
+func (r *run) Resume(client int) {
+	c := r.clients[client]
+	if p := c.osProcess(); p != nil {
+		if err := p.Cont(); err != nil {
+			r.log.Warn("resume: continue client process", "client", client, "err", err)
+		}
+	}
+	c.pause.resume()
+}
 
 // Crash implements nemesis.ClientControl: the client vanishes with whatever
-// it holds; its connections close and its release is never sent.
+// it holds; its connections close and its release is never sent. A client
+// process is SIGKILLed: the kernel closes its sockets.
 func (r *run) Crash(client int) {
 	c := r.clients[client]
 	if c.crashed.CompareAndSwap(false, true) {
 		r.add(c, checker.Ok, checker.FCrash, "", func(o *checker.Op) { o.Error = "crash fault" })
+	}
+	if p := c.osProcess(); p != nil {
+		_ = p.Kill()
 	}
 	c.cancel()
 	closeLocker(c)
@@ -270,7 +299,19 @@ func (r *run) Crash(client int) {
 }
 
 // ClockJump implements nemesis.ClientControl.
-func (r *run) ClockJump(client int, d time.Duration) { r.clients[client].clock.Jump(d) }
+func (r *run) ClockJump(client int, d time.Duration) {
+	c := r.clients[client]
+	c.clock.Jump(d)
+	if p := c.osProcess(); p != nil {
+		p.SyncClock()
+	}
+}
 
 // ClockDrift implements nemesis.ClientControl.
-func (r *run) ClockDrift(client int, rate float64) { r.clients[client].clock.SetDrift(rate) }
+func (r *run) ClockDrift(client int, rate float64) {
+	c := r.clients[client]
+	c.clock.SetDrift(rate)
+	if p := c.osProcess(); p != nil {
+		p.SyncClock()
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/internal/cluster"
+	execlock "github.com/lockstorm/lockstorm/lockimpl/exec"
 	"github.com/lockstorm/lockstorm/reports"
 	"github.com/lockstorm/lockstorm/scenarios"
 )
@@ -23,9 +24,16 @@ type multi []string
 func (m *multi) String() string     { return strings.Join(*m, ",") }
 func (m *multi) Set(v string) error { *m = append(*m, strings.Split(v, ",")...); return nil }
 
+// cmds is a repeatable flag whose values are whole command lines.
+type cmds []string
+
+func (m *cmds) String() string     { return strings.Join(*m, "; ") }
+func (m *cmds) Set(v string) error { *m = append(*m, v); return nil }
+
 type runFlags struct {
 	scenarios multi
 	impls     multi
+	execs     cmds
 	all       bool
 	seed      uint64
 	seeds     int
@@ -48,6 +56,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.SetOutput(io.Discard)
 	fs.Var(&f.scenarios, "scenario", "scenario name or YAML file (repeatable)")
 	fs.Var(&f.impls, "impl", "implementation (repeatable; default: the scenario's list)")
+	fs.Var(&f.execs, "exec", "a lock client program speaking lockstorm's line protocol, e.g. 'python3 my_lock.py' (repeatable; see lockimpl/exec)")
 	fs.BoolVar(&f.all, "all", false, "run every embedded scenario")
 	fs.BoolVar(&f.gatedOnly, "gated", false, "with --all: only gated scenarios")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed (0: the scenario's)")
@@ -119,6 +128,19 @@ func cmdRun(ctx context.Context, args []string) error {
 	}
 	started := time.Now()
 	backend, _ := cluster.Resolve(f.backend)
+	// Client programs answer hello before anything starts: a broken one is
+	// bad input, and what it declares names it and sets its expectations.
+	for _, line := range f.execs {
+		argv, err := execlock.Split(line)
+		if err != nil {
+			return usage("run: --exec: %v", err)
+		}
+		info, err := execlock.Register(ctx, argv)
+		if err != nil {
+			return usage("run: --exec: %v", err)
+		}
+		f.impls = append(f.impls, info.Name)
+	}
 	// Everything is loaded and validated before anything starts.
 	var jobs []job
 	for _, name := range f.scenarios {
@@ -268,7 +290,12 @@ func cmdRun(ctx context.Context, args []string) error {
 			fmt.Fprintf(os.Stdout, "\n%d of %d verdicts differ from the expected ones; replay with:\n", mismatch, len(rows))
 			for _, r := range rows {
 				if !r.AsExpected && !r.Missed() {
-					fmt.Fprintf(os.Stdout, "  %s    # %s\n", r.Replay, r.RunDir)
+					// The folder on a line of its own keeps the output within
+					// a 100-column terminal.
+					fmt.Fprintf(os.Stdout, "  %s\n", r.Replay)
+					if r.RunDir != "" {
+						fmt.Fprintf(os.Stdout, "      # %s\n", r.RunDir)
+					}
 				}
 			}
 		}

@@ -121,3 +121,83 @@ func TestNoOrphans(t *testing.T) {
 		})
 	}
 }
+
+// childrenRunning lists the processes whose parent is pid and whose command
+// line contains what.
+func childrenRunning(pid int, what string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), what) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 1 {
+			if ppid, _ := strconv.Atoi(fields[1]); ppid == pid {
+				out = append(out, child)
+			}
+		}
+	}
+	return out
+}
+
+// TestNoOrphanClients SIGKILLs a harness running external client processes
+// (lockstorm run --exec): lockstorm gets no chance to clean up, and the
+// clients ignore the end of their stdin, yet none outlives it
+// (PR_SET_PDEATHSIG from a thread that lives as long as the harness).
+func TestNoOrphanClients(t *testing.T) {
+	cluster.StartForTest(t, 1)
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed for the client process: %v", err)
+	}
+	bin := buildBinary(t)
+	script, _ := filepath.Abs("testdata/stubborn_client.py")
+	cmd := exec.Command(bin, "run", "--scenario", "contention", "--exec", py+" "+script, "--backend", "redis-server", "--keep", "none")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		// contention runs 16 clients.
+		if kids = childrenRunning(cmd.Process.Pid, "stubborn_client.py"); len(kids) >= 16 {
+			break
+		}
+	}
+	if len(kids) < 16 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("%d client processes appeared, want 16", len(kids))
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		left := 0
+		for _, k := range kids {
+			if alive(k) {
+				left++
+			}
+		}
+		if left == 0 {
+			return
+		}
+	}
+	for _, k := range kids {
+		if alive(k) {
+			syscall.Kill(k, syscall.SIGKILL)
+			t.Errorf("client process %d outlived a SIGKILLed harness", k)
+		}
+	}
+}

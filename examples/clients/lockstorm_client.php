@@ -1,0 +1,70 @@
+<?php
+// The lockstorm client protocol for PHP locks (grammar: PROTOCOL.md). A lock
+// file defines acquire($key) and release($key, $token) and calls
+// lockstorm_serve(); this file does the talking.
+
+class LockFail extends Exception {} // a definite no: nothing was taken
+
+$LOCKSTORM_NODES = array_values(array_filter(explode(',', getenv('LOCKSTORM_NODES') ?: '')));
+$LOCKSTORM_POINTS = false;
+
+// A lock option in seconds: the scenario's (ms in the environment) or the
+// lock's own default when the scenario leaves it at 0.
+function lockstorm_opt($name, $default) {
+    $v = (int)(getenv('LOCKSTORM_' . $name . '_MS') ?: 0);
+    return $v > 0 ? $v / 1000.0 : $default;
+}
+
+function lockstorm_connect($i = 0) {
+    global $LOCKSTORM_NODES;
+    [$host, $port] = explode(':', $LOCKSTORM_NODES[$i]);
+    $r = new Redis();
+    $r->connect($host, (int)$port, 1.0);
+    $r->setOption(Redis::OPT_READ_TIMEOUT, 1.0);
+    return $r;
+}
+
+function lockstorm_say($line) {
+    fwrite(STDOUT, $line . "\n");
+    fflush(STDOUT);
+}
+
+// A failpoint: when the harness asked for them, announce and wait.
+function lockstorm_point($name) {
+    global $LOCKSTORM_POINTS;
+    if (!$LOCKSTORM_POINTS) return;
+    lockstorm_say("point $name");
+    $line = trim(fgets(STDIN));
+    if ($line !== "go $name") {
+        fwrite(STDERR, "lockstorm: want \"go $name\", got \"$line\"\n");
+        exit(1);
+    }
+}
+
+function lockstorm_serve($hello, $acquire, $release) {
+    global $LOCKSTORM_POINTS;
+    while (($line = fgets(STDIN)) !== false) {
+        $f = preg_split('/\s+/', trim($line));
+        try {
+            switch ($f[0]) {
+            case 'hello':
+                $LOCKSTORM_POINTS = in_array('points=on', array_slice($f, 2), true);
+                lockstorm_say("hello 1 $hello");
+                break;
+            case 'acquire':
+                lockstorm_say('ok ' . $acquire($f[1]));
+                break;
+            case 'release':
+                $release($f[1], $f[2]);
+                lockstorm_say('ok');
+                break;
+            default:
+                lockstorm_say("error unknown request {$f[0]}");
+            }
+        } catch (LockFail $e) {
+            lockstorm_say('fail ' . preg_replace('/\s+/', ' ', $e->getMessage()));
+        } catch (Throwable $e) { // a lost reply, a timeout: unknown
+            lockstorm_say('error ' . get_class($e) . ': ' . preg_replace('/\s+/', ' ', $e->getMessage()));
+        }
+    }
+}

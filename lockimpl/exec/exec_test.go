@@ -1,0 +1,233 @@
+package exec
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/lockimpl"
+)
+
+// The test binary doubles as a client process: with LOCKSTORM_TEST_CLIENT
+// set it speaks the protocol (well or badly, by mode) instead of testing.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("LOCKSTORM_TEST_CLIENT"); mode != "" {
+		fakeClient(mode)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func fakeClient(mode string) {
+	in := bufio.NewScanner(os.Stdin)
+	say := func(s string) { fmt.Println(s) }
+	points := false
+	for in.Scan() {
+		f := strings.Fields(in.Text())
+		switch f[0] {
+		case "hello":
+			points = len(f) > 2 && f[2] == "points=on"
+			say("hello 1 name=fake nodes=1 points=fake/p topology=single expiry=server release=owner-checked fencing=true")
+		case "acquire":
+			if points {
+				say("point fake/p")
+				if !in.Scan() || in.Text() != "go fake/p" {
+					os.Exit(4)
+				}
+			}
+			switch mode {
+			case "good":
+				say("ok tok-" + f[1] + " fence=7 validity=250")
+			case "garbage":
+				say("bogus reply")
+			case "notoken":
+				say("ok")
+			case "die":
+				fmt.Fprintln(os.Stderr, "boom")
+				os.Exit(3)
+			case "silent":
+				time.Sleep(time.Hour)
+			case "chatty":
+				say("ok t1")
+				say("ok t2")
+			case "busy":
+				say("fail held by someone")
+			case "lost":
+				say("error read tcp: i/o timeout")
+			}
+		case "release":
+			if f[2] == "tok-mine" || strings.HasPrefix(f[2], "tok-") && mode == "good" {
+				say("ok")
+			} else {
+				say("fail not ours")
+			}
+		}
+	}
+}
+
+// testEnv is a client environment whose node address is never dialled.
+func testEnv(t *testing.T, fp *lockimpl.Failpoints) lockimpl.Env {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { rdb.Close() })
+	return lockimpl.Env{Client: 0, Nodes: []redis.UniversalClient{rdb}, Clock: lockimpl.NewSkewClock(0),
+		FP: fp, Rand: rand.New(rand.NewPCG(1, 2))}
+}
+
+func fake(t *testing.T, mode string, o lockimpl.Options, fp *lockimpl.Failpoints) *Locker {
+	t.Helper()
+	t.Setenv("LOCKSTORM_TEST_CLIENT", mode)
+	l, err := New(testEnv(t, fp), o, []string{os.Args[0]}, "fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func TestSplit(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+		bad  bool
+	}{
+		{in: "python3 my_lock.py", want: []string{"python3", "my_lock.py"}},
+		{in: `node 'a b.js'  5`, want: []string{"node", "a b.js", "5"}},
+		{in: `php "x\"y.php"`, want: []string{"php", `x"y.php`}},
+		{in: `a\ b`, want: []string{"a b"}},
+		{in: "", bad: true},
+		{in: "python3 'open", bad: true},
+	} {
+		got, err := Split(tc.in)
+		if (err != nil) != tc.bad || fmt.Sprint(got) != fmt.Sprint(tc.want) && !tc.bad {
+			t.Errorf("Split(%q) = %q, %v; want %q (error: %v)", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+func TestProbe(t *testing.T) {
+	t.Setenv("LOCKSTORM_TEST_CLIENT", "good")
+	h, err := Probe(context.Background(), []string{os.Args[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Name != "fake" || h.Nodes != 1 || fmt.Sprint(h.Points) != "[fake/p]" || h.Claims != (lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease, Fencing: true}) {
+		t.Errorf("hello = %+v", h)
+	}
+	t.Setenv("LOCKSTORM_TEST_CLIENT", "")
+	if _, err := Probe(context.Background(), []string{"/bin/true"}); err == nil {
+		t.Error("a program that exits without hello was accepted")
+	}
+}
+
+// Every reply maps onto the error contract; every broken client is an
+// unknown outcome, counted, and the next request gets a fresh process.
+func TestReplies(t *testing.T) {
+	defer func(s time.Duration) { slack = s }(slack)
+	slack = 300 * time.Millisecond
+	o := lockimpl.Options{WaitTimeout: 200 * time.Millisecond}
+	for _, tc := range []struct {
+		mode  string
+		class string // ok, definite, unknown
+		stats lockimpl.ProcessStats
+	}{
+		{"good", "ok", lockimpl.ProcessStats{Starts: 1}},
+		{"busy", "definite", lockimpl.ProcessStats{Starts: 1}},
+		{"lost", "unknown", lockimpl.ProcessStats{Starts: 1}},
+		{"garbage", "unknown", lockimpl.ProcessStats{Starts: 2, Malformed: 2}},
+		{"notoken", "unknown", lockimpl.ProcessStats{Starts: 2, Malformed: 2}},
+		{"die", "unknown", lockimpl.ProcessStats{Starts: 2, Deaths: 2}},
+		{"silent", "unknown", lockimpl.ProcessStats{Starts: 2, Timeouts: 2}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			l := fake(t, tc.mode, o, nil)
+			lease, err := l.Acquire(context.Background(), "k")
+			class := "unknown"
+			switch {
+			case err == nil:
+				class = "ok"
+				if lease.Token != "tok-k" || lease.Fence != 7 || lease.Validity != 250*time.Millisecond {
+					t.Errorf("lease = %+v", lease)
+				}
+			case errors.Is(err, lockimpl.ErrNotAcquired):
+				class = "definite"
+			}
+			if class != tc.class {
+				t.Fatalf("Acquire: %v: class %s, want %s", err, class, tc.class)
+			}
+			if tc.mode == "die" && !strings.Contains(err.Error(), "boom") {
+				t.Errorf("a death should show the client's stderr: %v", err)
+			}
+			// The next request is served, by a fresh process after a broken
+			// one (which breaks again: two events over two processes).
+			_, _ = l.Acquire(context.Background(), "k")
+			if got := l.ProcessStats(); got != tc.stats {
+				t.Errorf("stats = %+v, want %+v", got, tc.stats)
+			}
+		})
+	}
+}
+
+func TestChattyClientIsRestarted(t *testing.T) {
+	l := fake(t, "chatty", lockimpl.Options{}, nil)
+	if _, err := l.Acquire(context.Background(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the unasked-for "ok t2" arrives
+	first := l.PID()
+	if _, err := l.Acquire(context.Background(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	if s := l.ProcessStats(); s.Malformed != 1 || s.Starts != 2 || l.PID() == first {
+		t.Errorf("stats %+v, pid %d then %d: an unsolicited line must restart the client", s, first, l.PID())
+	}
+}
+
+// A point the client announces runs the scenario's actions: a barrier holds
+// the client until the harness opens it; a crash kills the process there.
+func TestPoints(t *testing.T) {
+	hub := lockimpl.NewHub()
+	fp := lockimpl.NewFailpoints(hub, 0)
+	fp.Attach("fake/p", lockimpl.Action{Gate: "g", Times: 1})
+	fp.Attach("fake/p", lockimpl.Action{Skip: 1, Crash: true})
+	l := fake(t, "good", lockimpl.Options{WaitTimeout: 100 * time.Millisecond}, fp)
+	if err := l.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := l.Acquire(context.Background(), "k"); done <- err }()
+	// Held at the gate far longer than the request timeout (100 ms + 5 s
+	// would be too slow to wait out; the point's time must not count).
+	select {
+	case err := <-done:
+		t.Fatalf("acquire passed a closed gate: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if hub.Hits(0, "fake/p") != 1 {
+		t.Fatalf("hits = %d", hub.Hits(0, "fake/p"))
+	}
+	hub.Open("g")
+	if err := <-done; err != nil {
+		t.Fatalf("after the gate: %v", err)
+	}
+	pid := l.PID()
+	_, err := l.Acquire(context.Background(), "k")
+	if !errors.Is(err, lockimpl.ErrCrashed) {
+		t.Fatalf("crash at the point: %v", err)
+	}
+	if _, serr := os.Stat(fmt.Sprintf("/proc/%d", pid)); serr == nil {
+		if st, _ := stateOf(pid); st != "Z" {
+			t.Errorf("process %d still there (state %s) after a crash point", pid, st)
+		}
+	}
+	if _, err := l.Acquire(context.Background(), "k"); !errors.Is(err, lockimpl.ErrCrashed) {
+		t.Errorf("a crashed client came back: %v", err)
+	}
+}
