@@ -379,8 +379,7 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	procs := r.processStats()
 	// The end record: every client has stopped and every fault has healed.
 	// A history file without it was cut short.
-	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FEnd})
-	h := r.rec.History()
+	h := r.rec.End(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FEnd})
 	res := checker.Check(h, copts)
 	var cov *Coverage
 	if len(spec.Failpoints) > 0 || spec.Explore != nil {
