@@ -277,6 +277,9 @@ func cmdRun(ctx context.Context, args []string) error {
 			return &exitError{2, err}
 		}
 	}
+	if f.format != reports.FormatJSON {
+		printProcessStats(os.Stdout, results, jobs)
+	}
 	if missed > 0 && f.format != reports.FormatJSON {
 		fmt.Fprintf(os.Stdout, "\n%d exploratory run(s) did not find their failure on this seed (marked miss; not a regression):\n", missed)
 		for _, r := range rows {
@@ -302,4 +305,19 @@ func cmdRun(ctx context.Context, args []string) error {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// printProcessStats shows, after the table, the requests that client
+// processes (--exec) left unknown by dying, breaking the protocol or not
+// answering: each is an unknown outcome in the history, and a flaky client
+// program must not pass for a flaky lock.
+func printProcessStats(w io.Writer, results []*scenarios.Outcome, jobs []job) {
+	for i, out := range results {
+		if out == nil || out.Processes == nil || out.Processes.Unknown() == 0 {
+			continue
+		}
+		p := out.Processes
+		fmt.Fprintf(w, "client processes of %s × %s: %d started; %d requests unknown (%d died, %d malformed replies, %d timeouts)\n",
+			jobs[i].spec.Name, jobs[i].impl, p.Starts, p.Unknown(), p.Deaths, p.Malformed, p.Timeouts)
+	}
 }
