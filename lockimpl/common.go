@@ -110,11 +110,17 @@ func parseMillis(v string) (int64, error) {
 	return strconv.ParseInt(v, 10, 64)
 }
 
-// replied reports whether err is a definite answer from the server: no error,
-// redis.Nil (a nil reply), or an error reply (WRONGTYPE, READONLY, NOSCRIPT,
-// ...), none of which leave a command half-done. Anything else — a timeout, a
-// reset, a cancelled context — may hide a command that ran.
-func replied(err error) bool {
+// Replied reports whether err is a definite answer from the server: no
+// error, redis.Nil (a nil reply), or an error reply (WRONGTYPE, READONLY,
+// NOSCRIPT, ...), none of which leave a command half-done. Anything else — a
+// timeout, a reset, a cancelled context — may hide a command that ran.
+//
+// It is the test a Locker needs to honour the error contract: return
+// ErrNotAcquired (or ErrNotHeld) only when every command that mattered
+// Replied; otherwise return the error itself, which the harness records as
+// an unknown outcome. An adapter for a library that folds both into one
+// error ("not obtained") can test the library's wrapped cause with it.
+func Replied(err error) bool {
 	if err == nil {
 		return true
 	}
@@ -122,11 +128,11 @@ func replied(err error) bool {
 	return errors.As(err, &re)
 }
 
-// notSent reports whether err proves the command never reached a server: the
-// connection could not be made or no pooled connection was free. Only
-// Redlock uses it, to count a dead node as a definite "no" when deciding
-// whether a failed attempt can still hold a quorum.
-func notSent(err error) bool {
+// NotSent reports whether err proves the command never reached a server:
+// the connection could not be made or no pooled connection was free. A
+// quorum lock can count such a node as a definite "no" when deciding whether
+// a failed attempt may still hold a majority (lockstorm's redlock does).
+func NotSent(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true

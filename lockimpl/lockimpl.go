@@ -106,6 +106,13 @@ type Options struct {
 	Nodes          int           `yaml:"nodes"`
 	ReleaseVariant string        `yaml:"release"`
 	NodeTimeout    time.Duration `yaml:"node_timeout"`
+	// Extra carries settings lockstorm does not know, for a user's lock:
+	// a spec writes them under lock.extra (values are text: quote numbers),
+	// a variant's extra entries override the spec's, and the lock's New
+	// reads and parses what it needs.
+	//
+	//	lock: {ttl: 500ms, extra: {tries: "32", drift_factor: "0.01"}}
+	Extra map[string]string `yaml:"extra"`
 }
 
 // Info describes a registered implementation.

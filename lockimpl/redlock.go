@@ -99,7 +99,7 @@ func classifyNode(yes bool, err error) nodeResult {
 	switch {
 	case err == nil && yes:
 		return nodeYes
-	case replied(err) || notSent(err):
+	case Replied(err) || NotSent(err):
 		return nodeNo
 	}
 	return nodeUnknown

@@ -331,7 +331,7 @@ func writeCell(b *strings.Builder, c *cell) {
 
 // Strip geometry (px).
 const (
-	stLabelW = 230.0
+	stLabelW = 290.0
 	stPlotW  = 560.0
 	stLineH  = 12.0
 	stAxisH  = 13.0
@@ -476,7 +476,7 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:22px 0 4px}h3{font-siz
 .k{font-size:11px}.seeds{font-size:10px}.seeds a,.seeds span{padding:0 1px}
 .s-unsafe{color:#b71c1c}.s-deadlock{color:#e65100}.s-safe{color:#1b5e20}.s-inconclusive{color:#555}
 .note{color:#666;font-size:12px;max-width:1000px}
-.strip{display:flex;align-items:center;gap:10px;margin:1px 0}
+.strip{display:flex;align-items:center;gap:10px;margin:1px 0}.strip svg{flex:none}
 .why{font-size:12px;color:#444}
 svg text{font:11px system-ui,sans-serif;fill:#333}
 svg .sl{font-weight:600}svg .ax{fill:#888;font-size:10px}

@@ -161,3 +161,22 @@ func TestBaselineRoundTrip(t *testing.T) {
 		t.Error("nil baseline has an expectation")
 	}
 }
+
+// TestExtraOptions: lock.extra reaches a user's factory; a variant's extra
+// entries override the spec's and keep the others.
+func TestExtraOptions(t *testing.T) {
+	s, err := Parse("x.yaml", []byte(`name: x
+duration: 1s
+lock: {ttl: 1s, extra: {tries: "32", drift: "0.01"}}
+variants:
+  v: {impl: set-nx-px, extra: {tries: "3"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, base, _ := s.Resolve("set-nx-px")
+	_, v, _ := s.Resolve("v")
+	if base.Extra["tries"] != "32" || v.Extra["tries"] != "3" || v.Extra["drift"] != "0.01" || s.Lock.Extra["tries"] != "32" {
+		t.Errorf("spec extra %v, variant extra %v", base.Extra, v.Extra)
+	}
+}

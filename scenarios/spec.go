@@ -409,6 +409,15 @@ func overlay(base, top lockimpl.Options) lockimpl.Options {
 	if top.NodeTimeout != 0 {
 		o.NodeTimeout = top.NodeTimeout
 	}
+	if len(top.Extra) > 0 {
+		o.Extra = make(map[string]string, len(base.Extra)+len(top.Extra))
+		for k, v := range base.Extra {
+			o.Extra[k] = v
+		}
+		for k, v := range top.Extra {
+			o.Extra[k] = v
+		}
+	}
 	return o
 }
 

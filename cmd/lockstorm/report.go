@@ -105,6 +105,18 @@ func loadRunFolders(dir, root string) ([]reports.SuiteRun, reports.SuiteInfo, er
 		info.Seeds = max(info.Seeds, len(seeds[ks]))
 		backends[row.Backend] = true
 	}
+	// Folder names begin with the time: order the page by scenario, then
+	// implementation, then seed, as a suite is listed.
+	sort.SliceStable(runs, func(i, j int) bool {
+		a, b := runs[i].Row, runs[j].Row
+		if a.Scenario != b.Scenario {
+			return a.Scenario < b.Scenario
+		}
+		if a.Impl != b.Impl {
+			return a.Impl < b.Impl
+		}
+		return a.Seed < b.Seed
+	})
 	if len(runs) == 0 {
 		return nil, info, fmt.Errorf("%s has no run folders (folders with %s)", dir, reports.SummaryFile)
 	}

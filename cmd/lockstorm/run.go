@@ -293,7 +293,12 @@ func cmdRun(ctx context.Context, args []string) error {
 			fmt.Fprintf(os.Stdout, "\n%d of %d verdicts differ from the expected ones; replay with:\n", mismatch, len(rows))
 			for _, r := range rows {
 				if !r.AsExpected && !r.Missed() {
-					fmt.Fprintf(os.Stdout, "  %s    # %s\n", r.Replay, r.RunDir)
+					// The folder on a line of its own keeps the output within
+					// a 100-column terminal.
+					fmt.Fprintf(os.Stdout, "  %s\n", r.Replay)
+					if r.RunDir != "" {
+						fmt.Fprintf(os.Stdout, "      # %s\n", r.RunDir)
+					}
 				}
 			}
 		}

@@ -1,0 +1,250 @@
+// Package locktest puts a lock on trial from Go: it runs lockstorm's battery
+// of scenarios (contention, crashes, pauses past the TTL, failover, clock
+// jumps, late releases, ...) against any lockimpl.Locker, registered or not,
+// and judges each verdict against what the lock claims about itself.
+//
+// From a test:
+//
+//	func TestMyLock(t *testing.T) {
+//		locktest.Run(t, lockimpl.Info{
+//			Name:   "my-lock",
+//			Claims: lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease},
+//			New:    newMyLock, // func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error)
+//		}, locktest.Battery{})
+//	}
+//
+// Each scenario is a subtest. A verdict that differs from the expectation
+// fails it, naming the expectation's reason and the run folder kept for it
+// (history, timeline); `go test -v` prints the whole matrix. Expectations
+// come from the scenario when it names the lock, else from the lock's claims
+// through the scenario's rules, else (a lock that declares no claims) there
+// is none and the verdict is only reported. Check is the same battery for a
+// program's own main, and its Report records a baseline that later runs
+// gate against (Battery.Baseline).
+package locktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/reports"
+	"github.com/lockstorm/lockstorm/scenarios"
+)
+
+// Battery is which scenarios to run and how. The zero value runs every
+// embedded scenario on the default backend with each spec's seed.
+type Battery struct {
+	// Scenarios are embedded names or paths to YAML files; empty: all of
+	// scenarios.Names().
+	Scenarios []string
+	// Seed overrides every spec's seed when non-zero.
+	Seed uint64
+	// Backend is auto (default: redis-server when installed, else the
+	// embedded miniredis), redis-server or embedded. Scenarios the backend
+	// cannot run (replicas need redis-server) are skipped, with the reason.
+	Backend string
+	// Parallel is how many scenarios run at once (default 4: each has its
+	// own servers and ports, and spends its time waiting).
+	Parallel int
+	// Out is the root of the run folders kept for failures; default the
+	// LOCKSTORM_OUT environment variable, else a new directory under the
+	// system's temporary directory.
+	Out string
+	// Keep is which run folders to keep: failures (default), all or none.
+	Keep string
+	// Baseline, when set, gives the expected verdict of every pair it
+	// recorded (Report.Baseline), ahead of the specs and the claims.
+	Baseline *scenarios.Baseline
+	// Log receives the runs' logs; nil discards them.
+	Log *slog.Logger
+}
+
+// Report is what a battery found.
+type Report struct {
+	// Lock is the name the lock was run under.
+	Lock string
+	// Outcomes are the runs, in scenario order.
+	Outcomes []*scenarios.Outcome
+	// RunDirs are the kept run folders by scenario name.
+	RunDirs map[string]string
+	// Skipped are the scenarios the backend cannot run, with the reason.
+	Skipped map[string]string
+	// Wall is the battery's wall time.
+	Wall time.Duration
+}
+
+// Check runs the battery against lock and returns what it found. An error
+// means a scenario could not be carried out (bad spec, no backend, a stuck
+// run); verdicts, expected or not, are in the Report.
+func Check(ctx context.Context, lock lockimpl.Info, b Battery) (*Report, error) {
+	if err := lock.Check(); err != nil {
+		return nil, err
+	}
+	backend, err := cluster.Resolve(orDefault(b.Backend, cluster.Auto))
+	if err != nil {
+		return nil, err
+	}
+	keep := orDefault(b.Keep, reports.KeepFailures)
+	switch keep {
+	case reports.KeepFailures, reports.KeepAll, reports.KeepNone:
+	default:
+		return nil, fmt.Errorf("locktest: Keep %q: want failures, all or none", keep)
+	}
+	names := b.Scenarios
+	if len(names) == 0 {
+		names = scenarios.Names()
+	}
+	rep := &Report{Lock: lock.Name, RunDirs: map[string]string{}, Skipped: map[string]string{}}
+	var jobs []scenarios.Job
+	for _, n := range names {
+		spec, err := scenarios.Load(n)
+		if err != nil {
+			return nil, err
+		}
+		if why := spec.Unsupported(backend); why != "" {
+			rep.Skipped[spec.Name] = why
+			continue
+		}
+		info := lock
+		jobs = append(jobs, scenarios.Job{Spec: spec, Config: scenarios.Config{Info: &info, Seed: b.Seed,
+			Backend: backend, Log: b.Log, Baseline: b.Baseline}})
+	}
+	start := time.Now()
+	outs, errs := scenarios.RunMany(ctx, jobs, orDefault(b.Parallel, 4), nil, nil)
+	rep.Wall = time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	rep.Outcomes = outs
+	if keep == reports.KeepNone {
+		return rep, nil
+	}
+	out := orDefault(b.Out, os.Getenv("LOCKSTORM_OUT"))
+	for _, o := range outs {
+		if !reports.ShouldKeep(keep, o) || failed(o) == "" && keep == reports.KeepFailures {
+			continue
+		}
+		if out == "" {
+			if out, err = os.MkdirTemp("", "lockstorm-"+safeName(lock.Name)+"-"); err != nil {
+				return nil, err
+			}
+		}
+		dir, err := reports.WriteRunDir(out, o, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		rep.RunDirs[o.Scenario] = dir
+	}
+	return rep, nil
+}
+
+// Failures are the runs whose verdict differs from their expectation (an
+// exploratory run that merely missed its failure this time is not one).
+func (r *Report) Failures() []*scenarios.Outcome {
+	var out []*scenarios.Outcome
+	for _, o := range r.Outcomes {
+		if failed(o) != "" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Baseline records the report's verdicts, for Battery.Baseline (and
+// `lockstorm run --baseline`) to gate later runs against.
+func (r *Report) Baseline() *scenarios.Baseline { return scenarios.NewBaseline(r.Outcomes) }
+
+// WriteMatrix prints one line per scenario: mode, verdict, expectation,
+// where it came from, the mark (ok, DIFF, miss, or — without an
+// expectation) and the reason for the expectation.
+func (r *Report) WriteMatrix(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s\tmode\tverdict\texpected\tfrom\tmark\twhy expected\n", r.Lock)
+	for _, o := range r.Outcomes {
+		row := reports.FromOutcome(o)
+		exp, src := o.Expected, o.ExpectedSource
+		if exp == "" {
+			exp, src = reports.NoExpectation, reports.NoExpectation
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Scenario, o.Mode, o.Result.Verdict, exp, src, row.Mark(), o.ExpectedReason)
+	}
+	for name, why := range r.Skipped {
+		fmt.Fprintf(tw, "%s\t\tskipped\t\t\t\t%s\n", name, why)
+	}
+	fmt.Fprintf(tw, "(%d scenarios in %.1f s)\n", len(r.Outcomes), r.Wall.Seconds())
+	return tw.Flush()
+}
+
+// Run runs the battery against lock from a test: one subtest per scenario,
+// failed when its verdict differs from its expectation, with the reason and
+// the kept run folder in the message; the matrix is logged (go test -v
+// shows it). Scenarios the backend cannot run are skipped subtests. Setup
+// failures fail t. Without redis-server the embedded backend is used.
+func Run(t *testing.T, lock lockimpl.Info, b Battery) *Report {
+	t.Helper()
+	if b.Log == nil {
+		b.Log = slog.New(slog.DiscardHandler)
+	}
+	rep, err := Check(t.Context(), lock, b)
+	if err != nil {
+		t.Fatalf("locktest: %s: %v", lock.Name, err)
+		return nil
+	}
+	var m strings.Builder
+	_ = rep.WriteMatrix(&m)
+	t.Logf("battery against %s:\n%s", lock.Name, m.String())
+	for _, o := range rep.Outcomes {
+		t.Run(o.Scenario, func(t *testing.T) {
+			if why := failed(o); why != "" {
+				t.Errorf("%s; run folder: %s; replay: Battery{Scenarios: []string{%q}, Seed: %d}",
+					why, orDefault(rep.RunDirs[o.Scenario], "(not kept)"), o.Scenario, o.Seed)
+			}
+		})
+	}
+	for name, why := range rep.Skipped {
+		t.Run(name, func(t *testing.T) { t.Skip(why) })
+	}
+	return rep
+}
+
+// failed says why o is a failure, or "" when it is not.
+func failed(o *scenarios.Outcome) string {
+	row := reports.FromOutcome(o)
+	if row.AsExpected || row.Missed() {
+		return ""
+	}
+	why := fmt.Sprintf("%s × %s: verdict %s, expected %s (from %s: %s)", o.Scenario, o.Impl, o.Result.Verdict,
+		o.Expected, o.ExpectedSource, o.ExpectedReason)
+	if o.Result.Verdict != checker.Safe && o.Result.Reason != "" {
+		why += "; " + o.Result.Reason
+	}
+	return why
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == ' ' {
+			return '_'
+		}
+		return r
+	}, s)
+}

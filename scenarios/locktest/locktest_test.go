@@ -1,0 +1,194 @@
+package locktest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/locktest"
+)
+
+// tokenLock is a user's lock written the way a user writes one: SET NX PX
+// with a token, a retry loop, and a release that is compare-and-delete, or a
+// plain DEL when careless is set. It is not registered anywhere.
+type tokenLock struct {
+	env      lockimpl.Env
+	o        lockimpl.Options
+	careless bool
+}
+
+var compareAndDelete = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`)
+
+func (l *tokenLock) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	tok := fmt.Sprintf("%d-%x", l.env.Client, l.env.Rand.Uint64())
+	deadline := l.env.Clock.Mono() + l.o.WaitTimeout
+	for {
+		ok, err := l.env.Nodes[0].SetNX(ctx, key, tok, l.o.TTL).Result()
+		if err != nil {
+			return nil, err // no reply: the SET may have landed, outcome unknown
+		}
+		if ok {
+			return &lockimpl.Lease{Key: key, Token: tok, Acquired: l.env.Clock.Now()}, nil
+		}
+		if l.env.Clock.Mono() > deadline {
+			return nil, lockimpl.ErrNotAcquired
+		}
+		if err := l.env.Sleep(ctx, l.o.RetryDelay); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (l *tokenLock) Release(ctx context.Context, lease *lockimpl.Lease) error {
+	var n int64
+	var err error
+	if l.careless {
+		n, err = l.env.Nodes[0].Del(ctx, lease.Key).Result()
+	} else {
+		n, err = compareAndDelete.Run(ctx, l.env.Nodes[0], []string{lease.Key}, lease.Token).Int64()
+	}
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return lockimpl.ErrNotHeld
+	}
+	return nil
+}
+
+var tokenClaims = lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
+
+func tokenInfo(name string, claims lockimpl.Claims, careless bool) lockimpl.Info {
+	return lockimpl.Info{Name: name, Claims: claims, New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
+		return &tokenLock{env: env, o: o, careless: careless}, nil
+	}}
+}
+
+func verdicts(rep *locktest.Report) map[string]*scenarios.Outcome {
+	out := map[string]*scenarios.Outcome{}
+	for _, o := range rep.Outcomes {
+		out[o.Scenario] = o
+	}
+	return out
+}
+
+// TestBatteryJudgesAUserLock: an unregistered lock gets its expectations
+// from its claims (pause-past-ttl: unsafe, because it expires and has no
+// fencing; foreign-unlock-random: safe, because its release checks the owner); the
+// same lock declaring nothing is only reported; and a lock whose release
+// does not do what it claims (a plain DEL) fails foreign-unlock-random, with its
+// run folder kept.
+func TestBatteryJudgesAUserLock(t *testing.T) {
+	cluster.StartForTest(t, 1)
+	t.Parallel()
+	b := locktest.Battery{Scenarios: []string{"pause-past-ttl", "foreign-unlock-random"}, Backend: cluster.RedisServer, Out: t.TempDir()}
+	for _, tc := range []struct {
+		name     string
+		claims   lockimpl.Claims
+		careless bool
+		want     map[string][3]string // scenario → verdict, expected, source
+		failures int
+	}{
+		{"claims", tokenClaims, false, map[string][3]string{
+			"pause-past-ttl":        {checker.Unsafe, checker.Unsafe, scenarios.FromClaims},
+			"foreign-unlock-random": {checker.Safe, checker.Safe, scenarios.FromClaims}}, 0},
+		{"no-claims", lockimpl.Claims{}, false, map[string][3]string{
+			"pause-past-ttl":        {checker.Unsafe, "", ""},
+			"foreign-unlock-random": {checker.Safe, "", ""}}, 0},
+		{"false-claims", tokenClaims, true, map[string][3]string{
+			"pause-past-ttl":        {checker.Unsafe, checker.Unsafe, scenarios.FromClaims},
+			"foreign-unlock-random": {checker.Unsafe, checker.Safe, scenarios.FromClaims}}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rep, err := locktest.Check(t.Context(), tokenInfo("token-"+tc.name, tc.claims, tc.careless), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := verdicts(rep)
+			for scen, w := range tc.want {
+				o := got[scen]
+				if o == nil {
+					t.Fatalf("%s did not run", scen)
+				}
+				if o.Result.Verdict != w[0] || o.Expected != w[1] || o.ExpectedSource != w[2] {
+					t.Errorf("%s: verdict %s expected %q from %q, want %s %q %q (%s)", scen, o.Result.Verdict, o.Expected, o.ExpectedSource, w[0], w[1], w[2], o.Result.Reason)
+				}
+				if o.Expected != "" && o.ExpectedReason == "" {
+					t.Errorf("%s: expectation without a reason", scen)
+				}
+			}
+			fails := rep.Failures()
+			if len(fails) != tc.failures {
+				t.Errorf("%d failures, want %d", len(fails), tc.failures)
+			}
+			for _, f := range fails {
+				dir := rep.RunDirs[f.Scenario]
+				if _, err := os.Stat(filepath.Join(dir, "history.jsonl")); err != nil {
+					t.Errorf("%s: no run folder kept for the failure (%q): %v", f.Scenario, dir, err)
+				}
+			}
+		})
+	}
+}
+
+// TestBaselineGates: a baseline recorded from one battery makes the same
+// verdicts expected (source baseline) and a changed verdict a failure.
+func TestBaselineGates(t *testing.T) {
+	cluster.StartForTest(t, 1)
+	t.Parallel()
+	b := locktest.Battery{Scenarios: []string{"foreign-unlock-random"}, Backend: cluster.RedisServer, Keep: "none"}
+	rep, err := locktest.Check(t.Context(), tokenInfo("mine", lockimpl.Claims{}, false), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "baseline.json")
+	if err := rep.Baseline().WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	b.Baseline, err = scenarios.ReadBaseline(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same lock, now careless: its verdict changes from the baseline's.
+	rep2, err := locktest.Check(t.Context(), tokenInfo("mine", lockimpl.Claims{}, true), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := rep2.Outcomes[0]
+	if o.ExpectedSource != scenarios.FromBaseline || o.Expected != checker.Safe || o.Result.Verdict != checker.Unsafe || len(rep2.Failures()) != 1 {
+		t.Errorf("baseline run: verdict %s expected %q from %q, %d failures", o.Result.Verdict, o.Expected, o.ExpectedSource, len(rep2.Failures()))
+	}
+}
+
+func TestCheckRefusesBadInput(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name string
+		info lockimpl.Info
+		b    locktest.Battery
+	}{
+		{"no New", lockimpl.Info{Name: "x"}, locktest.Battery{}},
+		{"half-declared claims", lockimpl.Info{Name: "x", New: tokenInfo("x", tokenClaims, false).New, Claims: lockimpl.Claims{Fencing: true}}, locktest.Battery{}},
+		{"bad claim value", lockimpl.Info{Name: "x", New: tokenInfo("x", tokenClaims, false).New, Claims: lockimpl.Claims{Topology: "ring", Expiry: "server", Release: "owner-checked"}}, locktest.Battery{}},
+		{"unknown scenario", tokenInfo("x", tokenClaims, false), locktest.Battery{Scenarios: []string{"no-such-scenario"}}},
+		{"bad keep", tokenInfo("x", tokenClaims, false), locktest.Battery{Keep: "some"}},
+	} {
+		if _, err := locktest.Check(ctx, tc.info, tc.b); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		} else if errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: ran instead of refusing: %v", tc.name, err)
+		}
+	}
+}
