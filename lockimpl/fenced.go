@@ -38,9 +38,11 @@ func fencedClaims(o Options) Claims {
 
 func init() {
 	Register(Info{
-		Name:    "fenced",
-		Source:  "seed 002 RedLock 缺陷 (token fetch); seed 002 常规方案",
-		Summary: "set-nx-px plus an INCR fencing token checked by the resource",
+		Name:     "fenced",
+		Points:   points("fenced", append(append([]string(nil), setNXPXSteps...), "before-incr", "after-incr")...),
+		Validate: validateSetNXPX,
+		Source:   "seed 002 RedLock 缺陷 (token fetch); seed 002 常规方案",
+		Summary:  "set-nx-px plus an INCR fencing token checked by the resource",
 		// set-nx-px's claims, plus the INCR token the resource checks.
 		Claims:    fencedClaims(Options{}),
 		ClaimsFor: fencedClaims,

@@ -50,7 +50,12 @@ type getsetLock struct {
 
 func init() {
 	Register(Info{
-		Name:    "getset",
+		Name:   "getset",
+		Points: points("getset", "before-setnx", "after-setnx", "after-get", "before-getset", "after-getset", "before-release"),
+		Validate: func(o Options, _ int) error {
+			_, err := getsetPython(o)
+			return err
+		},
 		Source:  "seed 001 §四 §五 (Java RedisLock); seed 003 (Python)",
 		Summary: "SETNX timestamp; if expired GETSET and compare; java release DELs unconditionally, python only before its own timeout",
 		// §五: client-clock timestamps, taken over by one GETSET whose old
@@ -64,15 +69,24 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			switch o.ReleaseVariant {
-			case "", "java":
-				return &getsetLock{base: b}, nil
-			case "python":
-				return &getsetLock{base: b, python: true}, nil
+			python, err := getsetPython(o)
+			if err != nil {
+				return nil, fmt.Errorf("getset: %w", err)
 			}
-			return nil, fmt.Errorf("getset: unknown release variant %q (want java or python)", o.ReleaseVariant)
+			return &getsetLock{base: b, python: python}, nil
 		},
 	})
+}
+
+// getsetPython reads the release variant: java (the default) or python.
+func getsetPython(o Options) (bool, error) {
+	switch o.ReleaseVariant {
+	case "", "java":
+		return false, nil
+	case "python":
+		return true, nil
+	}
+	return false, &OptionError{"release", fmt.Sprintf("unknown release variant %q (want java or python)", o.ReleaseVariant)}
 }
 
 // Acquire implements Locker: RedisLock.lock().

@@ -29,10 +29,19 @@ type rig struct {
 	dialOnce bool
 }
 
-// newRig starts n redis-server processes for t.
+// newRig starts n redis-server processes for t. Its hub is armed and
+// reports every failpoint hit to seenPoints, so TestMain can check that the
+// points the implementations declare are exactly those they hit.
 func newRig(t *testing.T, n int) *rig {
 	t.Helper()
-	return &rig{t: t, s: cluster.StartForTest(t, n), hub: lockimpl.NewHub()}
+	hub := lockimpl.NewHub()
+	hub.OnHit = func(_ int, point string, _ []int) {
+		seenMu.Lock()
+		seenPoints[point] = true
+		seenMu.Unlock()
+	}
+	hub.Arm()
+	return &rig{t: t, s: cluster.StartForTest(t, n), hub: hub}
 }
 
 // conn is a fresh client to node i, closed when the test ends.

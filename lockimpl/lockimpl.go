@@ -130,6 +130,10 @@ type Info struct {
 	// Points are the failpoints (impl/step) the implementation calls, so a
 	// spec naming a point that does not exist is refused at load.
 	Points []string
+	// Validate, when set, checks the options the algorithm reads against a
+	// topology of nodes masters before anything starts (New checks them
+	// again). Its errors should be *OptionError so a spec can name the field.
+	Validate func(o Options, nodes int) error
 	// Claims is what the lock says about itself; a scenario that does not
 	// list the lock derives its expectation from them. The zero value
 	// declares nothing, and such a lock gets no expectation.
@@ -169,6 +173,52 @@ func (i Info) Check() error {
 		return fmt.Errorf("lockimpl: %s: %w", i.Name, err)
 	}
 	return nil
+}
+
+// OptionError is a lock option refused by an implementation; Option is its
+// YAML key (ttl, release, nodes, ...).
+type OptionError struct {
+	Option string
+	Msg    string
+}
+
+func (e *OptionError) Error() string { return e.Option + ": " + e.Msg }
+
+// CheckOptions validates o for implementation i on a topology of nodes masters:
+// the checks every algorithm shares (no negative values; Redis expiries are
+// whole milliseconds, so a TTL under 1 ms would be refused by the server on
+// every SET and leave nothing tested), then the implementation's own.
+func (i Info) CheckOptions(o Options, nodes int) error {
+	for _, d := range []struct {
+		opt string
+		v   time.Duration
+	}{{"ttl", o.TTL}, {"retry_delay", o.RetryDelay}, {"wait_timeout", o.WaitTimeout}, {"node_timeout", o.NodeTimeout}} {
+		if d.v < 0 {
+			return &OptionError{d.opt, fmt.Sprintf("must not be negative, got %v", d.v)}
+		}
+	}
+	if o.RetryCount < 0 {
+		return &OptionError{"retry_count", fmt.Sprintf("must not be negative, got %d", o.RetryCount)}
+	}
+	if o.Nodes < 0 {
+		return &OptionError{"nodes", fmt.Sprintf("must not be negative, got %d", o.Nodes)}
+	}
+	if o.TTL != 0 && o.TTL < time.Millisecond {
+		return &OptionError{"ttl", fmt.Sprintf("%v is below Redis's 1 ms expiry resolution (the server would refuse every SET)", o.TTL)}
+	}
+	if i.Validate != nil {
+		return i.Validate(o, nodes)
+	}
+	return nil
+}
+
+// points names an implementation's steps as failpoints (name/step).
+func points(name string, steps ...string) []string {
+	out := make([]string, len(steps))
+	for i, s := range steps {
+		out[i] = name + "/" + s
+	}
+	return out
 }
 
 var (

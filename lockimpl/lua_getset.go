@@ -86,6 +86,7 @@ end
 func init() {
 	Register(Info{
 		Name:    "lua-getset",
+		Points:  points("lua-getset", "before-lock", "after-lock", "before-unlock"),
 		Source:  "seed 000 (PHP Lock, getLockScript/getUnLockScript)",
 		Summary: "SETNX/GET/GETSET/EXPIRE in one EVAL, 3 attempts, seconds; unlock deletes only an already-expired key",
 		// Seed 000: the script compares client time() stamps and takes over

@@ -408,3 +408,28 @@ func TestSetNXPXReentrant(t *testing.T) {
 	}
 	mustAcquire(t, ctx, c2, "k")
 }
+
+// TestWatchdogKeepsLock: every implementation with a renewal watchdog keeps
+// its key alive through three TTLs and still releases it as its own.
+func TestWatchdogKeepsLock(t *testing.T) {
+	for _, impl := range []string{"set-nx-px", "fenced", "redisson-hash"} {
+		t.Run(impl, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, 1)
+			ctx := testCtx(t)
+			c1, _ := r.locker(1, impl, lockimpl.Options{TTL: 300 * time.Millisecond, Watchdog: true})
+			raw := r.conn(0)
+			l := mustAcquire(t, ctx, c1, "k")
+			time.Sleep(900 * time.Millisecond)
+			if n := raw.Exists(ctx, "k").Val(); n != 1 {
+				t.Fatalf("after 3 TTLs the key is gone: the watchdog did not renew")
+			}
+			if err := c1.Release(ctx, l); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if n := raw.Exists(ctx, "k").Val(); n != 0 {
+				t.Fatalf("key still there after release")
+			}
+		})
+	}
+}

@@ -97,6 +97,7 @@ const redissonUnlockMessage = 0
 func init() {
 	Register(Info{
 		Name:    "redisson-hash",
+		Points:  points("redisson-hash", "before-lock", "after-lock", "before-subscribe", "before-wait", "before-unlock", "before-renew"),
 		Source:  "seed 002 RedLock方案 代码实现 (Redisson lock/unlock Lua)",
 		Summary: "hash owner→count with HINCRBY/PEXPIRE Lua, PUBLISH on unlock, waiters subscribe",
 		// The same claims as set-nx-px: the acquire script sets the hash and

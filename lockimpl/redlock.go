@@ -55,7 +55,14 @@ type redlock struct {
 
 func init() {
 	Register(Info{
-		Name:    "redlock",
+		Name:   "redlock",
+		Points: points("redlock", "before-attempt", "before-node", "after-nodes", "after-quorum", "before-unwind", "before-release"),
+		Validate: func(o Options, nodes int) error {
+			if o.Nodes != 0 && o.Nodes != nodes {
+				return &OptionError{"nodes", fmt.Sprintf("redlock asks for %d nodes but the scenario's topology has %d (nodes: %d)", o.Nodes, nodes, nodes)}
+			}
+			return nil
+		},
 		Source:  "seed 002 RedLock方案; redis.io distlock",
 		Summary: "SET NX PX on N independent masters in parallel, quorum N/2+1, validity = TTL − elapsed − drift",
 		// distlock: a majority of independent masters, SET NX PX on each,

@@ -52,15 +52,33 @@ type nxpxHold struct {
 
 func init() {
 	Register(Info{
-		Name:    "set-nx-px",
-		Source:  "seed 002 常规方案 (SET NX PX + Lua compare-and-delete, LockData reentrancy, renewal)",
-		Summary: "SET key token NX PX ttl, compare-and-delete release; optional reentrancy and watchdog renewal",
+		Name:     "set-nx-px",
+		Points:   points("set-nx-px", setNXPXSteps...),
+		Validate: validateSetNXPX,
+		Source:   "seed 002 常规方案 (SET NX PX + Lua compare-and-delete, LockData reentrancy, renewal)",
+		Summary:  "SET key token NX PX ttl, compare-and-delete release; optional reentrancy and watchdog renewal",
 		New: func(env Env, o Options) (Locker, error) {
 			return newSetNXPX("set-nx-px", env, o)
 		},
 		Claims:    setNXPXClaims(Options{}),
 		ClaimsFor: setNXPXClaims,
 	})
+}
+
+// setNXPXSteps are set-nx-px's failpoint steps, which fenced shares.
+var setNXPXSteps = []string{"before-set", "after-set", "before-release", "before-renew"}
+
+// validateSetNXPX refuses a watchdog that cannot renew: it renews every
+// TTL/3, in whole milliseconds.
+func validateSetNXPX(o Options, _ int) error {
+	ttl := o.TTL
+	if ttl == 0 {
+		ttl = 30 * time.Second
+	}
+	if o.Watchdog && ttl < 3*time.Millisecond {
+		return &OptionError{"ttl", fmt.Sprintf("%v too short for the watchdog, which renews every TTL/3 (at least 3ms)", ttl)}
+	}
+	return nil
 }
 
 // setNXPXClaims: seed 002 常规方案: one master, TTL in the SET itself, a Lua
@@ -76,8 +94,8 @@ func newSetNXPX(name string, env Env, o Options) (*setNXPX, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b.o.Watchdog && b.o.TTL < 3*time.Millisecond {
-		return nil, fmt.Errorf("%s: TTL %v too short to renew every TTL/3", name, b.o.TTL)
+	if err := validateSetNXPX(b.o, len(env.Nodes)); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &setNXPX{base: b, holds: map[string]*nxpxHold{}}, nil
 }

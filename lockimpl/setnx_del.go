@@ -33,6 +33,7 @@ type setnxDel struct{ *base }
 func init() {
 	Register(Info{
 		Name:    "setnx-del",
+		Points:  points("setnx-del", "before-setnx", "after-setnx", "after-get", "before-del", "after-del", "before-release"),
 		Source:  "seed 001 §四 (DEL race); seed 003",
 		Summary: "SETNX timestamp; on an expired timestamp DEL then SETNX: two clients both win",
 		// §四: clients judge the timestamp with their clocks and take over by

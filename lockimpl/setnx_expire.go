@@ -27,6 +27,7 @@ type setnxExpire struct{ *base }
 func init() {
 	Register(Info{
 		Name:    "setnx-expire",
+		Points:  points("setnx-expire", "before-setnx", "between-setnx-and-expire", "after-expire", "before-release"),
 		Source:  "seed 001 §六 Q1",
 		Summary: "SETNX then EXPIRE as two commands: a crash between them leaves a lock that never expires",
 		// §六 Q1: EXPIRE is a second command; unlock is DEL.

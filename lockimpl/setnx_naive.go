@@ -24,6 +24,7 @@ type setnxNaive struct{ *base }
 func init() {
 	Register(Info{
 		Name:    "setnx-naive",
+		Points:  points("setnx-naive", "before-setnx", "after-setnx", "before-release"),
 		Source:  "seed 001 §三; seed 003 (SETNX first algorithm)",
 		Summary: "SETNX key timestamp, DEL to release, no expiry: a crashed holder deadlocks",
 		// Nothing reads the timestamp and the key has no TTL; release is DEL.

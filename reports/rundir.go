@@ -47,12 +47,18 @@ func ShouldKeep(keep string, o *scenarios.Outcome) bool {
 	return !o.AsExpected() || o.Result.Verdict != checker.Safe
 }
 
+// RunDirPath is where WriteRunDir puts o's run folder, so the path can be
+// shown with the verdicts before the folder is written.
+func RunDirPath(root string, o *scenarios.Outcome, when time.Time) string {
+	name := fmt.Sprintf("%s-%s-%s-s%d", when.Format("20060102-150405.000"), o.Scenario, o.Impl, o.Seed)
+	return filepath.Join(root, strings.ReplaceAll(name, "/", "_"))
+}
+
 // WriteRunDir writes the run folder for o under root and returns its path:
 // history.jsonl, scenario.yaml (as resolved, seed included), summary.json,
 // and for a run with a violation timeline.html and porcupine.html.
 func WriteRunDir(root string, o *scenarios.Outcome, when time.Time) (string, error) {
-	name := fmt.Sprintf("%s-%s-%s-s%d", when.Format("20060102-150405.000"), o.Scenario, o.Impl, o.Seed)
-	dir := filepath.Join(root, strings.ReplaceAll(name, "/", "_"))
+	dir := RunDirPath(root, o, when)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("run folder: %w", err)
 	}

@@ -89,6 +89,8 @@ type Spec struct {
 	// File is where the spec came from (embedded specs: specs/NAME.yaml).
 	File string `yaml:"-"`
 
+	doc         *yamlDoc          // the parsed file, for the line of any field
+	limits      Limits            // what it was validated against
 	expectedWhy map[string]string // the comment above each expected entry
 }
 
@@ -189,26 +191,34 @@ func Names() []string {
 	return out
 }
 
-// Load reads a scenario by embedded name or by file path, and validates it.
-func Load(nameOrPath string) (*Spec, error) {
+// Load reads a scenario by embedded name or by file path, and validates it
+// against the default limits.
+func Load(nameOrPath string) (*Spec, error) { return LoadWith(nameOrPath, DefaultLimits()) }
+
+// LoadWith is Load against the given limits.
+func LoadWith(nameOrPath string, lim Limits) (*Spec, error) {
 	if strings.ContainsAny(nameOrPath, "/\\") || strings.HasSuffix(nameOrPath, ".yaml") || strings.HasSuffix(nameOrPath, ".yml") {
 		b, err := os.ReadFile(nameOrPath)
 		if err != nil {
 			return nil, fmt.Errorf("scenario file: %w", err)
 		}
-		return Parse(nameOrPath, b)
+		return ParseWith(nameOrPath, b, lim)
 	}
 	file := path.Join("specs", nameOrPath+".yaml")
 	b, err := specFS.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("unknown scenario %q (known: %s; or give a path to a .yaml file)", nameOrPath, strings.Join(Names(), ", "))
 	}
-	return Parse(file, b)
+	return ParseWith(file, b, lim)
 }
 
-// Parse decodes and validates a spec. Unknown fields, syntax errors and bad
-// values come back as *SpecError with file, line and field.
-func Parse(file string, b []byte) (*Spec, error) {
+// Parse decodes and validates a spec against the default limits. Unknown
+// fields, syntax errors and bad values come back as *SpecError with file,
+// line and field.
+func Parse(file string, b []byte) (*Spec, error) { return ParseWith(file, b, DefaultLimits()) }
+
+// ParseWith is Parse against the given limits.
+func ParseWith(file string, b []byte, lim Limits) (*Spec, error) {
 	var s Spec
 	doc, err := decodeSpec(file, b, &s)
 	if err != nil {
@@ -216,153 +226,10 @@ func Parse(file string, b []byte) (*Spec, error) {
 	}
 	s.File = file
 	s.expectedWhy = expectedComments(b)
-	if err := s.validate(doc); err != nil {
+	if err := s.validate(doc, lim); err != nil {
 		return nil, err
 	}
 	return &s, nil
-}
-
-// validate checks values and fills defaults.
-func (s *Spec) validate(doc *yamlDoc) error {
-	bad := func(field, msg string, args ...any) error {
-		return &SpecError{File: s.File, Line: doc.lineOf(field), Field: field, Msg: fmt.Sprintf(msg, args...)}
-	}
-	if s.Name == "" {
-		return bad("name", "missing")
-	}
-	switch s.Mode {
-	case "":
-		s.Mode = "random"
-	case "random", "scheduled":
-	default:
-		return bad("mode", "want scheduled or random, got %q", s.Mode)
-	}
-	durs := []struct {
-		f string
-		d time.Duration
-	}{{"duration", s.Duration}, {"client_timeout", s.ClientTimeout}, {"think", s.Think},
-		{"lock.ttl", s.Lock.TTL}, {"lock.retry_delay", s.Lock.RetryDelay}, {"lock.wait_timeout", s.Lock.WaitTimeout},
-		{"lock.node_timeout", s.Lock.NodeTimeout}, {"workload.cs_min", s.Workload.CSMin}, {"workload.cs_max", s.Workload.CSMax},
-		{"network.latency", s.Network.Latency}, {"clock_skew", s.ClockSkew}, {"network.jitter", s.Network.Jitter}, {"deadlock_bound", s.DeadlockBound}}
-	for _, d := range durs {
-		if d.d < 0 {
-			return bad(d.f, "must not be negative, got %v", d.d)
-		}
-	}
-	ints := []struct {
-		f string
-		n int
-	}{{"nodes", s.Nodes}, {"replicas", s.Replicas}, {"clients", s.Clients}, {"hosts", s.Hosts}, {"keys", s.Keys}, {"ops", s.Ops},
-		{"lock.retry_count", s.Lock.RetryCount}, {"lock.nodes", s.Lock.Nodes}, {"workload.cycles", s.Workload.Cycles}}
-	for _, i := range ints {
-		if i.n < 0 {
-			return bad(i.f, "must not be negative, got %d", i.n)
-		}
-	}
-	if s.Replicas > 1 {
-		return bad("replicas", "at most 1 replica per master")
-	}
-	if s.Duration == 0 {
-		return bad("duration", "missing: every run needs a time bound")
-	}
-	if s.Clients == 0 {
-		s.Clients = 1
-	}
-	if s.Keys == 0 {
-		s.Keys = 1
-	}
-	if s.ClientTimeout == 0 {
-		s.ClientTimeout = time.Second
-	}
-	if s.Workload.CSMax < s.Workload.CSMin {
-		return bad("workload.cs_max", "below cs_min")
-	}
-	switch s.Workload.Client {
-	case "":
-		s.Workload.Client = Careless
-	case Careless, Careful:
-	default:
-		return bad("workload.client", "want careful or careless, got %q", s.Workload.Client)
-	}
-	switch s.Workload.Resource {
-	case "", "counter", "fenced":
-	default:
-		return bad("workload.resource", "want counter or fenced, got %q", s.Workload.Resource)
-	}
-	for name, v := range s.Variants {
-		if _, err := lockimpl.Lookup(v.Impl); err != nil {
-			return bad("variants."+name+".impl", "%v", err)
-		}
-		if _, dup := lockimpl.Lookup(name); dup == nil {
-			return bad("variants."+name, "shadows the implementation of the same name")
-		}
-	}
-	for i, name := range s.Impls {
-		if _, _, err := s.Resolve(name); err != nil {
-			return bad(fmt.Sprintf("impls.%d", i), "%v", err)
-		}
-	}
-	for c, d := range s.ClockOffsets {
-		if c < 0 || c >= s.Clients {
-			return bad("clock_offsets", "no client %d (clients: %d)", c, s.Clients)
-		}
-		_ = d
-	}
-	for name, v := range s.Expected {
-		if _, _, err := s.Resolve(name); err != nil {
-			return bad("expected."+name, "%v", err)
-		}
-		if !validVerdict(v) {
-			return bad("expected."+name, "verdict must be safe, unsafe, deadlock or inconclusive, got %q", v)
-		}
-	}
-	if err := s.validateRules(bad); err != nil {
-		return err
-	}
-	for i, f := range s.Faults {
-		if _, err := nemesis.Build(f); err != nil {
-			return bad(fmt.Sprintf("faults.%d", i), "%v", err)
-		}
-	}
-	for i, fp := range s.Failpoints {
-		if fp.Point == "" || !strings.Contains(fp.Point, "/") {
-			return bad(fmt.Sprintf("failpoints.%d.point", i), "want impl/step, got %q", fp.Point)
-		}
-		if fp.Client < -1 || fp.Client >= s.Clients {
-			return bad(fmt.Sprintf("failpoints.%d.client", i), "no client %d (clients: %d)", fp.Client, s.Clients)
-		}
-		if fp.Sleep < 0 {
-			return bad(fmt.Sprintf("failpoints.%d.sleep", i), "must not be negative")
-		}
-		if fp.WaitFor != "" && (fp.WaitClient < 0 || fp.WaitClient >= s.Clients) {
-			return bad(fmt.Sprintf("failpoints.%d.wait_client", i), "no client %d (clients: %d)", fp.WaitClient, s.Clients)
-		}
-		if fp.LoseReply && !(strings.HasPrefix(fp.Point, "cmd/") && strings.HasSuffix(fp.Point, "/after")) {
-			return bad(fmt.Sprintf("failpoints.%d.lose_reply", i), "a reply can be lost only at a command's after point (cmd/NODE/COMMAND/after), not at %q", fp.Point)
-		}
-		if _, err := path.Match(fp.Point, ""); err != nil {
-			return bad(fmt.Sprintf("failpoints.%d.point", i), "bad pattern %q: %v", fp.Point, err)
-		}
-		if fp.Nth < 0 {
-			return bad(fmt.Sprintf("failpoints.%d.nth", i), "must not be negative")
-		}
-		if fp.Fault != nil {
-			if _, err := nemesis.Build(*fp.Fault); err != nil {
-				return bad(fmt.Sprintf("failpoints.%d.fault", i), "%v", err)
-			}
-		}
-	}
-	if s.Explore != nil {
-		if err := s.Explore.validate(func(f string) string { return "explore." + f }, bad); err != nil {
-			return err
-		}
-	}
-	if s.Network.Latency > 0 {
-		if _, err := nemesis.Build(nemesis.Spec{Kind: "latency", Latency: s.Network.Latency, Jitter: s.Network.Jitter}); err != nil {
-			return bad("network", "%v", err)
-		}
-	}
-	return nil
 }
 
 // Resolve maps an implementation or variant name to the registered

@@ -33,7 +33,7 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 		c.fp.NewCycle()
 		// A client waiting at a barrier for a step that never comes (the
 		// step of another algorithm) is released when the run ends.
-		if err := c.fp.Hit(barrierCtx, "cycle/before-acquire"); err != nil {
+		if err := c.fp.Hit(barrierCtx, PointBeforeAcquire); err != nil {
 			r.crashedBy(c, err)
 			return
 		}
@@ -68,7 +68,7 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 		if !r.criticalSection(ctx, c, key, lease, rng) {
 			return
 		}
-		res, err = c.rec.release(ctx, key, lease, func() error { return c.fp.Hit(ctx, "cycle/before-release") })
+		res, err = c.rec.release(ctx, key, lease, func() error { return c.fp.Hit(ctx, PointBeforeRelease) })
 		if res == unknown {
 			if r.crashedBy(c, err) {
 				return
@@ -94,7 +94,7 @@ func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lea
 	if span := r.spec.Workload.CSMax - r.spec.Workload.CSMin; span > 0 {
 		hold += time.Duration(rng.Int64N(int64(span) + 1))
 	}
-	if err := c.fp.Hit(ctx, "cs/hold"); err != nil {
+	if err := c.fp.Hit(ctx, PointHold); err != nil {
 		return !r.crashedBy(c, err)
 	}
 	if err := r.work(ctx, c, lease, hold); err != nil {

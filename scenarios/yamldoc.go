@@ -62,6 +62,7 @@ func decodeSpec(file string, b []byte, out any) (*yamlDoc, error) {
 	if n := d.resolve(body); n.Type() != ast.MappingType && n.Type() != ast.MappingValueType {
 		return nil, &SpecError{File: file, Line: nodeLine(n), Msg: fmt.Sprintf("a scenario is a mapping of fields (name: ..., duration: ...), not %s", describeNode(n))}
 	}
+	d.lines[""] = nodeLine(d.resolve(body)) // a missing top-level field is reported at the top
 	if err := d.check(body, reflect.TypeOf(out).Elem(), ""); err != nil {
 		return nil, err
 	}
@@ -124,17 +125,19 @@ func (d *yamlDoc) libError(err error, _ ast.Node) error {
 // lineOf is the line of a dotted field path, or of the deepest part of it
 // that the file contains (the parent mapping, for an omitted field).
 func (d *yamlDoc) lineOf(field string) int {
-	for p := field; p != ""; {
+	for p := field; ; {
 		if l, ok := d.lines[p]; ok {
 			return l
 		}
+		if p == "" {
+			return 0
+		}
 		i := strings.LastIndexByte(p, '.')
 		if i < 0 {
-			break
+			i = 0
 		}
 		p = p[:i]
 	}
-	return 0
 }
 
 // has says whether the file writes the field (even as zero or null).

@@ -67,6 +67,13 @@ func parseBenchFlags(args []string) (*benchFlags, error) {
 	if fs.NArg() > 0 {
 		return nil, usage("bench: unexpected argument %q", fs.Arg(0))
 	}
+	for _, o := range []struct{ flag, path string }{{"--cpuprofile", f.cpuprofile}, {"--memprofile", f.memprofile}} {
+		if o.path != "" {
+			if err := checkOutFile("bench: "+o.flag, o.path); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if f.seeds < 0 || f.duration < 0 || f.parallel < 1 {
 		return nil, usage("bench: --seeds and --duration must not be negative, --parallel at least 1")
 	}

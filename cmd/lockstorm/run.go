@@ -48,6 +48,7 @@ type runFlags struct {
 	junit     string
 	parallel  int
 	onlyDiff  bool
+	limits    scenarios.Limits
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
@@ -71,6 +72,13 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.junit, "junit", "", "also write JUnit XML to this file")
 	fs.BoolVar(&f.onlyDiff, "only-diff", false, "print only the verdicts that differ from the expected ones (the gate's output)")
 	fs.IntVar(&f.parallel, "parallel", 3, "scenario runs at once (each has its own servers and ports)")
+	f.limits = scenarios.DefaultLimits()
+	fs.IntVar(&f.limits.MaxNodes, "max-nodes", f.limits.MaxNodes, "refuse specs with more Redis nodes than this")
+	fs.IntVar(&f.limits.MaxHosts, "max-hosts", f.limits.MaxHosts, "refuse specs with more client hosts than this")
+	fs.DurationVar(&f.limits.MaxDuration, "max-duration", f.limits.MaxDuration, "refuse specs that run longer than this")
+	fs.DurationVar(&f.limits.MinEvery, "min-every", f.limits.MinEvery, "refuse faults that repeat more often than this")
+	fs.Int64Var(&f.limits.MaxHistory, "max-history", f.limits.MaxHistory, "refuse specs whose history could exceed this many entries")
+	fs.IntVar(&f.limits.OpenFiles, "open-files", 0, "open files the run may use (0: this process's RLIMIT_NOFILE)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stdout)
@@ -103,6 +111,21 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	}
 	if _, err := cluster.Resolve(f.backend); err != nil {
 		return nil, usage("run: --backend: %v", err)
+	}
+	if f.limits.MaxNodes < 1 || f.limits.MaxHosts < 1 || f.limits.MaxDuration <= 0 || f.limits.MinEvery < 0 || f.limits.MaxHistory < 1 || f.limits.OpenFiles < 0 {
+		return nil, usage("run: --max-nodes, --max-hosts, --max-duration and --max-history must be positive, --min-every and --open-files not negative")
+	}
+	// Outputs are checked before anything starts: a run must not be
+	// carried out only to lose its results.
+	if f.keep != reports.KeepNone {
+		if err := checkOutDir("run: --out", f.out); err != nil {
+			return nil, err
+		}
+	}
+	if f.junit != "" {
+		if err := checkOutFile("run: --junit", f.junit); err != nil {
+			return nil, err
+		}
 	}
 	if f.all {
 		for _, n := range scenarios.Names() {
@@ -144,7 +167,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	// Everything is loaded and validated before anything starts.
 	var jobs []job
 	for _, name := range f.scenarios {
-		spec, err := scenarios.Load(name)
+		spec, err := scenarios.LoadWith(name, f.limits)
 		if err != nil {
 			return &exitError{2, err}
 		}
@@ -165,6 +188,11 @@ func cmdRun(ctx context.Context, args []string) error {
 		for _, impl := range impls {
 			if _, _, err := spec.Resolve(impl); err != nil {
 				return usage("run: --impl: %v", err)
+			}
+			// An --impl the spec does not name was not checked at load:
+			// its options and topology are checked here, before anything starts.
+			if err := spec.CheckImpl(impl); err != nil {
+				return &exitError{2, fmt.Errorf("run: --impl %s: %w", impl, err)}
 			}
 			for k := 0; k < f.seeds; k++ {
 				seed := f.seed
@@ -200,11 +228,15 @@ func cmdRun(ctx context.Context, args []string) error {
 		prog.done(jobs[i].spec.Name, jobs[i].impl, out)
 	})
 	prog.clear()
+	if afterRuns != nil {
+		afterRuns()
+	}
 	var rows []reports.Row
 	var cases []reports.JUnitCase
 	var suite []reports.SuiteRun
 	mismatch, missed := 0, 0
 	now := time.Now()
+	var kept []int // indices of results whose run folder is kept
 	for i, out := range results {
 		if errs[i] != nil {
 			return &exitError{2, fmt.Errorf("%s × %s: %w", jobs[i].spec.Name, jobs[i].impl, errs[i])}
@@ -217,11 +249,8 @@ func cmdRun(ctx context.Context, args []string) error {
 			mismatch++
 		}
 		if reports.ShouldKeep(f.keep, out) {
-			dir, err := reports.WriteRunDir(f.out, out, now)
-			if err != nil {
-				return &exitError{2, err}
-			}
-			row.RunDir = dir
+			row.RunDir = reports.RunDirPath(f.out, out, now)
+			kept = append(kept, i)
 		}
 		rows = append(rows, row)
 		cases = append(cases, reports.JUnitCase{Row: row, Seconds: out.Elapsed.Seconds()})
@@ -243,11 +272,34 @@ func cmdRun(ctx context.Context, args []string) error {
 			defer fmt.Fprintf(os.Stdout, "\nsuite page: %s\n", index)
 		}
 	}
-	if f.junit != "" {
-		if err := reports.WriteJUnitFile(f.junit, cases); err != nil {
-			return &exitError{2, err}
+	// The verdicts are printed first; the files are written after, and a
+	// failed write is reported below the table (exit 2) instead of
+	// swallowing the verdicts.
+	verdictErr := printVerdicts(f, rows, mismatch, missed)
+	var writeErrs []error
+	for _, i := range kept {
+		if _, err := reports.WriteRunDir(f.out, results[i], now); err != nil {
+			writeErrs = append(writeErrs, fmt.Errorf("run folder for %s × %s: %w", jobs[i].spec.Name, jobs[i].impl, err))
 		}
 	}
+	if f.junit != "" {
+		if err := reports.WriteJUnitFile(f.junit, cases); err != nil {
+			writeErrs = append(writeErrs, fmt.Errorf("--junit: %w", err))
+		}
+	}
+	if len(writeErrs) > 0 {
+		return &exitError{2, fmt.Errorf("the verdicts above were not all saved: %w", errors.Join(writeErrs...))}
+	}
+	return verdictErr
+}
+
+// afterRuns, when set by a test, runs once every job has finished and
+// before anything is printed or written (to make a write fail on purpose).
+var afterRuns func()
+
+// printVerdicts prints the table (or the per-seed aggregate) and the
+// replay lines, and returns the exit error the verdicts call for.
+func printVerdicts(f *runFlags, rows []reports.Row, mismatch, missed int) error {
 	if f.seeds > 1 {
 		agg := reports.Aggregate(rows)
 		if err := reports.WriteAggregate(os.Stdout, agg, f.format); err != nil {

@@ -8,9 +8,9 @@ import "fmt"
 // the fault heals, toxiproxy closes the affected connections and clients
 // reconnect.
 func init() {
-	Register("blackhole", "drop all data on the targeted links, keeping the connections open", newBlackhole(""))
-	Register("partition", "cut the targeted hosts from the targeted nodes (direction: both, to-server or from-server)", newBlackhole("partition"))
-	Register("lost-reply", "deliver commands on the targeted links but drop the replies: the client times out while the command took effect", newBlackhole("downstream"))
+	Register("blackhole", "drop all data on the targeted links, keeping the connections open", newBlackhole(""), linkTargets.with("stream"))
+	Register("partition", "cut the targeted hosts from the targeted nodes (direction: both, to-server or from-server)", newBlackhole("partition"), linkTargets.with("direction"))
+	Register("lost-reply", "deliver commands on the targeted links but drop the replies: the client times out while the command took effect", newBlackhole("downstream"), linkTargets)
 }
 
 func newBlackhole(variant string) Factory {
@@ -30,7 +30,7 @@ func newBlackhole(variant string) Factory {
 			case "from-server":
 				streams = []string{"downstream"}
 			default:
-				return nil, fmt.Errorf("partition: direction %q: want both, to-server or from-server", s.Direction)
+				return nil, &FieldError{"direction", fmt.Sprintf("%q: want both, to-server or from-server", s.Direction)}
 			}
 			if len(s.Hosts)+len(s.Clients) == 0 && len(s.Nodes) == 0 && s.Pick == "" {
 				return nil, fmt.Errorf("partition: needs hosts, clients, nodes or pick")

@@ -2,7 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
@@ -12,16 +11,16 @@ func init() {
 		clientFactory(func(env *Env, c int) func() {
 			env.Control.Pause(c)
 			return func() { env.Control.Resume(c) }
-		}))
+		}), clientTargets)
 	Register("crash", "the targeted clients vanish at once, holding what they hold; nothing is released",
 		clientFactory(func(env *Env, c int) func() {
 			env.Control.Crash(c)
 			return func() {}
-		}))
+		}), clientTargets)
 	Register("client-clock", "jump the targeted clients' clocks by offset and/or set their drift rate; healing undoes the jump",
 		func(s Spec) (Fault, error) {
 			if s.Offset == 0 && s.Drift == 0 {
-				return nil, errors.New("client-clock: needs offset or drift")
+				return nil, &FieldError{"offset", "client-clock needs offset or drift"}
 			}
 			return clientFactory(func(env *Env, c int) func() {
 				if s.Offset != 0 {
@@ -39,7 +38,7 @@ func init() {
 					}
 				}
 			})(s)
-		})
+		}, clientTargets.with("offset", "drift"))
 }
 
 type clientFault struct {

@@ -23,7 +23,7 @@ func init() {
 				return nil, fmt.Errorf("failover: needs nodes")
 			}
 			return &failover{s}, nil
-		})
+		}, Uses{Fields: []string{"nodes"}})
 }
 
 type failover struct{ spec Spec }

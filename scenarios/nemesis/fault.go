@@ -94,9 +94,46 @@ type Fault interface {
 // Factory validates a spec and builds its fault.
 type Factory func(s Spec) (Fault, error)
 
+// Uses is what a fault kind reads from its Spec beside the timing (at,
+// within, for, every, kind): its target and parameter fields, by YAML key,
+// and the pick values it understands. A spec that writes another field for
+// the kind is refused at load: a direction on latency or an offset on a
+// partition would otherwise be silently ignored.
+type Uses struct {
+	Fields []string
+	Picks  []string
+}
+
+// Targets shared by kind families.
+var (
+	// linkTargets select links: from hosts (or the hosts of clients) to nodes.
+	linkTargets = Uses{Fields: []string{"hosts", "clients", "nodes", "pick"}, Picks: []string{"client", "minority", "majority"}}
+	// clientTargets select clients.
+	clientTargets = Uses{Fields: []string{"hosts", "clients", "pick"}, Picks: []string{"client"}}
+	// nodeTargets select server nodes.
+	nodeTargets = Uses{Fields: []string{"nodes", "pick"}, Picks: []string{"minority", "majority"}}
+)
+
+// with returns u plus parameter fields.
+func (u Uses) with(fields ...string) Uses {
+	return Uses{Fields: append(append([]string(nil), u.Fields...), fields...), Picks: u.Picks}
+}
+
+// TimingFields are the Spec fields every kind accepts.
+var TimingFields = []string{"at", "within", "for", "every", "kind"}
+
+// FieldError is a fault spec refused because of one field (its YAML key).
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
 type kindInfo struct {
 	factory Factory
 	summary string
+	uses    Uses
 }
 
 var (
@@ -104,14 +141,27 @@ var (
 	kinds = map[string]kindInfo{}
 )
 
-// Register adds a fault kind.
-func Register(kind, summary string, f Factory) {
+// Register adds a fault kind; uses declares the fields it reads (at most
+// one Uses; none means timing only).
+func Register(kind, summary string, f Factory, uses ...Uses) {
 	regMu.Lock()
 	defer regMu.Unlock()
 	if _, dup := kinds[kind]; dup {
 		panic("nemesis: duplicate fault kind " + kind)
 	}
-	kinds[kind] = kindInfo{f, summary}
+	var u Uses
+	if len(uses) > 0 {
+		u = uses[0]
+	}
+	kinds[kind] = kindInfo{f, summary, u}
+}
+
+// KindUses returns what kind reads from its Spec (false for an unknown kind).
+func KindUses(kind string) (Uses, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	k, ok := kinds[kind]
+	return k.uses, ok
 }
 
 // Build validates s and returns its fault.
@@ -122,10 +172,35 @@ func Build(s Spec) (Fault, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown fault kind %q (known: %s)", s.Kind, strings.Join(Kinds(), ", "))
 	}
-	if s.At < 0 || s.For < 0 || s.Every < 0 || s.Within < 0 {
-		return nil, fmt.Errorf("fault %s: negative at/for/every/within", s.Kind)
+	for _, d := range []struct {
+		f string
+		v time.Duration
+	}{{"at", s.At}, {"for", s.For}, {"every", s.Every}, {"within", s.Within}} {
+		if d.v < 0 {
+			return nil, &FieldError{d.f, fmt.Sprintf("must not be negative, got %v", d.v)}
+		}
+	}
+	if s.Pick != "" && !contains(k.uses.Picks, s.Pick) {
+		if len(k.uses.Picks) == 0 {
+			return nil, &FieldError{"pick", fmt.Sprintf("%s picks no targets", s.Kind)}
+		}
+		return nil, &FieldError{"pick", fmt.Sprintf("%q: %s picks %s", s.Pick, s.Kind, strings.Join(k.uses.Picks, ", "))}
+	}
+	switch s.Stream {
+	case "", "upstream", "downstream", "both":
+	default:
+		return nil, &FieldError{"stream", fmt.Sprintf("%q: want upstream, downstream or both", s.Stream)}
 	}
 	return k.factory(s)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // Kinds lists the registered kinds.

@@ -5,5 +5,5 @@ func init() {
 		return &toxicFault{spec: s, streams: s.streams(), toxic: func() Toxic {
 			return Toxic{Type: "reset_peer", Attributes: map[string]any{"timeout": 0}}
 		}}, nil
-	})
+	}, linkTargets.with("stream"))
 }

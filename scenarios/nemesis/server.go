@@ -16,18 +16,18 @@ func init() {
 				return nil, err
 			}
 			return func() error { return sc.Restart(i) }, nil
-		}))
+		}), nodeTargets)
 	Register("server-pause", "freeze the targeted nodes (SIGSTOP) until the fault heals (SIGCONT)",
 		serverFactory(func(sc cluster.ServerControl, i int) (func() error, error) {
 			if err := sc.Pause(i); err != nil {
 				return nil, err
 			}
 			return func() error { return sc.Resume(i) }, nil
-		}))
+		}), nodeTargets)
 	Register("server-clock", "move the targeted nodes' wall clocks by offset (keys expire by it); healing moves them back",
 		func(s Spec) (Fault, error) {
 			if s.Offset == 0 {
-				return nil, errors.New("server-clock: needs offset")
+				return nil, &FieldError{"offset", "server-clock needs offset"}
 			}
 			return serverFactory(func(sc cluster.ServerControl, i int) (func() error, error) {
 				before := sc.ClockOffset(i)
@@ -36,7 +36,7 @@ func init() {
 				}
 				return func() error { return sc.SetClockOffset(i, before) }, nil
 			})(s)
-		})
+		}, nodeTargets.with("offset"))
 }
 
 type serverFault struct {

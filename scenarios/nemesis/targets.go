@@ -40,7 +40,7 @@ func (t Targets) Count() int {
 }
 
 // String describes the targets for the history, e.g.
-// "picked client 3: links [h4>n1] carrying clients [3]".
+// "picked client 3: 1 link [h4>n1] carrying clients [3]".
 func (t Targets) String() string {
 	var parts []string
 	if len(t.Nodes) > 0 {
@@ -51,6 +51,9 @@ func (t Targets) String() string {
 	}
 	if len(t.Links) > 0 {
 		s := fmt.Sprintf("%d links %v", len(t.Links), t.Links)
+		if len(t.Links) == 1 {
+			s = fmt.Sprintf("1 link %v", t.Links)
+		}
 		if len(t.Clients) > 0 {
 			s += fmt.Sprintf(" carrying clients %v", t.Clients)
 		}
