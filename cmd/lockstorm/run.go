@@ -276,6 +276,9 @@ func cmdRun(ctx context.Context, args []string) error {
 	// failed write is reported below the table (exit 2) instead of
 	// swallowing the verdicts.
 	verdictErr := printVerdicts(f, rows, mismatch, missed)
+	if f.format != reports.FormatJSON {
+		printProcessStats(os.Stdout, results, jobs)
+	}
 	var writeErrs []error
 	for _, i := range kept {
 		if _, err := reports.WriteRunDir(f.out, results[i], now); err != nil {
@@ -328,9 +331,6 @@ func printVerdicts(f *runFlags, rows []reports.Row, mismatch, missed int) error 
 		if err := reports.WriteTable(os.Stdout, shown, reports.TableOptions{Format: f.format, Wide: f.wide, Color: isTerminal(os.Stdout)}); err != nil {
 			return &exitError{2, err}
 		}
-	}
-	if f.format != reports.FormatJSON {
-		printProcessStats(os.Stdout, results, jobs)
 	}
 	if missed > 0 && f.format != reports.FormatJSON {
 		fmt.Fprintf(os.Stdout, "\n%d exploratory run(s) did not find their failure on this seed (marked miss; not a regression):\n", missed)
