@@ -59,6 +59,12 @@ const (
 	FStop = "stop"
 	FEnd  = "end"  // the runner's last entry: a history without it was cut short
 	FMeta = "meta" // the runner's first entry: what the run was asked to do (Op.Meta)
+	// FServer is a server's key event (process ServerProcess): Value is the
+	// event (set, del, expired, evicted, expire, hset, ...), Node the node,
+	// Owner the key's value after a set when the observer could read it
+	// exactly (empty: unknown). Its time is when the harness received it,
+	// after the server executed it.
+	FServer = "server"
 )
 
 // NemesisProcess is the process id of fault entries.
@@ -68,6 +74,9 @@ const NemesisProcess = -1
 // (FMeta), the final reads of each key's counter, appended after every
 // client stopped, and the end record (FEnd).
 const FinalProcess = -2
+
+// ServerProcess is the process id of the servers' key events.
+const ServerProcess = -3
 
 // Op is one history entry.
 type Op struct {
@@ -87,6 +96,9 @@ type Op struct {
 	// Time is nanoseconds since the run started, from one monotonic clock.
 	Time  int64  `json:"time"`
 	Error string `json:"error,omitempty"`
+	// Node and Owner are set on server events (FServer).
+	Node  string `json:"node,omitempty"`
+	Owner string `json:"owner,omitempty"`
 	// Targets is what a nemesis FStart entry applied to (see FStart).
 	Targets *FaultTargets `json:"targets,omitempty"`
 	// ErrorReply says a fail completion was the server refusing the

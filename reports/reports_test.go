@@ -736,3 +736,29 @@ func TestMissedOnlyForExploratoryNotFound(t *testing.T) {
 		}
 	}
 }
+
+func TestTimelineDrawsServerEvents(t *testing.T) {
+	h := readGolden(t, "good.jsonl")
+	var key string
+	var at int64
+	for _, op := range h {
+		if op.F == checker.FAcquire && op.Type == checker.Ok {
+			key, at = op.Key, op.Time
+			break
+		}
+	}
+	h = append(h, checker.Op{Index: len(h), Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FServer,
+		Key: key, Value: "set", Node: "n1", Owner: "tok<1>", Time: at})
+	res := checker.Check(h, checker.Options{})
+	var buf bytes.Buffer
+	if err := WriteTimeline(&buf, h, res, "server events"); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if !strings.Contains(page, "n1: set "+key+" at ") || !strings.Contains(page, "value tok&lt;1&gt;") {
+		t.Error("server event not drawn on its key's row")
+	}
+	if err := wellFormedSVG(page); err != nil {
+		t.Error(err)
+	}
+}

@@ -60,7 +60,10 @@ type Outcome struct {
 	// Client is the workload's client: careful (abandons its critical
 	// section when its lease is over) or careless.
 	Client string `json:"client"`
-	Gated  bool   `json:"gated"`
+	// Observer says whether the servers' key events were recorded (the
+	// ground truth of the false-success check) and, if not, why.
+	Observer string `json:"observer"`
+	Gated    bool   `json:"gated"`
 	// Expected is the expected verdict, "" for none; ExpectedReason says
 	// why and ExpectedSource where it came from (spec, claims, baseline).
 	Expected       string `json:"expected"`
@@ -213,10 +216,11 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	}
 	defer topo.Close()
 	cl, net, hostOf, replicas := topo.cl, topo.net, topo.hostOf, topo.replicas
-
 	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
 	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
 		Meta: r.meta(seed, cl.Kind(), copts)})
+	obs, observed := r.startObservers(ctx, cl.Nodes())
+	defer closeObservers(obs)
 
 	hub := lockimpl.NewHub()
 	hub.Seed = seed
@@ -362,6 +366,9 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("run interrupted: %w", err)
 	}
+	// The observers' last events are in before the history is taken.
+	closeObservers(obs)
+	obs = nil
 	for k := 0; k < spec.Keys; k++ {
 		key := keyName(k)
 		r.rec.Add(checker.Op{Type: checker.Invoke, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key})
@@ -379,7 +386,7 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	}
 	claims := info.ClaimsUnder(opts)
 	exp := cfg.expectation(spec, cfg.Impl, claims)
-	return &Outcome{Points: cov, Client: spec.Workload.Client, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
+	return &Outcome{Points: cov, Client: spec.Workload.Client, Observer: observed, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
 		Claims: claims, Result: res, Elapsed: time.Since(start), History: h, Spec: spec, Processes: procs}, nil
 }
