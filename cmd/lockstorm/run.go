@@ -284,6 +284,9 @@ func cmdRun(ctx context.Context, args []string) error {
 	// failed write is reported below the table (exit 2) instead of
 	// swallowing the verdicts.
 	verdictErr := printVerdicts(f, rows, mismatch, missed)
+	if f.format != reports.FormatJSON {
+		printProcessStats(os.Stdout, results, jobs)
+	}
 	var writeErrs []error
 	for _, i := range kept {
 		if _, err := reports.WriteRunDir(f.out, results[i], now); err != nil {
@@ -367,4 +370,19 @@ func printVerdicts(f *runFlags, rows []reports.Row, mismatch, missed int) error 
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// printProcessStats shows, after the table, the requests that client
+// processes (--exec) left unknown by dying, breaking the protocol or not
+// answering: each is an unknown outcome in the history, and a flaky client
+// program must not pass for a flaky lock.
+func printProcessStats(w io.Writer, results []*scenarios.Outcome, jobs []job) {
+	for i, out := range results {
+		if out == nil || out.Processes == nil || out.Processes.Unknown() == 0 {
+			continue
+		}
+		p := out.Processes
+		fmt.Fprintf(w, "client processes of %s × %s: %d started; %d requests unknown (%d died, %d malformed replies, %d timeouts)\n",
+			jobs[i].spec.Name, jobs[i].impl, p.Starts, p.Unknown(), p.Deaths, p.Malformed, p.Timeouts)
+	}
 }
