@@ -84,11 +84,15 @@ chromium:
 
 vet:
 	$(GO) vet ./...
+	cd examples && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# After the main tests, the examples module (its own go.mod): lockstorm's
+# first outside user, real lock libraries on trial through the public API.
 test: redis-server chromium clients vet $(SHIM)
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 10m ./...
+	cd examples && CI=$${CI:-true} $(GO) test -count=1 -timeout 5m ./...
 
 # The regression gate: gated scenarios only (scheduled modes, and random
 # modes found on 20 of 20 seeds); exit 1 on any unexpected verdict, printing

@@ -66,6 +66,15 @@ type curOp struct {
 	relHold int // index in keyData.holds ended by this release, -1: none
 	n       int64
 	fence   int64
+	val     string // the invoke's value (a release's token)
+}
+
+// releaseRec is a release acknowledged ok.
+type releaseRec struct {
+	process, client int
+	key             string
+	token           string
+	invoke, done    int64
 }
 
 type procState struct {
@@ -98,6 +107,9 @@ type analysis struct {
 	latencies []int64 // acquire invoke → ok
 	longest   int64   // longest acquire invoke → completion
 	perClient map[int]*[2]int
+	server    []*Op          // the servers' key events, in time order
+	owners    map[string]int // acquire token → client
+	releases  []releaseRec
 }
 
 func (a *analysis) key(name string) int {
@@ -125,7 +137,7 @@ func sortedByTime(h History) History {
 // process has in flight. Entries that break this are counted as malformed.
 func analyze(h History) *analysis {
 	h = sortedByTime(h)
-	a := &analysis{keyIdx: map[string]int{}, perClient: map[int]*[2]int{}}
+	a := &analysis{keyIdx: map[string]int{}, perClient: map[int]*[2]int{}, owners: map[string]int{}}
 	procs := map[int]*procState{}
 	// inherit: after an info completion the client continues under a new
 	// process id; the holds of the old process (an info write inside a
@@ -186,6 +198,12 @@ func analyze(h History) *analysis {
 		if op.Process == NemesisProcess {
 			continue
 		}
+		if op.Process == ServerProcess {
+			if op.F == FServer {
+				a.server = append(a.server, op)
+			}
+			continue
+		}
 		if op.Process == FinalProcess {
 			if op.F == FRead && op.Type == Ok {
 				kd := a.keys[a.key(op.Key)]
@@ -237,7 +255,7 @@ func analyze(h History) *analysis {
 				a.malformed++
 				a.abandon(p)
 			}
-			c := &curOp{f: op.F, key: k, invoke: op.Time, relHold: -1, n: op.N, fence: op.Fence}
+			c := &curOp{f: op.F, key: k, invoke: op.Time, relHold: -1, n: op.N, fence: op.Fence, val: op.Value}
 			switch op.F {
 			case FAcquire:
 				a.attempts++
@@ -283,6 +301,9 @@ func analyze(h History) *analysis {
 			}
 			switch op.Type {
 			case Ok:
+				if op.Value != "" {
+					a.owners[op.Value] = p.client
+				}
 				a.acquired++
 				client(p.client)[1]++
 				a.latencies = append(a.latencies, op.Time-ar.invoke)
@@ -328,6 +349,9 @@ func analyze(h History) *analysis {
 				}
 			}
 		case FRelease:
+			if op.Type == Ok {
+				a.releases = append(a.releases, releaseRec{process: p.id, client: p.client, key: op.Key, token: c.val, invoke: c.invoke, done: op.Time})
+			}
 			if c.relHold >= 0 && op.Type != Info {
 				hr := &kd.holds[c.relHold]
 				hr.relDone, hr.relOK = op.Time, op.Type == Ok

@@ -115,6 +115,13 @@ func CheckParsed(p Parsed, o Options) Result {
 	if rr.firstHarm >= 0 && (res.FirstViolationNs < 0 || rr.firstHarm < res.FirstViolationNs) {
 		res.FirstViolationNs, res.FirstViolation = rr.firstHarm, ViolationHarm
 	}
+	if fs := checkFalseSuccesses(a); len(fs) > 0 {
+		res.FalseSuccesses, res.FalseSuccess = len(fs), fs[0].text
+		if res.FirstViolationNs < 0 || fs[0].at < res.FirstViolationNs {
+			res.FirstViolationNs, res.FirstViolation = fs[0].at, ViolationFalseSuccess
+		}
+	}
+	res.ServerEvents = len(a.server)
 
 	lv := checkLiveness(a, int64(o.DeadlockBound))
 	res.Acquired, res.Attempts, res.Unknown = a.acquired, a.attempts, a.unknown
@@ -148,8 +155,11 @@ func problemText(r *Result) string {
 }
 
 func verdict(r *Result, o Options, keys int, starvedFrom int64) (string, string) {
-	harmed := r.NetLostUpdates > 0 || r.StaleWrites > 0 || r.FenceRegressions > 0 || r.DupFences > 0
+	harmed := r.NetLostUpdates > 0 || r.StaleWrites > 0 || r.FenceRegressions > 0 || r.DupFences > 0 || r.FalseSuccesses > 0
 	var why []string
+	if r.FalseSuccesses > 0 {
+		why = append(why, fmt.Sprintf("%d releases acknowledged on a lock no longer theirs; first: %s", r.FalseSuccesses, r.FalseSuccess))
+	}
 	if r.StaleWrites > 0 {
 		why = append(why, fmt.Sprintf("%d stale writes accepted", r.StaleWrites))
 	}

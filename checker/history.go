@@ -59,6 +59,12 @@ const (
 	FStop = "stop"
 	FEnd  = "end"  // the runner's last entry: a history without it was cut short
 	FMeta = "meta" // the runner's first entry: what the run was asked to do (Op.Meta)
+	// FServer is a server's key event (process ServerProcess): Value is the
+	// event (set, del, expired, evicted, expire, hset, ...), Node the node,
+	// Owner the key's value after a set when the observer could read it
+	// exactly (empty: unknown). Its time is when the harness received it,
+	// after the server executed it.
+	FServer = "server"
 	// FSentinel is an event from a Sentinel's own event stream (process
 	// NemesisProcess); Value is "s1 +switch-master n1 n1 r1".
 	FSentinel = "sentinel"
@@ -75,6 +81,9 @@ const NemesisProcess = -1
 // (FMeta), the final reads of each key's counter, appended after every
 // client stopped, and the end record (FEnd).
 const FinalProcess = -2
+
+// ServerProcess is the process id of the servers' key events.
+const ServerProcess = -3
 
 // Op is one history entry.
 type Op struct {
@@ -94,6 +103,9 @@ type Op struct {
 	// Time is nanoseconds since the run started, from one monotonic clock.
 	Time  int64  `json:"time"`
 	Error string `json:"error,omitempty"`
+	// Node and Owner are set on server events (FServer).
+	Node  string `json:"node,omitempty"`
+	Owner string `json:"owner,omitempty"`
 	// Targets is what a nemesis FStart entry applied to (see FStart).
 	Targets *FaultTargets `json:"targets,omitempty"`
 	// ErrorReply says a fail completion was the server refusing the
@@ -116,9 +128,17 @@ type Meta struct {
 	Seed     uint64 `json:"seed"`
 	Backend  string `json:"backend,omitempty"`
 	// Mode is the spec's mode: scheduled or random.
-	Mode     string `json:"mode,omitempty"`
-	Gated    bool   `json:"gated,omitempty"`
-	Expected string `json:"expected,omitempty"`
+	Mode string `json:"mode,omitempty"`
+	// Client is the workload's client (careful or careless).
+	Client string `json:"client,omitempty"`
+	// File is the spec's file, for a spec that is not embedded.
+	File  string `json:"file,omitempty"`
+	Gated bool   `json:"gated,omitempty"`
+	// Expected is the expected verdict ("" for none), ExpectedReason why,
+	// ExpectedSource where it came from (spec, claims, baseline).
+	Expected       string `json:"expected,omitempty"`
+	ExpectedReason string `json:"expected_reason,omitempty"`
+	ExpectedSource string `json:"expected_source,omitempty"`
 	// Keys are every lock key the clients contend on.
 	Keys []string `json:"keys"`
 	// Options are the checker settings the run is judged with.
@@ -183,6 +203,7 @@ type Recorder struct {
 	start  time.Time
 	chunks [][]Op
 	n      int
+	ended  bool
 }
 
 const recorderChunk = 4096
@@ -199,6 +220,16 @@ func (r *Recorder) Start() time.Time { return r.start }
 // Add stamps op with the current time and an index, appends it and returns it.
 func (r *Recorder) Add(op Op) Op {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		// After the end record nothing belongs to the history (a
+		// watchdog's late step while the run shuts down).
+		return op
+	}
+	return r.addLocked(op)
+}
+
+func (r *Recorder) addLocked(op Op) Op {
 	op.Time = int64(time.Since(r.start))
 	op.Index = r.n
 	if r.n%recorderChunk == 0 {
@@ -207,8 +238,20 @@ func (r *Recorder) Add(op Op) Op {
 	last := len(r.chunks) - 1
 	r.chunks[last] = append(r.chunks[last], op)
 	r.n++
-	r.mu.Unlock()
 	return op
+}
+
+// End adds the end record op (F FEnd) as the last entry, ignores every Add
+// after it, and returns the history: nothing a straggling goroutine records
+// can land after the end record.
+func (r *Recorder) End(op Op) History {
+	r.mu.Lock()
+	if !r.ended {
+		r.addLocked(op)
+		r.ended = true
+	}
+	r.mu.Unlock()
+	return r.History()
 }
 
 // History returns a copy of what was recorded so far.

@@ -15,6 +15,9 @@ const (
 	ViolationOverlap    = "overlap"    // two holders of one key at once
 	ViolationHarm       = "harm"       // a stale write, fence regression or duplicated fence
 	ViolationStarvation = "starvation" // a key nobody could take for longer than the bound
+	// ViolationFalseSuccess: a release acknowledged ok on a key that, by the
+	// servers' events, was already gone or someone else's.
+	ViolationFalseSuccess = "false-success"
 )
 
 // MaxSpans caps Result.OverlapSpans.
@@ -145,6 +148,13 @@ type Result struct {
 	FenceRegressions int `json:"fence_regressions"`
 	DupFences        int `json:"dup_fences"`      // fencing tokens issued to two holders
 	Rejected         int `json:"rejected_writes"` // writes the fenced resource refused (stale tokens)
+	// FalseSuccesses counts releases acknowledged ok while, by the servers'
+	// key events, the key was already gone or someone else's;
+	// FalseSuccess tells the first. ServerEvents is how many key events
+	// the servers reported (0: no observer, e.g. the embedded backend).
+	FalseSuccesses int    `json:"false_successes,omitempty"`
+	FalseSuccess   string `json:"false_success,omitempty"`
+	ServerEvents   int    `json:"server_events,omitempty"`
 	// Harm describes the first harmful write (or duplicated fence), if any.
 	Harm string `json:"harm,omitempty"`
 

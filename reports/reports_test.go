@@ -663,7 +663,10 @@ func TestFromOutcome(t *testing.T) {
 	if want := "lockstorm run --scenario tiny --impl setnx-del --seed 42 --backend embedded"; r.Replay != want {
 		t.Errorf("replay %q, want %q", r.Replay, want)
 	}
-	if r.AcquiresPerSec != round2(float64(o.Result.Acquired)/1.5) {
+	// Per second of the history, not of the wall time (which includes
+	// set-up and the check): `lockstorm check` recomputes it from the
+	// history alone and must agree.
+	if r.AcquiresPerSec != round2(float64(o.Result.Acquired)/(float64(o.Result.DurationNs)/1e9)) || r.AcquiresPerSec == 0 {
 		t.Errorf("acquires/s %v", r.AcquiresPerSec)
 	}
 	// No expectation (a lock without claims): reported, never a DIFF.
@@ -766,5 +769,31 @@ func TestTimelineSentinelMarks(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "vote-for-leader") {
 		t.Error("timeline marks a chatty event")
+	}
+}
+
+func TestTimelineDrawsServerEvents(t *testing.T) {
+	h := readGolden(t, "good.jsonl")
+	var key string
+	var at int64
+	for _, op := range h {
+		if op.F == checker.FAcquire && op.Type == checker.Ok {
+			key, at = op.Key, op.Time
+			break
+		}
+	}
+	h = append(h, checker.Op{Index: len(h), Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FServer,
+		Key: key, Value: "set", Node: "n1", Owner: "tok<1>", Time: at})
+	res := checker.Check(h, checker.Options{})
+	var buf bytes.Buffer
+	if err := WriteTimeline(&buf, h, res, "server events"); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if !strings.Contains(page, "n1: set "+key+" at ") || !strings.Contains(page, "value tok&lt;1&gt;") {
+		t.Error("server event not drawn on its key's row")
+	}
+	if err := wellFormedSVG(page); err != nil {
+		t.Error(err)
 	}
 }

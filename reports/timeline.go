@@ -125,6 +125,7 @@ type timeline struct {
 	holds   []checker.Hold // clipped to the history's end, within the view
 	faults  []faultWindow
 	marks   []sentinelMark
+	server  []checker.Op // the servers' key events (FServer), drawn on key rows
 	lanes   []tlLane
 	laneIdx map[tlLane]int
 	keys    []string
@@ -179,6 +180,11 @@ func WriteTimeline(w io.Writer, h checker.History, res checker.Result, title str
 	}
 
 	t := &timeline{holds: shown, faults: faultWindows(h), marks: sentinelMarks(h), laneIdx: map[tlLane]int{}, wt: wt, end: end}
+	for _, op := range h {
+		if op.Process == checker.ServerProcess && op.F == checker.FServer {
+			t.server = append(t.server, op)
+		}
+	}
 	for _, hd := range shown {
 		l := tlLane{hd.Key, hd.Client}
 		if _, ok := t.laneIdx[l]; !ok {
@@ -282,6 +288,10 @@ func writeLegend(b *strings.Builder, t *timeline) {
 	}
 	if len(t.marks) > 0 {
 		b.WriteString(`<span style="color:#1f618d">▲ Sentinel event (hover; listed below)</span>`)
+	}
+	if len(t.server) > 0 {
+		b.WriteString(`<span><i class="sw" style="background:#2e7d32;width:3px"></i><i class="sw" style="background:#757575;width:3px"></i><i class="sw" style="background:#ef6c00;width:3px"></i>` +
+			`server events on the key's row: set, del, expired (times are when the harness received them)</span>`)
 	}
 	for _, hd := range t.holds {
 		if hd.End == "crash" {
@@ -390,6 +400,41 @@ func (t *timeline) panel(b *strings.Builder, id string, lo, hi int64) {
 		xx := x(m.At)
 		fmt.Fprintf(b, "<g class=\"sent\"><title>%s: %s</title><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\"/><text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">▲</text></g>\n",
 			ms(m.At), esc(m.Text), xx, xx, plotTop, plotBottom, xx, plotTop+10)
+	}
+	// The servers' key events: a tick on the key's header row each.
+	const maxServerTicks = 3000
+	ticks := 0
+	for _, op := range t.server {
+		if op.Time < lo || op.Time > hi || ticks >= maxServerTicks {
+			continue
+		}
+		first := -1
+		for i, l := range t.lanes {
+			if l.key == op.Key {
+				first = i
+				break
+			}
+		}
+		if first < 0 {
+			continue
+		}
+		ticks++
+		col := "#757575"
+		switch op.Value {
+		case "set", "hset", "hincrby":
+			col = "#2e7d32"
+		case "expired", "evicted":
+			col = "#ef6c00"
+		case "expire":
+			col = "#90a4ae"
+		}
+		owner := ""
+		if op.Owner != "" {
+			owner = ", value " + op.Owner
+		}
+		y := laneY(first) - tlKeyH
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.0f" width="2" height="%.0f" fill="%s"><title>%s: %s %s at %s%s</title></rect>`+"\n",
+			x(op.Time)-1, y+3, tlKeyH-6, col, esc(op.Node), esc(op.Value), esc(op.Key), ms(op.Time), esc(owner))
 	}
 	// Critical sections.
 	for _, hd := range t.holds {

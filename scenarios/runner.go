@@ -60,7 +60,10 @@ type Outcome struct {
 	// Client is the workload's client: careful (abandons its critical
 	// section when its lease is over) or careless.
 	Client string `json:"client"`
-	Gated  bool   `json:"gated"`
+	// Observer says whether the servers' key events were recorded (the
+	// ground truth of the false-success check) and, if not, why.
+	Observer string `json:"observer"`
+	Gated    bool   `json:"gated"`
 	// Expected is the expected verdict, "" for none; ExpectedReason says
 	// why and ExpectedSource where it came from (spec, claims, baseline).
 	Expected       string `json:"expected"`
@@ -216,12 +219,13 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	}
 	defer topo.Close()
 	cl, net, hostOf, replicas := topo.cl, topo.net, topo.hostOf, topo.replicas
-
 	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
+	claims := info.ClaimsUnder(opts)
+	exp := cfg.expectation(spec, cfg.Impl, claims)
 	// The header is the history's first entry, recorded when the clock
 	// starts (below).
 	meta := checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
-		Meta: r.meta(seed, cl.Kind(), copts)}
+		Meta: r.meta(seed, cl.Kind(), copts, exp)}
 
 	hub := lockimpl.NewHub()
 	hub.Seed = seed
@@ -309,6 +313,9 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	// history count from the start of the traffic.
 	r.rec = checker.NewRecorder()
 	r.rec.Add(meta)
+	// The servers' key events go to this recorder, so they start now.
+	obs, observed := r.startObservers(ctx, cl.Nodes())
+	defer func() { closeObservers(obs) }()
 	if topo.sentinel != nil {
 		r.followSentinel(topo.sentinel)
 	}
@@ -374,6 +381,9 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("run interrupted: %w", err)
 	}
+	// The observers' last events are in before the history is taken.
+	closeObservers(obs)
+	obs = nil
 	for k := 0; k < spec.Keys; k++ {
 		key := keyName(k)
 		r.rec.Add(checker.Op{Type: checker.Invoke, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key})
@@ -382,8 +392,7 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	procs := r.processStats()
 	// The end record: every client has stopped and every fault has healed.
 	// A history file without it was cut short.
-	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FEnd})
-	h := r.rec.History()
+	h := r.rec.End(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FEnd})
 	res := checker.Check(h, copts)
 	var fo *FailoverTimes
 	if topo.sentinel != nil {
@@ -395,9 +404,7 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	if len(spec.Failpoints) > 0 || spec.Explore != nil {
 		cov = coverage(hub)
 	}
-	claims := info.ClaimsUnder(opts)
-	exp := cfg.expectation(spec, cfg.Impl, claims)
-	return &Outcome{Points: cov, Client: spec.Workload.Client, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
+	return &Outcome{Points: cov, Client: spec.Workload.Client, Observer: observed, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
 		Claims: claims, Result: res, Elapsed: time.Since(start), History: h, Spec: spec, Processes: procs, Failover: fo}, nil
 }
@@ -443,10 +450,14 @@ func (r *run) processStats() *lockimpl.ProcessStats {
 }
 
 // meta is the history's header: what this run was asked to exercise.
-func (r *run) meta(seed uint64, backend string, copts checker.Options) *checker.Meta {
+func (r *run) meta(seed uint64, backend string, copts checker.Options, exp Expectation) *checker.Meta {
 	spec := r.spec
 	m := &checker.Meta{Scenario: spec.Name, Impl: r.cfg.Impl, Seed: seed, Backend: backend, Mode: spec.Mode,
-		Gated: spec.IsGated(), Expected: spec.Expect(r.cfg.Impl), Options: copts}
+		Client: spec.Workload.Client, Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason,
+		ExpectedSource: exp.Source, Options: copts}
+	if spec.File != "" && !strings.HasPrefix(spec.File, "specs/") {
+		m.File = spec.File
+	}
 	for k := 0; k < spec.Keys; k++ {
 		m.Keys = append(m.Keys, keyName(k))
 	}

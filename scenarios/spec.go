@@ -74,6 +74,10 @@ type Spec struct {
 	// the points each lock reaches (its declared failpoints and its
 	// commands' points).
 	Explore *Explore `yaml:"explore"`
+	// Observe records the servers' key events (set, del, expired, ...) as
+	// ground truth for the false-success check (default true; the embedded
+	// backend cannot and runs without).
+	Observe *bool `yaml:"observe"`
 
 	// ClockOffsets sets client clocks apart from the start (client → offset).
 	ClockOffsets map[int]time.Duration `yaml:"clock_offsets"`

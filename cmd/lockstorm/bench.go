@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -143,7 +144,10 @@ func cmdBench(ctx context.Context, args []string) error {
 	start := time.Now()
 
 	if f.groups["drive"] {
-		cfg := bench.DriveConfig{Duration: f.duration, Runner: true, Progress: progress}
+		// The exec row: redis-py's Lock (SET NX PX, compare-and-delete) in
+		// client processes against set-nx-px, the same algorithm, in process.
+		cfg := bench.DriveConfig{Duration: f.duration, Runner: true, Progress: progress,
+			Exec: []string{"/usr/bin/python3", filepath.Join(f.root, "examples", "clients", "redis_py_lock.py")}, ExecSame: "set-nx-px"}
 		if f.quick {
 			if cfg.Duration == 0 {
 				cfg.Duration = 2 * time.Second

@@ -5,6 +5,7 @@
 //	lockstorm list
 //	lockstorm run --scenario contention --impl set-nx-px --seed 1 [--json]
 //	lockstorm check out/RUN_DIR
+//	lockstorm baseline --impl set-nx-px --out base.json; lockstorm run --all --impl set-nx-px --baseline base.json
 //	lockstorm report out
 //
 // Exit codes: 0 every verdict as expected, 1 a verdict differs, 2 bad
@@ -57,7 +58,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usage("usage: lockstorm list | run | check | report | bench  (lockstorm CMD -h for flags)")
+		return usage("usage: lockstorm list | run | check | report | bench | baseline  (lockstorm CMD -h for flags)")
 	}
 	switch args[0] {
 	case "list":
@@ -68,11 +69,13 @@ func run(ctx context.Context, args []string) error {
 		return cmdCheck(args[1:])
 	case "bench":
 		return cmdBench(ctx, args[1:])
+	case "baseline":
+		return cmdBaseline(ctx, args[1:])
 	case "report":
 		return cmdReport(args[1:])
 	case "-h", "--help", "help":
-		fmt.Println("usage: lockstorm list | run | check | report | bench  (lockstorm CMD -h for flags)")
+		fmt.Println("usage: lockstorm list | run | check | report | bench | baseline  (lockstorm CMD -h for flags)")
 		return nil
 	}
-	return usage("unknown command %q (want list, run, check, report or bench)", args[0])
+	return usage("unknown command %q (want list, run, check, report, bench or baseline)", args[0])
 }

@@ -48,6 +48,7 @@ type runFlags struct {
 	junit     string
 	parallel  int
 	onlyDiff  bool
+	baseline  string
 	limits    scenarios.Limits
 }
 
@@ -71,6 +72,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.keep, "keep", reports.KeepFailures, "which run folders to keep: failures, all or none")
 	fs.StringVar(&f.junit, "junit", "", "also write JUnit XML to this file")
 	fs.BoolVar(&f.onlyDiff, "only-diff", false, "print only the verdicts that differ from the expected ones (the gate's output)")
+	fs.StringVar(&f.baseline, "baseline", "", "expect the verdicts recorded in this baseline file (lockstorm baseline) for the pairs it holds")
 	fs.IntVar(&f.parallel, "parallel", 3, "scenario runs at once (each has its own servers and ports)")
 	f.limits = scenarios.DefaultLimits()
 	fs.IntVar(&f.limits.MaxNodes, "max-nodes", f.limits.MaxNodes, "refuse specs with more Redis nodes than this")
@@ -165,6 +167,12 @@ func cmdRun(ctx context.Context, args []string) error {
 		f.impls = append(f.impls, info.Name)
 	}
 	// Everything is loaded and validated before anything starts.
+	var base *scenarios.Baseline
+	if f.baseline != "" {
+		if base, err = scenarios.ReadBaseline(f.baseline); err != nil {
+			return &exitError{2, err}
+		}
+	}
 	var jobs []job
 	for _, name := range f.scenarios {
 		spec, err := scenarios.LoadWith(name, f.limits)
@@ -222,7 +230,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	prog := newProgress(tty, len(jobs))
 	runs := make([]scenarios.Job, len(jobs))
 	for i, j := range jobs {
-		runs[i] = scenarios.Job{Spec: j.spec, Config: scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: backend, Log: log, Progress: prog.update}}
+		runs[i] = scenarios.Job{Spec: j.spec, Config: scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: backend, Log: log, Baseline: base, Progress: prog.update}}
 	}
 	results, errs := scenarios.RunMany(ctx, runs, f.parallel, nil, func(i int, out *scenarios.Outcome, _ error) {
 		prog.done(jobs[i].spec.Name, jobs[i].impl, out)
@@ -276,6 +284,9 @@ func cmdRun(ctx context.Context, args []string) error {
 	// failed write is reported below the table (exit 2) instead of
 	// swallowing the verdicts.
 	verdictErr := printVerdicts(f, rows, mismatch, missed)
+	if f.format != reports.FormatJSON {
+		printProcessStats(os.Stdout, results, jobs)
+	}
 	var writeErrs []error
 	for _, i := range kept {
 		if _, err := reports.WriteRunDir(f.out, results[i], now); err != nil {
@@ -359,4 +370,19 @@ func printVerdicts(f *runFlags, rows []reports.Row, mismatch, missed int) error 
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// printProcessStats shows, after the table, the requests that client
+// processes (--exec) left unknown by dying, breaking the protocol or not
+// answering: each is an unknown outcome in the history, and a flaky client
+// program must not pass for a flaky lock.
+func printProcessStats(w io.Writer, results []*scenarios.Outcome, jobs []job) {
+	for i, out := range results {
+		if out == nil || out.Processes == nil || out.Processes.Unknown() == 0 {
+			continue
+		}
+		p := out.Processes
+		fmt.Fprintf(w, "client processes of %s × %s: %d started; %d requests unknown (%d died, %d malformed replies, %d timeouts)\n",
+			jobs[i].spec.Name, jobs[i].impl, p.Starts, p.Unknown(), p.Deaths, p.Malformed, p.Timeouts)
+	}
 }

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	execlock "github.com/lockstorm/lockstorm/lockimpl/exec"
 	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
@@ -42,8 +45,14 @@ type DriveConfig struct {
 	// Impl is the lock on trial (default set-nx-px).
 	Impl string
 	// Runner adds the sub-row driven by scenarios.Run (recording and check).
-	Runner   bool
-	Progress Progress
+	Runner bool
+	// Exec, when set, adds the row for a lock served by client processes
+	// (lockimpl/exec): this command line against ExecSame in process, both
+	// with ExecClients clients on as many keys, direct.
+	Exec        []string
+	ExecSame    string
+	ExecClients int
+	Progress    Progress
 }
 
 func (c *DriveConfig) defaults() {
@@ -84,7 +93,7 @@ type DriveStats struct {
 // reference is SET NX PX requests per second from redis-benchmark with the
 // same concurrency against the same server, taken before and after the lock
 // measurements (their mean is the reference; both are in the note).
-func DriveRate(ctx context.Context, cfg DriveConfig) ([]Row, error) {
+func DriveRate(ctx context.Context, cfg DriveConfig) (rows []Row, err error) {
 	cfg.defaults()
 	srv, err := cluster.StartRedisServers(ctx, cluster.Options{Nodes: 1})
 	if err != nil {
@@ -156,11 +165,22 @@ func DriveRate(ctx context.Context, cfg DriveConfig) ([]Row, error) {
 		}
 		return r
 	}
-	rows := []Row{
+	rows = []Row{
 		mk("1a", "drive/direct", fmt.Sprintf("drive %s, %d clients/%d keys, direct (Locker, no history)", cfg.Impl, cfg.Clients, cfg.Keys),
 			d, GoalDriveDirect, fmt.Sprintf("%d cycles in %.1f s; %s", d.Cycles, d.Window.Seconds(), refNote)),
 		mk("1b", "drive/proxied", fmt.Sprintf("drive %s, %d clients/%d keys, via %d toxiproxy links (Locker)", cfg.Impl, cfg.Clients, cfg.Keys, cfg.Clients),
 			p, GoalDriveProxied, fmt.Sprintf("%d cycles in %.1f s; proxied/direct = %.2f", p.Cycles, p.Window.Seconds(), p.PerSec/d.PerSec)),
+	}
+	if len(cfg.Exec) > 0 {
+		r, err := execRow(ctx, cfg, addr)
+		if err != nil {
+			return nil, fmt.Errorf("exec: %w", err)
+		}
+		defer func() {
+			if err == nil {
+				rows = append(rows, r) // after 1c: the exec row comes last
+			}
+		}()
 	}
 	if rr != nil {
 		r := Row{Row: "1c", Name: "drive/runner", Measure: fmt.Sprintf("drive %s, %d clients/%d keys, scenarios.Run (proxied, recorded, checked)", cfg.Impl, cfg.Clients, cfg.Keys),
@@ -263,6 +283,50 @@ func newBenchClient(addr string) *redis.Client {
 		ContextTimeoutEnabled: true, Protocol: 2, DialerRetries: 1, DisableIdentity: true})
 }
 
+// execRow drives the client program cfg.Exec (a lock client process per
+// client, speaking lockimpl/exec's protocol) and the in-process lock
+// cfg.ExecSame with the same clients and keys: what a pipe round trip and
+// an interpreter per client cost against the same algorithm in Go.
+func execRow(ctx context.Context, cfg DriveConfig, addr string) (Row, error) {
+	n := cfg.ExecClients
+	if n <= 0 {
+		n = 8
+	}
+	same := cfg.ExecSame
+	if same == "" {
+		same = "set-nx-px"
+	}
+	info, err := execlock.Register(ctx, cfg.Exec)
+	if err != nil {
+		return Row{}, err
+	}
+	addrs := make([]string, n)
+	for i := range addrs {
+		addrs[i] = addr
+	}
+	cfg.Progress.say("drive: %s in %d client processes, %v", info.Name, n, cfg.Duration)
+	// The warm-up covers the processes' start-up (an interpreter loading
+	// its Redis library), which is not lock work.
+	x, err := DriveLocker(ctx, info.Name, addrs, n, cfg.Warmup+3*time.Second, cfg.Duration)
+	if err != nil {
+		return Row{}, err
+	}
+	cfg.Progress.say("drive: %s in process, %d clients, %v", same, n, cfg.Duration)
+	g, err := DriveLocker(ctx, same, addrs, n, cfg.Warmup, cfg.Duration)
+	if err != nil {
+		return Row{}, err
+	}
+	r := Row{Row: "1d", Name: "drive/exec", Measure: fmt.Sprintf("drive %s as %d client processes (lockimpl/exec), %d keys, direct", info.Name, n, n),
+		Figure: x.PerSec, Unit: "cycles/s", Reference: g.PerSec, RefUnit: "cycles/s", RefName: same + " in process", Ratio: x.PerSec / g.PerSec,
+		Status: Info, Extra: map[string]float64{"cycles": float64(x.Cycles), "errors": float64(x.Errors), "in_process_cycles": float64(g.Cycles)}}
+	r.Note = fmt.Sprintf("%d cycles in %.1f s through client processes (%s) vs %d in process (%s): ratio %.2f",
+		x.Cycles, x.Window.Seconds(), strings.Join(cfg.Exec, " "), g.Cycles, same, x.PerSec/g.PerSec)
+	if x.Errors > 0 {
+		r.Note += fmt.Sprintf("; %d errors, first: %s", x.Errors, x.FirstError)
+	}
+	return r, nil
+}
+
 // DriveLocker runs len(addrs) clients of impl, client i connected to
 // addrs[i] and locking key i mod keys, acquire then release in a tight loop
 // with no history recording, and counts the cycles completed in window
@@ -287,6 +351,15 @@ func DriveLocker(ctx context.Context, impl string, addrs []string, keys int, war
 			return DriveStats{}, err
 		}
 	}
+	// Lockers with helpers of their own (watchdogs, client processes) stop
+	// with the drive.
+	defer func() {
+		for _, l := range lockers {
+			if c, ok := l.(io.Closer); ok {
+				c.Close()
+			}
+		}
+	}()
 	var cycles, errs atomic.Int64
 	var firstErr atomic.Value
 	runCtx, stop := context.WithCancel(ctx)

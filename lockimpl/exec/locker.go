@@ -24,7 +24,7 @@ const Protocol = "1"
 
 // startTimeout bounds a client's start-up: from its start to its hello
 // reply (an interpreter loading its Redis library on a loaded machine).
-const startTimeout = 20 * time.Second
+const startTimeout = 60 * time.Second
 
 // Hello is what a client process says about itself in its hello reply.
 type Hello struct {

@@ -132,7 +132,7 @@ func Check(ctx context.Context, lock lockimpl.Info, b Battery) (*Report, error) 
 	}
 	out := orDefault(b.Out, os.Getenv("LOCKSTORM_OUT"))
 	for _, o := range outs {
-		if !reports.ShouldKeep(keep, o) || failed(o) == "" && keep == reports.KeepFailures {
+		if !reports.ShouldKeep(keep, o) || failed(o) == "" && unjudged(o) == "" && keep == reports.KeepFailures {
 			continue
 		}
 		if out == "" {
@@ -149,12 +149,27 @@ func Check(ctx context.Context, lock lockimpl.Info, b Battery) (*Report, error) 
 	return rep, nil
 }
 
-// Failures are the runs whose verdict differs from their expectation (an
-// exploratory run that merely missed its failure this time is not one).
+// Failures are the runs whose verdict differs from their expectation. An
+// exploratory run that merely missed its failure this time is not one, nor
+// is an inconclusive run (see Unjudged).
 func (r *Report) Failures() []*scenarios.Outcome {
 	var out []*scenarios.Outcome
 	for _, o := range r.Outcomes {
 		if failed(o) != "" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Unjudged are the runs that came out inconclusive though a verdict was
+// expected: the scenario did not exercise the lock enough to judge it (too
+// few acquisitions, a failpoint that never fired, the checker's time ran
+// out). They are neither passed nor failed: Run skips them, with the reason.
+func (r *Report) Unjudged() []*scenarios.Outcome {
+	var out []*scenarios.Outcome
+	for _, o := range r.Outcomes {
+		if unjudged(o) != "" {
 			out = append(out, o)
 		}
 	}
@@ -166,8 +181,8 @@ func (r *Report) Failures() []*scenarios.Outcome {
 func (r *Report) Baseline() *scenarios.Baseline { return scenarios.NewBaseline(r.Outcomes) }
 
 // WriteMatrix prints one line per scenario: mode, verdict, expectation,
-// where it came from, the mark (ok, DIFF, miss, or — without an
-// expectation) and the reason for the expectation.
+// where it came from, the mark (ok, DIFF, miss, skip for an inconclusive
+// run, or — without an expectation) and the reason for the expectation.
 func (r *Report) WriteMatrix(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s\tmode\tverdict\texpected\tfrom\tmark\twhy expected\n", r.Lock)
@@ -177,7 +192,11 @@ func (r *Report) WriteMatrix(w io.Writer) error {
 		if exp == "" {
 			exp, src = reports.NoExpectation, reports.NoExpectation
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Scenario, o.Mode, o.Result.Verdict, exp, src, row.Mark(), o.ExpectedReason)
+		mark := row.Mark()
+		if unjudged(o) != "" {
+			mark = "skip"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Scenario, o.Mode, o.Result.Verdict, exp, src, mark, o.ExpectedReason)
 	}
 	for name, why := range r.Skipped {
 		fmt.Fprintf(tw, "%s\t\tskipped\t\t\t\t%s\n", name, why)
@@ -206,9 +225,13 @@ func Run(t *testing.T, lock lockimpl.Info, b Battery) *Report {
 	t.Logf("battery against %s:\n%s", lock.Name, m.String())
 	for _, o := range rep.Outcomes {
 		t.Run(o.Scenario, func(t *testing.T) {
+			where := fmt.Sprintf("run folder: %s; replay: Battery{Scenarios: []string{%q}, Seed: %d}",
+				orDefault(rep.RunDirs[o.Scenario], "(not kept)"), o.Scenario, o.Seed)
 			if why := failed(o); why != "" {
-				t.Errorf("%s; run folder: %s; replay: Battery{Scenarios: []string{%q}, Seed: %d}",
-					why, orDefault(rep.RunDirs[o.Scenario], "(not kept)"), o.Scenario, o.Seed)
+				t.Errorf("%s; %s", why, where)
+			}
+			if why := unjudged(o); why != "" {
+				t.Skipf("%s; %s", why, where)
 			}
 		})
 	}
@@ -221,7 +244,7 @@ func Run(t *testing.T, lock lockimpl.Info, b Battery) *Report {
 // failed says why o is a failure, or "" when it is not.
 func failed(o *scenarios.Outcome) string {
 	row := reports.FromOutcome(o)
-	if row.AsExpected || row.Missed() {
+	if row.AsExpected || row.Missed() || unjudged(o) != "" {
 		return ""
 	}
 	why := fmt.Sprintf("%s × %s: verdict %s, expected %s (from %s: %s)", o.Scenario, o.Impl, o.Result.Verdict,
@@ -230,6 +253,15 @@ func failed(o *scenarios.Outcome) string {
 		why += "; " + o.Result.Reason
 	}
 	return why
+}
+
+// unjudged says why o could not be judged (inconclusive where a verdict was
+// expected), or "".
+func unjudged(o *scenarios.Outcome) string {
+	if o.Result.Verdict != checker.Inconclusive || o.Expected == "" || o.Expected == checker.Inconclusive {
+		return ""
+	}
+	return fmt.Sprintf("%s × %s: inconclusive, not judged (expected %s): %s", o.Scenario, o.Impl, o.Expected, o.Result.Reason)
 }
 
 func orDefault[T comparable](v, def T) T {

@@ -1,0 +1,106 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestFalseSuccess(t *testing.T) {
+	srv := func(b *builder, at float64, ev, owner string) {
+		b.add(at, Ok, ServerProcess, -1, FServer, k0, func(o *Op) { o.Value, o.Node, o.Owner = ev, "n1", owner })
+	}
+	tok := func(s string) func(*Op) { return func(o *Op) { o.Value = s } }
+	for _, tc := range []struct {
+		name string
+		hist func(b *builder)
+		want int
+		text string
+	}{
+		{
+			name: "release ok after the key expired and was re-taken",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				srv(b, 1.5, "set", "t1")
+				srv(b, 320, "expired", "")
+				b.op(325, 330, Ok, 2, 2, FAcquire, k0, tok("t2"))
+				srv(b, 330.2, "set", "t2")
+				b.op(340.1, 341, Ok, 1, 1, FRelease, k0, tok("t1"))
+				srv(b, 341.5, "del", "")
+				b.op(400, 401, Ok, 2, 2, FRelease, k0, tok("t2")) // c1's DEL freed it: false too
+			},
+			want: 2,
+			text: "false success: c1's release of lock:0 at 340.1 ms reported ok, but lock:0 had expired at 320.0 ms (n1) and been set by c2 at 330.2 ms",
+		},
+		{
+			name: "a release of a lock still its own is fine",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				srv(b, 1.5, "set", "t1")
+				srv(b, 2, "expire", "")
+				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				srv(b, 10.5, "del", "")
+			},
+			want: 0,
+		},
+		{
+			name: "an end received after the invoke proves nothing",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				srv(b, 1.5, "set", "t1")
+				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				srv(b, 10.2, "expired", "")
+			},
+			want: 0,
+		},
+		{
+			name: "a set whose owner is unknown is never used",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				srv(b, 1.5, "set", "")
+				srv(b, 5, "expired", "")
+				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+			},
+			want: 0,
+		},
+		{
+			name: "overwritten by a loser's GETSET: it took the lock from no one",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				srv(b, 1.5, "set", "t1")
+				b.op(3, 4, Fail, 2, 2, FAcquire, k0)
+				srv(b, 3.5, "set", "t2")
+				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+			},
+			want: 0,
+		},
+		{
+			name: "taken over by another holder (GETSET winner) before the release",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				srv(b, 1.5, "set", "t1")
+				b.op(3, 4, Ok, 2, 2, FAcquire, k0, tok("t2"))
+				srv(b, 3.5, "set", "t2")
+				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+			},
+			want: 1,
+			text: "had been set by c2 at 3.5 ms (n1)",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b builder
+			tc.hist(&b)
+			r := Check(b.sorted(), Options{})
+			if r.FalseSuccesses != tc.want {
+				t.Fatalf("false successes %d, want %d (%s)", r.FalseSuccesses, tc.want, r.FalseSuccess)
+			}
+			if tc.want > 0 {
+				if r.Verdict != Unsafe || !strings.Contains(r.Reason, "false success") {
+					t.Errorf("verdict %s: %s", r.Verdict, r.Reason)
+				}
+				if !strings.Contains(r.FalseSuccess, tc.text) {
+					t.Errorf("text %q lacks %q", r.FalseSuccess, tc.text)
+				}
+			}
+		})
+	}
+}

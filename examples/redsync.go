@@ -1,0 +1,107 @@
+// Package examples puts two real Redis lock libraries on trial with
+// lockstorm's public API, as any outside user would: an adapter per library
+// (a lockimpl.Locker over the connections lockstorm hands it), the claims
+// each library makes in its own documentation, and a go test that runs the
+// battery against them (battery_test.go).
+package examples
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+
+	"github.com/lockstorm/lockstorm/lockimpl"
+)
+
+// Redsync is github.com/go-redsync/redsync/v4 on one Redis node.
+//
+// Claims, from its README and the distlock page it implements: SET NX PX
+// with a random value, a compare-and-delete release script; no fencing
+// token; Extend exists but nothing calls it by itself (no renewal).
+var Redsync = lockimpl.Info{
+	Name:    "redsync",
+	Summary: "go-redsync/redsync v4, one node",
+	Claims:  lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease},
+	New:     newRedsync(1),
+}
+
+// Redlock is redsync on five independent masters: the Redlock algorithm,
+// held when a majority (3) accepted within the validity.
+var Redlock = lockimpl.Info{
+	Name:    "redsync-5",
+	Summary: "go-redsync/redsync v4, Redlock on 5 masters",
+	Nodes:   func(lockimpl.Options) int { return 5 },
+	Claims:  lockimpl.Claims{Topology: lockimpl.Quorum, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease},
+	New:     newRedsync(5),
+}
+
+type redsyncLock struct {
+	env lockimpl.Env
+	o   lockimpl.Options
+	rs  *redsync.Redsync
+}
+
+// newRedsync uses the first n of the run's masters (a scenario may start
+// more than the lock needs).
+func newRedsync(n int) func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
+	return func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
+		if o.TTL <= 0 || o.WaitTimeout <= 0 || len(env.Nodes) < n {
+			return nil, fmt.Errorf("redsync: need lock.ttl, lock.wait_timeout and %d nodes", n)
+		}
+		var pools []redis.Pool
+		for _, c := range env.Nodes[:n] {
+			pools = append(pools, goredis.NewPool(c))
+		}
+		return &redsyncLock{env: env, o: o, rs: redsync.New(pools...)}, nil
+	}
+}
+
+// Acquire is redsync's own LockContext: its tries, a random delay between
+// them (distlock's remedy for split votes: here uniform in [d, 2d) for the
+// spec's retry_delay d), its release of every node after a failed try, and
+// the spec's wait_timeout as the context's deadline. Only the last try's
+// error reaches us: a node that did not answer (RedisError) may still hold
+// our value, so the outcome is then unknown; "taken" is a definite no.
+func (l *redsyncLock) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	// Each try waits TTL × timeout factor for the nodes. redsync's 0.05
+	// suits TTLs of seconds (400 ms for 8 s); the battery's TTLs are 150 ms
+	// to 2 s while scheduling delays do not shrink with them, and a try
+	// that times out can leave its key behind until the TTL. So: at least
+	// 200 ms, at most half the TTL.
+	wait := min(max(l.o.TTL/20, 200*time.Millisecond), l.o.TTL/2)
+	d := max(l.o.RetryDelay, time.Millisecond)
+	m := l.rs.NewMutex(key, redsync.WithExpiry(l.o.TTL), redsync.WithTries(1<<20),
+		redsync.WithTimeoutFactor(float64(wait)/float64(l.o.TTL)),
+		redsync.WithRetryDelayFunc(func(int) time.Duration { return d + time.Duration(l.env.Rand.Int64N(int64(d))) }))
+	wctx, cancel := context.WithTimeout(ctx, l.o.WaitTimeout)
+	defer cancel()
+	err := m.LockContext(wctx)
+	if err == nil {
+		return &lockimpl.Lease{Key: key, Token: m.Value(), Acquired: l.env.Clock.Now(),
+			Validity: time.Until(m.Until()), State: m}, nil
+	}
+	var re *redsync.RedisError
+	if errors.As(err, &re) || ctx.Err() != nil {
+		return nil, fmt.Errorf("redsync: outcome unknown: %w", err)
+	}
+	return nil, fmt.Errorf("%w: %v", lockimpl.ErrNotAcquired, err)
+}
+
+// Release unlocks on every node; it is ours to judge only when every node
+// answered.
+func (l *redsyncLock) Release(ctx context.Context, lease *lockimpl.Lease) error {
+	ok, err := lease.State.(*redsync.Mutex).UnlockContext(ctx)
+	if ok {
+		return nil
+	}
+	var re *redsync.RedisError
+	if errors.As(err, &re) {
+		return fmt.Errorf("redsync: unlock outcome unknown: %w", err)
+	}
+	return fmt.Errorf("%w: %v", lockimpl.ErrNotHeld, err)
+}

@@ -1,0 +1,357 @@
+package scenarios
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/internal/cluster"
+)
+
+// The server's ground truth. An observer per node watches the lock keys
+// through keyspace notifications on a connection of its own, straight to the
+// node's address (outside every proxy, so no client fault touches it), and
+// records each event as a history entry of process checker.ServerProcess:
+// F "server", Key, Value the event (set, del, expired, evicted, expire,
+// hset, hincrby, ...), Node the node, Owner what the key held after a set.
+//
+// Keyspace events carry no values, and whose key it is after a set is the
+// point. Reading the value with GET on another connection would be racy
+// (the key may change between the event and the GET, and nothing would
+// tell). The observer instead speaks RESP3 on one connection, where pushes
+// and replies share one ordered stream: on a set event it sends GET (HKEYS
+// for a hash) on the same connection. Redis writes to a connection's output
+// in the order it generates things, so every event on that key that happened
+// before the GET ran is pushed before the GET's reply. If none that can
+// change the value (anything but expire and persist) arrived in between, the
+// reply is exactly the value the set wrote; if one did, the value is unknown
+// and Owner stays empty (checks then claim nothing).
+//
+// Times: an event's time is when the harness had both the event and its
+// value (for a set) — after the server executed it, by the loopback latency
+// and the observer's scheduling. Within a node the order of entries is the
+// server's; across nodes, and against client entries, only these receipt
+// times relate them, so a check may only use "received before t ⇒ happened
+// before t".
+type observer struct {
+	node string
+	conn net.Conn
+	r    *bufio.Reader
+	rec  *checker.Recorder
+	keys map[string]bool
+	done chan struct{}
+
+	// queue holds entries not yet recorded, in the node's order: a set
+	// waits there for its read's reply, and what follows it waits behind
+	// it. reads are the sets whose read is in flight, in send order.
+	queue []*queued
+	reads []*queued
+	seen  map[string]int // key → value-changing events received
+}
+
+type queued struct {
+	op      checker.Op
+	waiting bool // its read is unanswered
+	seen    int  // value-changing events on the key received when the read was sent
+}
+
+// errNoNotifications says the backend cannot report key events.
+var errNoNotifications = errors.New("no keyspace notifications")
+
+// startObservers starts the observers of the run's lock keys and says in
+// one line what is observed. A backend that cannot (miniredis has no
+// keyspace notifications) or a spec with observe: false runs without: the
+// run goes on, the false-success check then has nothing to go on, and the
+// outcome says so.
+func (r *run) startObservers(ctx context.Context, nodes []cluster.Node) ([]*observer, string) {
+	if r.spec.Observe != nil && !*r.spec.Observe {
+		return nil, "off (observe: false)"
+	}
+	keys := make([]string, r.spec.Keys)
+	for k := range keys {
+		keys[k] = keyName(k)
+	}
+	obs, err := observe(ctx, nodes, keys, r.rec)
+	if err != nil {
+		r.log.Info("no server observer", "err", err)
+		return nil, "off: " + err.Error()
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	return obs, "keyspace events of " + strings.Join(names, ",")
+}
+
+func closeObservers(obs []*observer) {
+	for _, o := range obs {
+		o.Close()
+	}
+}
+
+// observe starts an observer on each node; on a backend without keyspace
+// notifications (miniredis) it returns errNoNotifications and starts none.
+func observe(ctx context.Context, nodes []cluster.Node, keys []string, rec *checker.Recorder) ([]*observer, error) {
+	var out []*observer
+	for _, n := range nodes {
+		o, err := startObserver(ctx, n.Name, n.Addr, keys, rec)
+		if err != nil {
+			for _, o := range out {
+				o.Close()
+			}
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func startObserver(ctx context.Context, node, addr string, keys []string, rec *checker.Recorder) (*observer, error) {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("observer of %s: %w", node, err)
+	}
+	o := &observer{node: node, conn: conn, r: bufio.NewReader(conn), rec: rec, keys: map[string]bool{},
+		done: make(chan struct{}), seen: map[string]int{}}
+	for _, k := range keys {
+		o.keys[k] = true
+	}
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	// K: keyspace channel (__keyspace@0__:KEY, the event as message);
+	// g: generic (del, expire, rename); $: strings (set); h: hashes;
+	// x: expired; e: evicted.
+	setup := [][]string{{"HELLO", "3"}, {"CONFIG", "SET", "notify-keyspace-events", "Kg$hxe"}}
+	for _, cmd := range setup {
+		if err := o.send(cmd...); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("observer of %s: %w", node, err)
+		}
+		v, err := readResp3(o.r)
+		if err == nil {
+			if e, ok := v.(resp3Error); ok {
+				err = e
+			}
+		}
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("observer of %s: %s: %w: %v", node, cmd[0], errNoNotifications, err)
+		}
+	}
+	chans := make([]string, 0, len(keys)+1)
+	chans = append(chans, "SUBSCRIBE")
+	for _, k := range keys {
+		chans = append(chans, "__keyspace@0__:"+k)
+	}
+	if err := o.send(chans...); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("observer of %s: %w", node, err)
+	}
+	for range keys { // one subscribe confirmation per channel
+		if _, err := readResp3(o.r); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("observer of %s: subscribe: %w", node, err)
+		}
+	}
+	_ = conn.SetDeadline(time.Time{})
+	go o.loop()
+	return o, nil
+}
+
+func (o *observer) send(args ...string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	_, err := io.WriteString(o.conn, b.String())
+	return err
+}
+
+const keyspacePrefix = "__keyspace@0__:"
+
+func (o *observer) loop() {
+	defer close(o.done)
+	for {
+		v, err := readResp3(o.r)
+		if err != nil {
+			o.flush()
+			return
+		}
+		if p, ok := v.(resp3Push); ok {
+			o.event(p)
+			continue
+		}
+		o.reply(v)
+	}
+}
+
+// event handles one push: ["message", "__keyspace@0__:KEY", "EVENT"].
+func (o *observer) event(p resp3Push) {
+	if len(p) != 3 || p[0] != "message" {
+		return
+	}
+	ch, _ := p[1].(string)
+	ev, _ := p[2].(string)
+	key, ok := strings.CutPrefix(ch, keyspacePrefix)
+	if !ok || !o.keys[key] {
+		return
+	}
+	if ev != "expire" && ev != "persist" {
+		// A TTL change leaves the value as it was (SET ... PX itself
+		// pushes set then expire); anything else may have changed it.
+		o.seen[key]++
+	}
+	op := checker.Op{Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FServer, Key: key, Value: ev, Node: o.node}
+	read := ""
+	switch ev {
+	case "set":
+		read = "GET"
+	case "hset", "hincrby", "hincrbyfloat":
+		read = "HKEYS"
+	}
+	q := &queued{op: op}
+	if read != "" && o.send(read, key) == nil {
+		q.waiting, q.seen = true, o.seen[key]
+		o.reads = append(o.reads, q)
+	}
+	o.queue = append(o.queue, q)
+	o.drain()
+}
+
+// reply answers the oldest read in flight.
+func (o *observer) reply(v any) {
+	if len(o.reads) == 0 {
+		return
+	}
+	q := o.reads[0]
+	o.reads = o.reads[1:]
+	q.waiting = false
+	if o.seen[q.op.Key] == q.seen {
+		// No event on the key between the set and the read: the value is
+		// the one the set wrote.
+		switch x := v.(type) {
+		case string:
+			q.op.Owner = x
+		case []any:
+			var f []string
+			for _, e := range x {
+				if s, ok := e.(string); ok {
+					f = append(f, s)
+				}
+			}
+			q.op.Owner = strings.Join(f, ",")
+		}
+	}
+	o.drain()
+}
+
+// drain records the queue's head up to the first entry still waiting.
+func (o *observer) drain() {
+	i := 0
+	for ; i < len(o.queue) && !o.queue[i].waiting; i++ {
+		o.rec.Add(o.queue[i].op)
+	}
+	o.queue = o.queue[i:]
+}
+
+// flush records whatever is still queued when the connection ends (reads
+// unanswered: owner unknown).
+func (o *observer) flush() {
+	for _, q := range o.queue {
+		o.rec.Add(q.op)
+	}
+	o.queue, o.reads = nil, nil
+}
+
+// Close stops the observer and waits for its last entries.
+func (o *observer) Close() {
+	_ = o.conn.Close()
+	<-o.done
+}
+
+// resp3Push is a push message (>): keyspace events arrive as pushes.
+type resp3Push []any
+
+// resp3Error is an error reply.
+type resp3Error string
+
+func (e resp3Error) Error() string { return string(e) }
+
+// readResp3 reads one RESP3 value; enough of the protocol for the observer
+// (HELLO's map reply, pushes, bulk strings, arrays, nulls, errors).
+func readResp3(r *bufio.Reader) (any, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 3 || !strings.HasSuffix(line, "\r\n") {
+		return nil, fmt.Errorf("bad RESP line %q", line)
+	}
+	kind, body := line[0], line[1:len(line)-2]
+	switch kind {
+	case '+', '(', ',':
+		return body, nil
+	case '-', '!':
+		if kind == '!' {
+			s, err := readBulk(r, body)
+			return resp3Error(s), err
+		}
+		return resp3Error(body), nil
+	case ':':
+		return strconv.ParseInt(body, 10, 64)
+	case '#':
+		return body == "t", nil
+	case '_':
+		return nil, nil
+	case '$', '=':
+		if body == "-1" {
+			return nil, nil
+		}
+		return readBulk(r, body)
+	case '*', '~', '>', '%', '|':
+		n, err := strconv.Atoi(body)
+		if err != nil {
+			return nil, err
+		}
+		if n < 0 {
+			return nil, nil
+		}
+		if kind == '%' || kind == '|' {
+			n *= 2
+		}
+		out := make([]any, n)
+		for i := range out {
+			if out[i], err = readResp3(r); err != nil {
+				return nil, err
+			}
+		}
+		switch kind {
+		case '>':
+			return resp3Push(out), nil
+		case '|': // an attribute precedes the real value
+			return readResp3(r)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unsupported RESP3 type %q", kind)
+}
+
+func readBulk(r *bufio.Reader, body string) (string, error) {
+	n, err := strconv.Atoi(body)
+	if err != nil || n < 0 {
+		return "", fmt.Errorf("bad bulk length %q", body)
+	}
+	buf := make([]byte, n+2)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
