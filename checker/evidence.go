@@ -63,10 +63,16 @@ func gatherEvidence(h History, a *analysis) evidence {
 		switch {
 		case op.F == FMeta && op.Meta != nil && ev.meta == nil:
 			ev.meta = op.Meta
-		case op.Process == NemesisProcess && op.F == FStart && op.Type == Fail:
+		case op.Process == NemesisProcess && op.F == FStart && (op.Type == Fail || op.Targets != nil && op.Targets.Count() == 0):
+			// FStart's contract: Fail, or no target, is a fault the run
+			// never faced.
 			ev.faultsFailed++
 			if firstFault == "" {
-				firstFault = fmt.Sprintf("fault %q at %s applied to nothing: %s", op.Value, ms(op.Time), op.Error)
+				why := op.Error
+				if why == "" {
+					why = "no target"
+				}
+				firstFault = fmt.Sprintf("fault %q at %s applied to nothing: %s", op.Value, ms(op.Time), why)
 			}
 		case op.Process == NemesisProcess && op.F == FStop && op.Type == Fail:
 			ev.healsFailed++

@@ -121,9 +121,17 @@ type Meta struct {
 	Seed     uint64 `json:"seed"`
 	Backend  string `json:"backend,omitempty"`
 	// Mode is the spec's mode: scheduled or random.
-	Mode     string `json:"mode,omitempty"`
-	Gated    bool   `json:"gated,omitempty"`
-	Expected string `json:"expected,omitempty"`
+	Mode string `json:"mode,omitempty"`
+	// Client is the workload's client (careful or careless).
+	Client string `json:"client,omitempty"`
+	// File is the spec's file, for a spec that is not embedded.
+	File  string `json:"file,omitempty"`
+	Gated bool   `json:"gated,omitempty"`
+	// Expected is the expected verdict ("" for none), ExpectedReason why,
+	// ExpectedSource where it came from (spec, claims, baseline).
+	Expected       string `json:"expected,omitempty"`
+	ExpectedReason string `json:"expected_reason,omitempty"`
+	ExpectedSource string `json:"expected_source,omitempty"`
 	// Keys are every lock key the clients contend on.
 	Keys []string `json:"keys"`
 	// Options are the checker settings the run is judged with.
@@ -188,6 +196,7 @@ type Recorder struct {
 	start  time.Time
 	chunks [][]Op
 	n      int
+	ended  bool
 }
 
 const recorderChunk = 4096
@@ -204,6 +213,16 @@ func (r *Recorder) Start() time.Time { return r.start }
 // Add stamps op with the current time and an index, appends it and returns it.
 func (r *Recorder) Add(op Op) Op {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		// After the end record nothing belongs to the history (a
+		// watchdog's late step while the run shuts down).
+		return op
+	}
+	return r.addLocked(op)
+}
+
+func (r *Recorder) addLocked(op Op) Op {
 	op.Time = int64(time.Since(r.start))
 	op.Index = r.n
 	if r.n%recorderChunk == 0 {
@@ -212,8 +231,20 @@ func (r *Recorder) Add(op Op) Op {
 	last := len(r.chunks) - 1
 	r.chunks[last] = append(r.chunks[last], op)
 	r.n++
-	r.mu.Unlock()
 	return op
+}
+
+// End adds the end record op (F FEnd) as the last entry, ignores every Add
+// after it, and returns the history: nothing a straggling goroutine records
+// can land after the end record.
+func (r *Recorder) End(op Op) History {
+	r.mu.Lock()
+	if !r.ended {
+		r.addLocked(op)
+		r.ended = true
+	}
+	r.mu.Unlock()
+	return r.History()
 }
 
 // History returns a copy of what was recorded so far.

@@ -28,6 +28,17 @@ type Parsed struct {
 	Problems []Problem
 }
 
+// Meta is the history's header, nil when it has none (a history written
+// before headers existed, or one whose first line was lost).
+func (p Parsed) Meta() *Meta {
+	for i := range p.History {
+		if op := &p.History[i]; op.F == FMeta && op.Process == FinalProcess && op.Meta != nil {
+			return op.Meta
+		}
+	}
+	return nil
+}
+
 // ReadChecked reads a JSONL history without stopping at a bad line: a line
 // that is not an entry becomes a Problem and reading goes on, so the rest
 // of the history can still be judged. Only an I/O error is an error.

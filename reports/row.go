@@ -70,6 +70,10 @@ type Row struct {
 	// its points.
 	PointsHit     *int `json:"points_hit,omitempty"`
 	PointsFaulted *int `json:"points_faulted,omitempty"`
+	// ErrorReplies counts commands the server refused with an error reply;
+	// HistoryProblems the history's problems (checker.Validate).
+	ErrorReplies    int `json:"error_replies"`
+	HistoryProblems int `json:"history_problems,omitempty"`
 	// RunDir is the run folder, when one was kept.
 	RunDir string `json:"run_dir,omitempty"`
 }
@@ -88,9 +92,21 @@ func FromOutcome(o *scenarios.Outcome) Row {
 	}
 	row.SetResult(r)
 	if s := o.Elapsed.Seconds(); s > 0 {
-		row.AcquiresPerSec = round2(float64(r.Acquired) / s)
 		row.ElapsedS = round2(s)
 	}
+	return row
+}
+
+// FromMeta is the row of a history's header, before any figure: what
+// `lockstorm check` knows of a run from its history alone.
+func FromMeta(m *checker.Meta) Row {
+	row := Row{Scenario: m.Scenario, Impl: m.Impl, Seed: m.Seed, Backend: m.Backend, Mode: m.Mode, Client: m.Client,
+		Gated: m.Gated, Expected: m.Expected, ExpectedReason: m.ExpectedReason, ExpectedSource: m.ExpectedSource}
+	scen := m.Scenario
+	if m.File != "" {
+		scen = m.File
+	}
+	row.Replay = fmt.Sprintf("lockstorm run --scenario %s --impl %s --seed %d --backend %s", scen, m.Impl, m.Seed, m.Backend)
 	return row
 }
 
@@ -101,6 +117,13 @@ func (row *Row) SetResult(r checker.Result) {
 	row.Verdict, row.Reason = r.Verdict, r.Reason
 	row.AsExpected = row.Expected == "" || row.Verdict == row.Expected
 	row.Acquired = r.Acquired
+	// Per second of the history (its end record is written once every
+	// client stopped), so `run` and `check` give the same figure.
+	row.AcquiresPerSec = 0
+	if r.DurationNs > 0 {
+		row.AcquiresPerSec = round2(float64(r.Acquired) / (float64(r.DurationNs) / 1e9))
+	}
+	row.ErrorReplies, row.HistoryProblems = r.ErrorReplies, r.Malformed
 	row.AcquireP50Ms, row.AcquireP99Ms = round2(r.AcquireP50Ms), round2(r.AcquireP99Ms)
 	row.HandoffP50Ms, row.Fairness = round2(r.HandoffP50Ms), round2(r.Fairness)
 	row.Overlaps, row.OverlapIntervals, row.OverlapMs = r.Overlaps, r.OverlapIntervals, round2(float64(r.OverlapNs)/1e6)

@@ -137,3 +137,36 @@ func ReadRunDir(path string) (*Summary, checker.History, error) {
 	}
 	return &s, h, nil
 }
+
+// ReadRunDirChecked loads a run folder (or a bare history.jsonl) for
+// `lockstorm check`: the history line by line, a bad line being a problem
+// of the history rather than an error, and summary.json when there is one
+// (only a history without a header needs it). The error is for a path that
+// cannot be read at all.
+func ReadRunDirChecked(path string) (*Summary, checker.Parsed, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, checker.Parsed{}, err
+	}
+	hist := path
+	if st.IsDir() {
+		hist = filepath.Join(path, HistoryFile)
+	}
+	p, err := checker.ReadFileChecked(hist)
+	if err != nil {
+		return nil, p, err
+	}
+	sumPath := filepath.Join(filepath.Dir(hist), SummaryFile)
+	b, err := os.ReadFile(sumPath)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, p, nil
+		}
+		return nil, p, err
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, p, fmt.Errorf("%s: %w", sumPath, err)
+	}
+	return &s, p, nil
+}

@@ -217,8 +217,10 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	defer topo.Close()
 	cl, net, hostOf, replicas := topo.cl, topo.net, topo.hostOf, topo.replicas
 	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
+	claims := info.ClaimsUnder(opts)
+	exp := cfg.expectation(spec, cfg.Impl, claims)
 	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
-		Meta: r.meta(seed, cl.Kind(), copts)})
+		Meta: r.meta(seed, cl.Kind(), copts, exp)})
 	obs, observed := r.startObservers(ctx, cl.Nodes())
 	defer closeObservers(obs)
 
@@ -377,15 +379,12 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	procs := r.processStats()
 	// The end record: every client has stopped and every fault has healed.
 	// A history file without it was cut short.
-	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FEnd})
-	h := r.rec.History()
+	h := r.rec.End(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FEnd})
 	res := checker.Check(h, copts)
 	var cov *Coverage
 	if len(spec.Failpoints) > 0 || spec.Explore != nil {
 		cov = coverage(hub)
 	}
-	claims := info.ClaimsUnder(opts)
-	exp := cfg.expectation(spec, cfg.Impl, claims)
 	return &Outcome{Points: cov, Client: spec.Workload.Client, Observer: observed, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
 		Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
 		Claims: claims, Result: res, Elapsed: time.Since(start), History: h, Spec: spec, Processes: procs}, nil
@@ -432,10 +431,14 @@ func (r *run) processStats() *lockimpl.ProcessStats {
 }
 
 // meta is the history's header: what this run was asked to exercise.
-func (r *run) meta(seed uint64, backend string, copts checker.Options) *checker.Meta {
+func (r *run) meta(seed uint64, backend string, copts checker.Options, exp Expectation) *checker.Meta {
 	spec := r.spec
 	m := &checker.Meta{Scenario: spec.Name, Impl: r.cfg.Impl, Seed: seed, Backend: backend, Mode: spec.Mode,
-		Gated: spec.IsGated(), Expected: spec.Expect(r.cfg.Impl), Options: copts}
+		Client: spec.Workload.Client, Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason,
+		ExpectedSource: exp.Source, Options: copts}
+	if spec.File != "" && !strings.HasPrefix(spec.File, "specs/") {
+		m.File = spec.File
+	}
 	for k := 0; k < spec.Keys; k++ {
 		m.Keys = append(m.Keys, keyName(k))
 	}

@@ -12,7 +12,10 @@ import (
 )
 
 // cmdCheck re-runs every checker on saved histories, without Redis, and
-// prints the verdicts as `run` would.
+// prints the verdicts as `run` would, every figure recomputed from the
+// history alone. A damaged history (bad lines, duplicates, lost lines, no
+// end record) is inconclusive with its problems by line, unless its
+// well-formed part shows a violation.
 func cmdCheck(args []string) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -28,16 +31,30 @@ func cmdCheck(args []string) error {
 	var rows []reports.Row
 	mismatch := 0
 	for _, path := range fs.Args() {
-		sum, h, err := reports.ReadRunDir(path)
+		sum, p, err := reports.ReadRunDirChecked(path)
 		if err != nil {
 			return &exitError{2, fmt.Errorf("check: %w", err)}
 		}
+		// The history judges itself: its header says what the run was
+		// and how to check it, and every figure is recomputed from its
+		// entries. summary.json is read only for a history without a header
+		// (written before headers existed), and then only for who ran what.
 		opts := checker.Options{Fenced: *fenced}
 		row := reports.Row{Scenario: path, Impl: "-", Backend: "-", Expected: checker.Safe}
-		if sum != nil {
-			opts, row = sum.Options, sum.Row
+		switch m := p.Meta(); {
+		case m != nil:
+			opts, row = m.Options, reports.FromMeta(m)
+		case sum != nil:
+			opts = sum.Options
+			row = reports.Row{Scenario: sum.Row.Scenario, Impl: sum.Row.Impl, Seed: sum.Row.Seed, Backend: sum.Row.Backend,
+				Mode: sum.Row.Mode, Client: sum.Row.Client, Gated: sum.Row.Gated, Expected: sum.Row.Expected,
+				ExpectedReason: sum.Row.ExpectedReason, ExpectedSource: sum.Row.ExpectedSource, Replay: sum.Row.Replay}
 		}
-		row.SetResult(checker.Check(h, opts))
+		if *fenced {
+			opts.Fenced = true
+		}
+		row.RunDir = path
+		row.SetResult(checker.CheckParsed(p, opts))
 		if !row.AsExpected {
 			mismatch++
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,6 +100,101 @@ expected: {set-nx-px: safe}
 	}
 	if again["verdict"] != row["verdict"] || again["overlaps"] != row["overlaps"] {
 		t.Errorf("check disagrees with run: %v vs %v", again, row)
+	}
+	checkJudgesHistoryAlone(t, bin, runDir, row)
+}
+
+// checkJudgesHistoryAlone: `lockstorm check` recomputes every column from
+// history.jsonl (a doctored summary.json changes nothing), and each way the
+// history file can be damaged is reported by line and makes the run
+// inconclusive (exit 1: not the expected safe).
+func checkJudgesHistoryAlone(t *testing.T, bin, runDir string, row map[string]any) {
+	sumPath := filepath.Join(runDir, "summary.json")
+	b, err := os.ReadFile(sumPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum map[string]any
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	r := sum["row"].(map[string]any)
+	r["acquired"], r["acquires_per_sec"], r["acquire_p50_ms"], r["first_violation_ms"] = 999999, 12345.0, 999.0, 1.0
+	sum["result"].(map[string]any)["verdict"] = "unsafe"
+	b, _ = json.Marshal(sum)
+	os.WriteFile(sumPath, b, 0o644)
+	out, stderr, code := runCLI(t, bin, "check", "--format", "json", runDir)
+	if code != 0 {
+		t.Fatalf("check exit %d: %s", code, stderr)
+	}
+	var again map[string]any
+	if err := json.Unmarshal([]byte(out), &again); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"scenario", "impl", "seed", "verdict", "expected", "acquired", "acquires_per_sec",
+		"acquire_p50_ms", "acquire_p99_ms", "handoff_p50_ms", "fairness", "overlaps", "net_lost_updates",
+		"first_violation_ms", "error_replies", "replay"} {
+		if fmt.Sprint(again[k]) != fmt.Sprint(row[k]) {
+			t.Errorf("check's %s = %v, run's %v (summary.json must not matter)", k, again[k], row[k])
+		}
+	}
+
+	hist, err := os.ReadFile(filepath.Join(runDir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(hist), "\n"), "\n")
+	find := func(typ, f string, nth int) int { // line number of the nth (1-based) typ f entry
+		for i, l := range lines {
+			if strings.Contains(l, `"type":"`+typ+`"`) && strings.Contains(l, `"f":"`+f+`"`) {
+				if nth--; nth == 0 {
+					return i + 1
+				}
+			}
+		}
+		t.Fatalf("no %s %s in the history", typ, f)
+		return 0
+	}
+	relInv := find("invoke", "release", 3)
+	write := find("ok", "write", 2)
+	cut := len(lines) / 2
+	for _, tc := range []struct {
+		name   string
+		damage func(l []string) []string
+		want   string
+	}{
+		{"removed release invoke", func(l []string) []string { return append(l[:relInv-1:relInv-1], l[relInv:]...) },
+			fmt.Sprintf("line %d: entry %d is missing before this line", relInv, relInv-1)},
+		{"cut at a line boundary", func(l []string) []string { return l[:cut] },
+			fmt.Sprintf("line %d: the history ends here without the end record", cut)},
+		{"duplicated line", func(l []string) []string { return append(l[:write:write], l[write-1:]...) },
+			fmt.Sprintf("line %d: duplicate of line %d", write+1, write)},
+		{"completion without invoke", func(l []string) []string {
+			// The release's invoke line replaced by another process's stray
+			// completion: the release completes without its invoke.
+			l = append([]string(nil), l...)
+			l[relInv-1] = `{"index":` + fmt.Sprint(relInv-1) + `,"type":"ok","process":9999,"client":0,"f":"write","key":"lock:0","time":1}`
+			return l
+		}, fmt.Sprintf("line %d: write lock:0 of process 9999 completes (ok) without its invoke", relInv)},
+		{"malformed line", func(l []string) []string {
+			l = append([]string(nil), l...)
+			l[write-1] = l[write-1][:len(l[write-1])/2]
+			return l
+		}, fmt.Sprintf("line %d: not a history entry", write)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "history.jsonl")
+			os.WriteFile(path, []byte(strings.Join(tc.damage(lines), "\n")+"\n"), 0o644)
+			out, stderr, code := runCLI(t, bin, "check", "--format", "json", path)
+			var got map[string]any
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("%v: %q (stderr %q)", err, out, stderr)
+			}
+			reason, _ := got["reason"].(string)
+			if code != 1 || got["verdict"] != "inconclusive" || !strings.Contains(reason, tc.want) {
+				t.Errorf("exit %d, %v: %q; want exit 1, inconclusive and %q", code, got["verdict"], reason, tc.want)
+			}
+		})
 	}
 }
 
