@@ -23,6 +23,7 @@ var benchGroups = map[string]string{
 	"3": "ttb", "ttb": "ttb", "bug": "ttb",
 	"4": "suite", "suite": "suite",
 	"5": "recorder", "recorder": "recorder",
+	"6": "battery", "battery": "battery",
 }
 
 type benchFlags struct {
@@ -46,7 +47,7 @@ func parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&f.json, "json", false, "print the results as one JSON object instead of the table")
 	fs.BoolVar(&f.quick, "quick", false, "shorter drive windows, 3 seeds for time to bug")
-	fs.Var(&f.only, "only", "row groups to run, by number or name: 1 drive, 2 check, 3 ttb, 4 suite, 5 recorder (repeatable or comma-separated)")
+	fs.Var(&f.only, "only", "row groups to run, by number or name: 1 drive, 2 check, 3 ttb, 4 suite, 5 recorder, 6 battery (repeatable or comma-separated)")
 	fs.BoolVar(&f.suite, "suite", false, "also time make scenarios and make gate (minutes)")
 	fs.StringVar(&f.root, "root", ".", "repository root for the suite rows")
 	fs.IntVar(&f.seeds, "seeds", 0, "seeds per spec for time to bug (0: 10, or 3 with --quick)")
@@ -85,12 +86,12 @@ func parseBenchFlags(args []string) (*benchFlags, error) {
 		}
 		g, ok := benchGroups[o]
 		if !ok {
-			return nil, usage("bench: --only %q: want 1-5 or drive, check, ttb, suite, recorder", o)
+			return nil, usage("bench: --only %q: want 1-6 or drive, check, ttb, suite, recorder, battery", o)
 		}
 		f.groups[g] = true
 	}
 	if len(f.groups) == 0 {
-		for _, g := range []string{"drive", "check", "ttb", "recorder"} {
+		for _, g := range []string{"drive", "check", "ttb", "recorder", "battery"} {
 			f.groups[g] = true
 		}
 	}
@@ -190,6 +191,12 @@ func cmdBench(ctx context.Context, args []string) error {
 		}
 	} else if len(f.only) == 0 {
 		rep.Rows = append(rep.Rows, bench.SuiteNotRun()...)
+	}
+	if f.groups["battery"] {
+		rep.Rows = append(rep.Rows, bench.BatteryTime(ctx, "set-nx-px", progress))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 	}
 	if f.groups["recorder"] {
 		progress("recorder: Recorder.Add and Failpoints.Hit")
