@@ -75,6 +75,10 @@ type releaseRec struct {
 	key             string
 	token           string
 	invoke, done    int64
+	// acquired is the invoke of the acquire whose hold this release ends
+	// (-1: unknown): no set before it can be the one that made the key
+	// this releaser's.
+	acquired int64
 }
 
 type procState struct {
@@ -350,7 +354,11 @@ func analyze(h History) *analysis {
 			}
 		case FRelease:
 			if op.Type == Ok {
-				a.releases = append(a.releases, releaseRec{process: p.id, client: p.client, key: op.Key, token: c.val, invoke: c.invoke, done: op.Time})
+				rr := releaseRec{process: p.id, client: p.client, key: op.Key, token: c.val, invoke: c.invoke, done: op.Time, acquired: -1}
+				if c.relHold >= 0 {
+					rr.acquired = kd.holds[c.relHold].invoke
+				}
+				a.releases = append(a.releases, rr)
 			}
 			if c.relHold >= 0 && op.Type != Info {
 				hr := &kd.holds[c.relHold]

@@ -11,7 +11,8 @@ import "fmt"
 // before means happened before (events reach the harness after the server
 // executes them), so the conclusion never rests on the observer's delay.
 // A set counts only when its value is a token some acquire was granted
-// with (see takenBy);
+// with (see takenBy), and as the releaser's only when received after its
+// acquire was invoked (tokens such as whole-second stamps repeat);
 // a set whose owner the observer could not read exactly is never used.
 // With several nodes (Redlock) the release is false only if the key had
 // stopped being the releaser's on every node where it had been.
@@ -53,7 +54,10 @@ func checkFalseSuccesses(a *analysis) []falseSuccess {
 				if e.Time >= r.invoke {
 					break
 				}
-				if e.Owner == r.token && isSetEvent(e.Value) {
+				// Tokens need not be unique (seconds stamps: every holder
+				// in one second writes the same value), so a set before
+				// this holder's acquire began was another acquisition's.
+				if e.Owner == r.token && isSetEvent(e.Value) && e.Time >= r.acquired {
 					set = i
 				}
 			}

@@ -53,6 +53,24 @@ func TestFalseSuccess(t *testing.T) {
 			want: 0,
 		},
 		{
+			// Whole-second stamps (seed 003): two holders in one second
+			// write the same value; c2's own set reaches the observer only
+			// after its release was invoked. c1's set and del say nothing
+			// about c2's hold.
+			name: "a repeated token's earlier set was another acquisition's",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("1700"))
+				srv(b, 0.8, "set", "1700")
+				b.op(5, 6, Ok, 1, 1, FRelease, k0, tok("1700"))
+				srv(b, 5.5, "del", "")
+				b.op(7, 8, Ok, 2, 2, FAcquire, k0, tok("1700"))
+				b.op(9, 10, Ok, 2, 2, FRelease, k0, tok("1700"))
+				srv(b, 9.3, "set", "1700")
+				srv(b, 10.1, "del", "")
+			},
+			want: 0,
+		},
+		{
 			name: "a set whose owner is unknown is never used",
 			hist: func(b *builder) {
 				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))

@@ -36,6 +36,17 @@ type Claims struct {
 	// ReplicaAck says the lock trusts an acquire only once a replica
 	// acknowledged it (WAIT after the SET).
 	ReplicaAck bool `yaml:"replica_ack" json:"replica_ack,omitempty"`
+	// WholeSeconds says the lock's expiry times are whole seconds (PHP
+	// time(), Python int(time.time()): seeds 000 and 003): the TTL is
+	// rounded up to a second and the stamp adds one more, so a lock taken
+	// with a sub-second TTL stays live for more than a second (until the
+	// stamp's second comes round by the takers' clocks).
+	WholeSeconds bool `yaml:"whole_seconds" json:"whole_seconds,omitempty"`
+	// ServerTTL says a lock whose Expiry is ClientClockExpiry also has the
+	// server expire its key (seed 000's script sends EXPIRE after SETNX or
+	// GETSET): whichever comes first ends it, so a server clock jump can
+	// end it before its stamp passes.
+	ServerTTL bool `yaml:"server_ttl" json:"server_ttl,omitempty"`
 }
 
 // Topology is where a lock's state lives.

@@ -92,8 +92,11 @@ func init() {
 		// Seed 000: the script compares client time() stamps and takes over
 		// with GETSET inside the same EVAL (atomic); EXPIRE bounds the key
 		// too, but a stamp in the past lets the next client in first. The
-		// unlock script deletes only an expired key.
-		Claims: Claims{Topology: SingleInstance, Expiry: ClientClockExpiry, Release: ExpiredOnlyRelease},
+		// unlock script deletes only an expired key. Its stamps are PHP
+		// time() seconds, and the EXPIRE it sends ends the key by the
+		// server's clock whatever the stamp says.
+		Claims: Claims{Topology: SingleInstance, Expiry: ClientClockExpiry, Release: ExpiredOnlyRelease,
+			WholeSeconds: true, ServerTTL: true},
 		New: func(env Env, o Options) (Locker, error) {
 			b, err := newBase("lua-getset", env, o, Options{TTL: 3 * time.Second, RetryCount: 3, RetryDelay: 300 * time.Millisecond})
 			if err != nil {

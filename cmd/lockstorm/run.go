@@ -155,6 +155,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	backend, _ := cluster.Resolve(f.backend)
 	// Client programs answer hello before anything starts: a broken one is
 	// bad input, and what it declares names it and sets its expectations.
+	external := map[string]bool{} // locks that run as client processes
 	for _, line := range f.execs {
 		argv, err := execlock.Split(line)
 		if err != nil {
@@ -165,6 +166,7 @@ func cmdRun(ctx context.Context, args []string) error {
 			return usage("run: --exec: %v", err)
 		}
 		f.impls = append(f.impls, info.Name)
+		external[info.Name] = true
 	}
 	// Everything is loaded and validated before anything starts.
 	var base *scenarios.Baseline
@@ -194,6 +196,14 @@ func cmdRun(ctx context.Context, args []string) error {
 			return usage("run: scenario %s lists no impls; give --impl", spec.Name)
 		}
 		for _, impl := range impls {
+			// The client protocol hands a process node addresses
+			// (LOCKSTORM_NODES), not Sentinels to ask: it cannot follow a
+			// Sentinel failover, so the run would judge a connection
+			// error, not the lock.
+			if external[impl] && spec.Sentinel != nil {
+				fmt.Fprintf(os.Stderr, "lockstorm: skipping %s × %s: a client process is given node addresses, not Sentinels (the protocol has no Sentinel discovery)\n", spec.Name, impl)
+				continue
+			}
 			if _, _, err := spec.Resolve(impl); err != nil {
 				return usage("run: --impl: %v", err)
 			}

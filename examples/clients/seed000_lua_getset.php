@@ -93,4 +93,4 @@ function unlock($key, $token) {
 
 lockstorm_serve('name=php-seed000 summary=seed%20000%27s%20PHP%20Lock%20(Lua%20SETNX/GETSET,%20seconds) '
     . 'points=lua-getset/before-lock,lua-getset/after-lock,lua-getset/before-unlock '
-    . 'topology=single expiry=client-clock release=expired-only', 'lock', 'unlock');
+    . 'topology=single expiry=client-clock release=expired-only whole_seconds=true server_ttl=true', 'lock', 'unlock');

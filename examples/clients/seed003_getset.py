@@ -66,5 +66,6 @@ def release(lock_key, token):
 
 ls.serve('name=py-seed003 summary=seed%20003%27s%20Python%20SETNX/GETSET%20lock%20(whole%20seconds) '
          'points=getset/before-setnx,getset/after-setnx,getset/after-get,getset/before-getset,'
-         'getset/after-getset,getset/before-release topology=single expiry=client-clock release=time-checked',
+         'getset/after-getset,getset/before-release topology=single expiry=client-clock release=time-checked '
+         'whole_seconds=true',
          acquire, release)

@@ -49,7 +49,8 @@
 // lockimpl.Claims by their names (topology=single|quorum,
 // expiry=none|server|server-separate|client-clock,
 // release=owner-checked|unconditional|time-checked|expired-only,
-// racy_takeover, fencing, renewal = true|false). Declaring topology declares
+// racy_takeover, fencing, renewal, replica_ack, whole_seconds,
+// server_ttl = true|false). Declaring topology declares
 // claims, and expiry and release must then be given; a client that declares
 // none gets no expectation (its verdicts are reported, never a DIFF).
 // Values are percent-encoded (%20 for a space). A request gets

@@ -76,6 +76,12 @@ func setClaim(c *lockimpl.Claims, k, v string) error {
 		c.Fencing, err = flag()
 	case "renewal":
 		c.Renewal, err = flag()
+	case "replica_ack":
+		c.ReplicaAck, err = flag()
+	case "whole_seconds":
+		c.WholeSeconds, err = flag()
+	case "server_ttl":
+		c.ServerTTL, err = flag()
 	default:
 		return fmt.Errorf("claim %q is not supported by this protocol version", k)
 	}
