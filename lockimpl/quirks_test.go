@@ -417,10 +417,13 @@ func TestWatchdogKeepsLock(t *testing.T) {
 			t.Parallel()
 			r := newRig(t, 1)
 			ctx := testCtx(t)
-			c1, _ := r.locker(1, impl, lockimpl.Options{TTL: 300 * time.Millisecond, Watchdog: true})
+			// A 600 ms TTL renewed every 200 ms: the key survives only if
+			// renewals keep coming, yet a scheduler stall of a loaded CI
+			// machine (a few hundred ms) does not lose it by itself.
+			c1, _ := r.locker(1, impl, lockimpl.Options{TTL: 600 * time.Millisecond, Watchdog: true})
 			raw := r.conn(0)
 			l := mustAcquire(t, ctx, c1, "k")
-			time.Sleep(900 * time.Millisecond)
+			time.Sleep(1800 * time.Millisecond)
 			if n := raw.Exists(ctx, "k").Val(); n != 1 {
 				t.Fatalf("after 3 TTLs the key is gone: the watchdog did not renew")
 			}
