@@ -18,6 +18,9 @@ import "fmt"
 //
 // Extends are not recorded as operations, so only releases are checked.
 
+// ambiguousOwner marks a token granted to more than one client.
+const ambiguousOwner = -1
+
 // falseSuccess is one release acknowledged ok on a key that, by the
 // servers, was no longer the releaser's.
 type falseSuccess struct {
@@ -41,7 +44,7 @@ func checkFalseSuccesses(a *analysis) []falseSuccess {
 	}
 	var out []falseSuccess
 	for _, r := range a.releases {
-		if r.token == "" {
+		if r.token == "" || a.owners[r.token] == ambiguousOwner {
 			continue
 		}
 		mine, ended := 0, 0
@@ -53,7 +56,9 @@ func checkFalseSuccesses(a *analysis) []falseSuccess {
 				if e.Time >= r.invoke {
 					break
 				}
-				if e.Owner == r.token && isSetEvent(e.Value) {
+				// A set received before the acquire was invoked is an
+				// earlier holder's, even when it wrote the same value.
+				if e.Owner == r.token && isSetEvent(e.Value) && e.Time >= r.acqInvoke {
 					set = i
 				}
 			}
@@ -105,12 +110,12 @@ func (a *analysis) takenBy(e *Op, token string) bool {
 	if !isSetEvent(e.Value) || e.Owner == "" || e.Owner == token {
 		return false
 	}
-	_, held := a.owners[e.Owner]
-	return held
+	c, held := a.owners[e.Owner]
+	return held && c != ambiguousOwner
 }
 
 func (a *analysis) ownerName(token string) string {
-	if c, ok := a.owners[token]; ok {
+	if c, ok := a.owners[token]; ok && c != ambiguousOwner {
 		return fmt.Sprintf("c%d", c)
 	}
 	return fmt.Sprintf("another owner (%q)", token)
