@@ -75,10 +75,9 @@ type releaseRec struct {
 	key             string
 	token           string
 	invoke, done    int64
-	// acquired is the invoke of the acquire whose hold this release ends
-	// (-1: unknown): no set before it can be the one that made the key
-	// this releaser's.
-	acquired int64
+	// acqInvoke is when the released hold's acquire was invoked (-1 when
+	// unknown): no set received before it can be the releaser's own.
+	acqInvoke int64
 }
 
 type procState struct {
@@ -112,7 +111,7 @@ type analysis struct {
 	longest   int64   // longest acquire invoke → completion
 	perClient map[int]*[2]int
 	server    []*Op          // the servers' key events, in time order
-	owners    map[string]int // acquire token → client
+	owners    map[string]int // acquire token → client (ambiguousOwner: granted to several)
 	releases  []releaseRec
 }
 
@@ -306,7 +305,14 @@ func analyze(h History) *analysis {
 			switch op.Type {
 			case Ok:
 				if op.Value != "" {
-					a.owners[op.Value] = p.client
+					// Timestamp-valued locks can grant two clients the same
+					// value (the same millisecond): then the value does not
+					// say whose the key is, and no check may rely on it.
+					if prev, seen := a.owners[op.Value]; seen && prev != p.client {
+						a.owners[op.Value] = ambiguousOwner
+					} else {
+						a.owners[op.Value] = p.client
+					}
 				}
 				a.acquired++
 				client(p.client)[1]++
@@ -354,9 +360,9 @@ func analyze(h History) *analysis {
 			}
 		case FRelease:
 			if op.Type == Ok {
-				rr := releaseRec{process: p.id, client: p.client, key: op.Key, token: c.val, invoke: c.invoke, done: op.Time, acquired: -1}
+				rr := releaseRec{process: p.id, client: p.client, key: op.Key, token: c.val, invoke: c.invoke, done: op.Time, acqInvoke: -1}
 				if c.relHold >= 0 {
-					rr.acquired = kd.holds[c.relHold].invoke
+					rr.acqInvoke = kd.holds[c.relHold].invoke
 				}
 				a.releases = append(a.releases, rr)
 			}

@@ -11,13 +11,15 @@ import "fmt"
 // before means happened before (events reach the harness after the server
 // executes them), so the conclusion never rests on the observer's delay.
 // A set counts only when its value is a token some acquire was granted
-// with (see takenBy), and as the releaser's only when received after its
-// acquire was invoked (tokens such as whole-second stamps repeat);
+// with (see takenBy);
 // a set whose owner the observer could not read exactly is never used.
 // With several nodes (Redlock) the release is false only if the key had
 // stopped being the releaser's on every node where it had been.
 //
 // Extends are not recorded as operations, so only releases are checked.
+
+// ambiguousOwner marks a token granted to more than one client.
+const ambiguousOwner = -1
 
 // falseSuccess is one release acknowledged ok on a key that, by the
 // servers, was no longer the releaser's.
@@ -42,7 +44,7 @@ func checkFalseSuccesses(a *analysis) []falseSuccess {
 	}
 	var out []falseSuccess
 	for _, r := range a.releases {
-		if r.token == "" {
+		if r.token == "" || a.owners[r.token] == ambiguousOwner {
 			continue
 		}
 		mine, ended := 0, 0
@@ -54,10 +56,9 @@ func checkFalseSuccesses(a *analysis) []falseSuccess {
 				if e.Time >= r.invoke {
 					break
 				}
-				// Tokens need not be unique (seconds stamps: every holder
-				// in one second writes the same value), so a set before
-				// this holder's acquire began was another acquisition's.
-				if e.Owner == r.token && isSetEvent(e.Value) && e.Time >= r.acquired {
+				// A set received before the acquire was invoked is an
+				// earlier holder's, even when it wrote the same value.
+				if e.Owner == r.token && isSetEvent(e.Value) && e.Time >= r.acqInvoke {
 					set = i
 				}
 			}
@@ -109,12 +110,12 @@ func (a *analysis) takenBy(e *Op, token string) bool {
 	if !isSetEvent(e.Value) || e.Owner == "" || e.Owner == token {
 		return false
 	}
-	_, held := a.owners[e.Owner]
-	return held
+	c, held := a.owners[e.Owner]
+	return held && c != ambiguousOwner
 }
 
 func (a *analysis) ownerName(token string) string {
-	if c, ok := a.owners[token]; ok {
+	if c, ok := a.owners[token]; ok && c != ambiguousOwner {
 		return fmt.Sprintf("c%d", c)
 	}
 	return fmt.Sprintf("another owner (%q)", token)

@@ -32,6 +32,38 @@ func TestFalseSuccess(t *testing.T) {
 			text: "false success: c1's release of lock:0 at 340.1 ms reported ok, but lock:0 had expired at 320.0 ms (n1) and been set by c2 at 330.2 ms",
 		},
 		{
+			// Seen on del-race-random × getset: two clients stamped the same
+			// millisecond; c1's DEL is received before c2's own set event
+			// (the observer lags the client), and the earlier set with the
+			// same value is c1's, not c2's.
+			name: "the same value granted twice says nothing about whose the key is",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("1795"))
+				srv(b, 1.5, "set", "1795")
+				b.op(2, 3, Ok, 1, 1, FRelease, k0, tok("1795"))
+				srv(b, 2.4, "del", "")
+				b.op(2.45, 2.5, Ok, 2, 2, FAcquire, k0, tok("1795"))
+				b.op(2.6, 5.4, Ok, 2, 2, FRelease, k0, tok("1795"))
+				srv(b, 2.7, "set", "1795")
+				srv(b, 5.3, "del", "")
+			},
+			want: 0,
+		},
+		{
+			name: "a set received before the acquire was invoked is not the releaser's",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				srv(b, 1.5, "set", "t1")
+				srv(b, 4, "expired", "")
+				// c1 acquires again with a fresh token; its own set event is
+				// received only after its release is invoked.
+				b.op(5, 6, Ok, 1, 1, FAcquire, k0, tok("t9"))
+				b.op(6.5, 8, Ok, 1, 1, FRelease, k0, tok("t9"))
+				srv(b, 6.8, "set", "t9")
+			},
+			want: 0,
+		},
+		{
 			name: "a release of a lock still its own is fine",
 			hist: func(b *builder) {
 				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))

@@ -3,6 +3,7 @@
 package scenarios
 
 import (
+	"context"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -101,9 +102,10 @@ type Spec struct {
 	// File is where the spec came from (embedded specs: specs/NAME.yaml).
 	File string `yaml:"-"`
 
-	doc         *yamlDoc          // the parsed file, for the line of any field
-	limits      Limits            // what it was validated against
-	expectedWhy map[string]string // the comment above each expected entry
+	doc         *yamlDoc                 // the parsed file, for the line of any field
+	programs    map[string]lockimpl.Info // exec variants, as their programs declared at load
+	limits      Limits                   // what it was validated against
+	expectedWhy map[string]string        // the comment above each expected entry
 }
 
 // Workload is what each client does inside the lock.
@@ -182,8 +184,19 @@ type FailpointSpec struct {
 // Variant is an implementation run with its own lock options on top of the
 // scenario's, so one matrix can set e.g. getset's two release variants or
 // set-nx-px with and without its watchdog side by side.
+//
+// Exec, instead of Impl, puts a lock client program on trial (any language,
+// speaking lockimpl/exec's line protocol; the same as run --exec): the
+// program and its arguments, e.g. [python3, examples/clients/seed003_getset.py].
+// The program is looked up on PATH unless it contains a slash; relative
+// paths, in the program and its arguments alike, are relative to the
+// directory lockstorm runs in (as on a shell command line), not to the spec
+// file's. The program is asked hello when the spec loads: its claims set
+// the variant's derived expectations. Loading such a spec needs package
+// lockimpl/exec linked in (cmd/lockstorm does).
 type Variant struct {
-	Impl             string `yaml:"impl"`
+	Impl             string   `yaml:"impl"`
+	Exec             []string `yaml:"exec"`
 	lockimpl.Options `yaml:",inline"`
 }
 
@@ -270,11 +283,28 @@ func ParseWith(file string, b []byte, lim Limits) (*Spec, error) {
 // implementation and the lock options to run it with.
 func (s *Spec) Resolve(name string) (lockimpl.Info, lockimpl.Options, error) {
 	if v, ok := s.Variants[name]; ok {
+		if len(v.Exec) > 0 {
+			info, err := s.program(name, v.Exec)
+			return info, overlay(s.Lock, v.Options), err
+		}
 		info, err := lockimpl.Lookup(v.Impl)
 		return info, overlay(s.Lock, v.Options), err
 	}
 	info, err := lockimpl.Lookup(name)
 	return info, s.Lock, err
+}
+
+// program is the exec variant name running argv: as its program declared
+// it when the spec was loaded, or asked now for a spec built in code.
+func (s *Spec) program(name string, argv []string) (lockimpl.Info, error) {
+	if info, ok := s.programs[name]; ok {
+		return info, nil
+	}
+	info, err := lockimpl.Program(context.Background(), argv)
+	if err != nil {
+		return lockimpl.Info{}, fmt.Errorf("variant %s: %w", name, err)
+	}
+	return info, nil
 }
 
 // overlay returns base with every non-zero field of top on it.

@@ -1,8 +1,11 @@
 package scenarios
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	osexec "os/exec"
 	"path"
 	"reflect"
 	"sort"
@@ -265,11 +268,20 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 	}
 	for _, name := range sortedKeys(s.Variants) {
 		v := s.Variants[name]
-		if v.Impl == "" {
-			return bad("variants."+name+".impl", "missing: which implementation the variant runs")
-		}
-		if _, err := lockimpl.Lookup(v.Impl); err != nil {
-			return bad("variants."+name+".impl", "%s", implMsg(v.Impl))
+		hasExec := doc.has("variants." + name + ".exec")
+		switch {
+		case hasExec && v.Impl != "":
+			return bad("variants."+name+".exec", "a variant runs either impl (%s) or exec (a client program), not both", v.Impl)
+		case hasExec:
+			if err := s.checkProgram(name, v.Exec, bad); err != nil {
+				return err
+			}
+		case v.Impl == "":
+			return bad("variants."+name+".impl", "missing: which implementation the variant runs (or exec: [PROGRAM, ARGS...] for a client program)")
+		default:
+			if _, err := lockimpl.Lookup(v.Impl); err != nil {
+				return bad("variants."+name+".impl", "%s", implMsg(v.Impl))
+			}
 		}
 		if _, dup := lockimpl.Lookup(name); dup == nil {
 			return bad("variants."+name, "shadows the implementation of the same name")
@@ -834,4 +846,39 @@ func sortedKeys[K interface{ ~int | ~string }, V any](m map[K]V) []K {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// checkProgram checks an exec variant's command and asks the program hello
+// (bounded by lockimpl/exec's start-up timeout): a client program that is
+// missing or does not speak the protocol is bad input, found before
+// anything starts. What it declares is kept for Resolve.
+func (s *Spec) checkProgram(name string, argv []string, bad func(string, string, ...any) error) error {
+	field := "variants." + name + ".exec"
+	if len(argv) == 0 || argv[0] == "" {
+		return bad(field, "empty: give the program and its arguments, e.g. [python3, my_lock.py]")
+	}
+	prog := argv[0]
+	if _, err := osexec.LookPath(prog); err != nil {
+		if !strings.Contains(prog, "/") {
+			return bad(field, "program %q not found on PATH", prog)
+		}
+		st, serr := os.Stat(prog)
+		switch {
+		case serr != nil:
+			return bad(field, "program %q does not exist (a relative path is relative to the directory lockstorm runs in)", prog)
+		case st.IsDir():
+			return bad(field, "program %q is a directory", prog)
+		default:
+			return bad(field, "program %q is not executable (chmod +x it, or name its interpreter first: [python3, %s])", prog, prog)
+		}
+	}
+	info, err := lockimpl.Program(context.Background(), argv)
+	if err != nil {
+		return bad(field, "%v", err)
+	}
+	if s.programs == nil {
+		s.programs = map[string]lockimpl.Info{}
+	}
+	s.programs[name] = info
+	return nil
 }

@@ -227,11 +227,10 @@ var (
 // reports name it like any Go lock. Registering the same command twice
 // returns the first registration.
 func Register(ctx context.Context, argv []string) (lockimpl.Info, error) {
-	h, err := Probe(ctx, argv)
+	info, err := Describe(ctx, argv)
 	if err != nil {
 		return lockimpl.Info{}, err
 	}
-	info := NewInfo(argv, h)
 	regMu.Lock()
 	defer regMu.Unlock()
 	line := strings.Join(argv, "\x00")
@@ -248,6 +247,19 @@ func Register(ctx context.Context, argv []string) (lockimpl.Info, error) {
 	registered[info.Name] = line
 	return info, nil
 }
+
+// Describe probes argv and describes it without registering a name: a
+// spec's exec variant runs it under the variant's name. It is the
+// lockimpl.Program of every binary that links this package.
+func Describe(ctx context.Context, argv []string) (lockimpl.Info, error) {
+	h, err := Probe(ctx, argv)
+	if err != nil {
+		return lockimpl.Info{}, err
+	}
+	return NewInfo(argv, h), nil
+}
+
+func init() { lockimpl.RegisterPrograms(Describe) }
 
 // NewInfo describes the client program argv, as its hello h declared it.
 func NewInfo(argv []string, h Hello) lockimpl.Info {
