@@ -102,8 +102,11 @@ func TestExploreFindsCrashBetweenCommands(t *testing.T) {
 			t.Errorf("seed %d: no crash was explored between SET and PEXPIRE", seed)
 		}
 		cov := out.Points
-		if cov == nil || cov.Hit < 4 || cov.Faulted < 1 {
-			t.Fatalf("seed %d: coverage %+v: want at least SET and PEXPIRE before/after hit and a fault", seed, cov)
+		// The crash may land on the very first SET's after point, so the
+		// PEXPIRE points need not be reached at all: coverage must show at
+		// least the SET's two points and the fault injected there.
+		if cov == nil || cov.Hit < 2 || cov.Faulted < 1 {
+			t.Fatalf("seed %d: coverage %+v: want at least SET's before/after hit and a fault", seed, cov)
 		}
 		t.Logf("seed %d: %s; points hit %d, faulted %d: %+v", seed, out.Result.Reason, cov.Hit, cov.Faulted, cov.Points)
 
