@@ -17,9 +17,13 @@ func TestSetNXPXWaitReplicas(t *testing.T) {
 		name     string
 		replicas int
 		want     error
+		// How long WAIT and the whole acquire may take: short where no
+		// acknowledgement can come, generous where one must (a replica on
+		// a loaded CI machine can take well over 50 ms to acknowledge).
+		replicaTimeout, waitTimeout time.Duration
 	}{
-		{"no replica: not trusted", 0, lockimpl.ErrNotAcquired},
-		{"one replica acknowledges", 1, nil},
+		{"no replica: not trusted", 0, lockimpl.ErrNotAcquired, 50 * time.Millisecond, 200 * time.Millisecond},
+		{"one replica acknowledges", 1, nil, time.Second, 5 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, 1)
@@ -35,7 +39,7 @@ func TestSetNXPXWaitReplicas(t *testing.T) {
 				}
 			}
 			l, _ := r.locker(0, "set-nx-px", lockimpl.Options{TTL: 5 * time.Second, WaitReplicas: 1,
-				ReplicaTimeout: 50 * time.Millisecond, RetryDelay: 10 * time.Millisecond, WaitTimeout: 200 * time.Millisecond})
+				ReplicaTimeout: tc.replicaTimeout, RetryDelay: 10 * time.Millisecond, WaitTimeout: tc.waitTimeout})
 			lease, err := l.Acquire(ctx, "k")
 			if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
 				t.Fatalf("Acquire: %v, want %v", err, tc.want)
