@@ -64,6 +64,26 @@ func TestFalseSuccess(t *testing.T) {
 			want: 0,
 		},
 		{
+			// Seen on contention × redsync-5: a failed try set n3 and
+			// released it; the winning try (same value) set a majority,
+			// whose events the observer did not tie to the value.
+			name: "a multi-node lock seen on fewer than a majority proves nothing",
+			hist: func(b *builder) {
+				node := func(at float64, n, ev, owner string) {
+					b.add(at, Ok, ServerProcess, -1, FServer, k0, func(o *Op) { o.Value, o.Node, o.Owner = ev, n, owner })
+				}
+				b.op(0, 20, Ok, 1, 1, FAcquire, k0, tok("v"))
+				node(1, "n3", "set", "v")
+				node(2, "n3", "del", "")
+				node(10, "n1", "set", "")
+				node(10, "n2", "set", "")
+				node(10, "n4", "set", "")
+				node(11, "n5", "set", "")
+				b.op(30, 31, Ok, 1, 1, FRelease, k0, tok("v"))
+			},
+			want: 0,
+		},
+		{
 			name: "a release of a lock still its own is fine",
 			hist: func(b *builder) {
 				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
