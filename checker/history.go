@@ -285,6 +285,23 @@ func WriteJSONL(w io.Writer, h History) error {
 // ReadJSONL reads a history written by WriteJSONL; errors name the line.
 func ReadJSONL(r io.Reader) (History, error) {
 	var h History
+	err := eachLine(r, func(line int, op Op, err error) error {
+		if err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		h = append(h, op)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// eachLine decodes a JSONL history line by line, skipping empty lines, and
+// hands each entry (or its decoding error) to fn with its line number; fn's
+// error stops the reading. A read error names the line it stopped at.
+func eachLine(r io.Reader, fn func(line int, op Op, err error) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 	line := 0
@@ -295,15 +312,15 @@ func ReadJSONL(r io.Reader) (History, error) {
 			continue
 		}
 		var op Op
-		if err := json.Unmarshal(b, &op); err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
+		uerr := json.Unmarshal(b, &op)
+		if err := fn(line, op, uerr); err != nil {
+			return err
 		}
-		h = append(h, op)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("line %d: %w", line+1, err)
+		return fmt.Errorf("line %d: %w", line+1, err)
 	}
-	return h, nil
+	return nil
 }
 
 // WriteFile writes h to path as JSONL.

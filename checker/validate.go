@@ -1,8 +1,6 @@
 package checker
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -44,27 +42,16 @@ func (p Parsed) Meta() *Meta {
 // of the history can still be judged. Only an I/O error is an error.
 func ReadChecked(r io.Reader) (Parsed, error) {
 	var p Parsed
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
-		if len(b) == 0 {
-			continue
-		}
-		var op Op
-		if err := json.Unmarshal(b, &op); err != nil {
+	err := eachLine(r, func(line int, op Op, err error) error {
+		if err != nil {
 			p.Problems = append(p.Problems, Problem{line, fmt.Sprintf("not a history entry: %v", err)})
-			continue
+			return nil
 		}
 		p.History = append(p.History, op)
 		p.Lines = append(p.Lines, line)
-	}
-	if err := sc.Err(); err != nil {
-		return p, fmt.Errorf("line %d: %w", line+1, err)
-	}
-	return p, nil
+		return nil
+	})
+	return p, err
 }
 
 // ReadFileChecked is ReadChecked on the file at path.
