@@ -110,7 +110,8 @@ type analysis struct {
 	latencies []int64 // acquire invoke → ok
 	longest   int64   // longest acquire invoke → completion
 	perClient map[int]*[2]int
-	server    []*Op          // the servers' key events, in time order
+	server    []*Op          // the servers' key events and the observers' syncs, in time order
+	events    int            // key events in server
 	owners    map[string]int // acquire token → client (ambiguousOwner: granted to several)
 	releases  []releaseRec
 }
@@ -202,7 +203,11 @@ func analyze(h History) *analysis {
 			continue
 		}
 		if op.Process == ServerProcess {
-			if op.F == FServer {
+			switch op.F {
+			case FServer:
+				a.server = append(a.server, op)
+				a.events++
+			case FSync:
 				a.server = append(a.server, op)
 			}
 			continue

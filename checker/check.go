@@ -115,13 +115,16 @@ func CheckParsed(p Parsed, o Options) Result {
 	if rr.firstHarm >= 0 && (res.FirstViolationNs < 0 || rr.firstHarm < res.FirstViolationNs) {
 		res.FirstViolationNs, res.FirstViolation = rr.firstHarm, ViolationHarm
 	}
-	if fs := checkFalseSuccesses(a); len(fs) > 0 {
+	fsr := checkFalseSuccesses(a)
+	if fs := fsr.found; len(fs) > 0 {
 		res.FalseSuccesses, res.FalseSuccess = len(fs), fs[0].text
 		if res.FirstViolationNs < 0 || fs[0].at < res.FirstViolationNs {
 			res.FirstViolationNs, res.FirstViolation = fs[0].at, ViolationFalseSuccess
 		}
 	}
-	res.ServerEvents = len(a.server)
+	res.FalseSuccessUnjudged, res.FalseSuccessUnjudgedWhy = fsr.unjudged, fsr.unjudgedWhy
+	res.ServerEvents = a.events
+	res.ObserverSyncs, res.ObserverLagMaxMs, res.ObserverLagP99Ms = observerLag(a)
 
 	lv := checkLiveness(a, int64(o.DeadlockBound))
 	res.Acquired, res.Attempts, res.Unknown = a.acquired, a.attempts, a.unknown

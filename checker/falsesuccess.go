@@ -1,20 +1,52 @@
 package checker
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
 
-// False successes. A release acknowledged ok says "the lock was mine and is
-// now free". The servers' own key events (FServer entries, recorded by an
-// observer outside the proxies) can prove it was not: the set that made the
-// key the releaser's (its Owner is the release's token) was followed by the
-// key's end (del, expired, evicted) or by a set to another owner, and the
-// harness had received that before the release was even invoked. Received
-// before means happened before (events reach the harness after the server
-// executes them), so the conclusion never rests on the observer's delay.
-// A set counts only when its value is a token some acquire was granted
-// with (see takenBy);
-// a set whose owner the observer could not read exactly is never used.
-// With several nodes (Redlock) the release is false only if the key had
-// stopped being the releaser's on every node where it had been.
+// False successes. A release acknowledged ok says "the lock was mine and I
+// freed it". The servers' own key events (FServer entries, recorded by an
+// observer per node outside the proxies) can prove it was not: at every
+// moment the release could have acted, on every node, the key was not the
+// releaser's.
+//
+// What is certain, and all the argument uses:
+//   - Each node's entries are in that node's own order (one subscription
+//     connection; Redis writes a connection's output in the order it
+//     generates it). A node's stream is a sequence of states of the key.
+//   - An entry received before the release was invoked happened before it
+//     (events reach the harness after the server executed them). So the
+//     key's state when the release began is the state after that prefix of
+//     the stream or after some later entry, never an earlier one.
+//   - A sync entry (FSync) whose PING was sent after the release completed
+//     marks the end: every entry after it happened after the release, and
+//     every entry the node executed before the release is before it.
+//
+// An entry received after the invoke proves nothing about order, so every
+// state between the two bounds is one the release may have met. The
+// release is false only if none of them was the releaser's, on every node
+// with a stream. That correlates the release with its own effect without
+// naming it: had the release deleted its own key, the set of its token
+// and its DEL would lie between the bounds (or the set before them, still
+// standing), and one state would be the releaser's.
+//
+// A state is the releaser's ("maybe mine") after a set of its token, after
+// a set whose owner the observer could not read exactly, and when the
+// token was granted to several clients (timestamp locks stamping the same
+// millisecond: the value says nothing about whose the key is). It is
+// "not mine" after the key's end (del, expired, evicted) or a set to
+// another holder's token (see takenBy); a set to a value nobody was
+// granted (getset's loser writing its stamp) changes no one's ownership.
+//
+// The release is not judged (neither flagged nor cleared, and counted as
+// such, "observer behind") when a node's stream has no sync after the
+// release (the observer lagged, or stopped with its node), or when the
+// only states that may have been the releaser's were received after the
+// release began: the observer's view was behind at the moment that
+// matters (a slow observer; a quorum lock whose winning sets arrive late).
+// It is cleared when the state the stream shows at the invoke may have
+// been the releaser's.
 //
 // Extends are not recorded as operations, so only releases are checked.
 
@@ -28,86 +60,170 @@ type falseSuccess struct {
 	text string
 }
 
-func checkFalseSuccesses(a *analysis) []falseSuccess {
-	if len(a.server) == 0 || len(a.releases) == 0 {
-		return nil
+// falseSuccessResult is what the check found, and what it could not judge.
+type falseSuccessResult struct {
+	found       []falseSuccess
+	unjudged    int
+	unjudgedWhy string
+}
+
+// keyState is the key on one node as a release may have met it.
+type keyState int
+
+const (
+	keyNotMine keyState = iota
+	keyMaybeMine
+)
+
+func checkFalseSuccesses(a *analysis) falseSuccessResult {
+	var res falseSuccessResult
+	if a.events == 0 || len(a.releases) == 0 {
+		return res
 	}
-	type nodeKey struct{ node, key string }
-	streams := map[nodeKey][]*Op{}
+	streams := map[string][]*Op{} // node → its key events and syncs, in its order
+	var nodes []string
 	for _, op := range a.server {
-		nk := nodeKey{op.Node, op.Key}
-		streams[nk] = append(streams[nk], op)
+		if _, ok := streams[op.Node]; !ok {
+			nodes = append(nodes, op.Node)
+		}
+		streams[op.Node] = append(streams[op.Node], op)
 	}
-	nodes := map[string][]string{} // key → nodes with events on it
-	for nk := range streams {
-		nodes[nk.key] = append(nodes[nk.key], nk.node)
-	}
-	var out []falseSuccess
+	sort.Strings(nodes)
 	for _, r := range a.releases {
 		if r.token == "" || a.owners[r.token] == ambiguousOwner {
 			continue
 		}
-		mine, ended := 0, 0
-		var end, next *Op
-		for _, node := range nodes[r.key] {
-			evs := streams[nodeKey{node, r.key}]
-			set := -1 // the last set to the releaser's token received before the invoke
-			for i, e := range evs {
-				if e.Time >= r.invoke {
-					break
-				}
-				// A set received before the acquire was invoked is an
-				// earlier holder's, even when it wrote the same value.
-				if e.Owner == r.token && isSetEvent(e.Value) && e.Time >= r.acqInvoke {
-					set = i
-				}
+		var end *Op
+		worst, at := notMine, "" // the least conclusive node's answer, and which
+		for _, n := range nodes {
+			v, e := a.judgeNode(streams[n], r)
+			if v < worst {
+				worst, at = v, n
 			}
-			if set < 0 {
-				continue
+			if v == mineAtStart {
+				break
 			}
-			mine++
-			for i := set + 1; i < len(evs) && evs[i].Time < r.invoke; i++ {
-				e := evs[i]
-				if isEndEvent(e.Value) || a.takenBy(e, r.token) {
-					ended++
-					if end == nil || e.Time < end.Time {
-						end, next = e, nil
-						for _, f := range evs[i:] {
-							if f.Time < r.done && a.takenBy(f, r.token) {
-								next = f
-								break
-							}
-						}
-					}
-					break
-				}
+			if e != nil && (end == nil || e.Time < end.Time) {
+				end = e
 			}
 		}
-		if mine == 0 || ended < mine {
-			continue
-		}
-		// A lock granted on several nodes (Redlock) had its value set on a
-		// majority of them. When the observer saw it on fewer (its reply to
-		// a set was ambiguous, or the event had not arrived), the view is
-		// incomplete: the nodes it did see may be a failed try's, which the
-		// library released itself before winning elsewhere with the same
-		// value. No conclusion then.
-		if n := len(nodes[r.key]); n > 1 && mine < n/2+1 {
-			continue
-		}
-		text := fmt.Sprintf("false success: c%d's release of %s at %s reported ok, but %s had ", r.client, r.key, ms(r.invoke), r.key)
 		switch {
-		case isEndEvent(end.Value):
-			text += fmt.Sprintf("%s at %s (%s)", pastTense(end.Value), ms(end.Time), end.Node)
-		default:
-			text += fmt.Sprintf("been set by %s at %s (%s)", a.ownerName(end.Owner), ms(end.Time), end.Node)
+		case worst == mineAtStart:
+			continue
+		case worst == mineLater || worst == notMineOpen:
+			res.unjudged++
+			if res.unjudgedWhy == "" {
+				why := "no sync from " + at + " after the release"
+				if worst == mineLater {
+					why = at + "'s events that may have made it the releaser's arrived after the release began"
+				}
+				res.unjudgedWhy = fmt.Sprintf("c%d's release of %s at %s: observer behind (%s)", r.client, r.key, ms(r.invoke), why)
+			}
+			continue
+		case end == nil:
+			// No stream ever showed the key as possibly the releaser's,
+			// not even its own acquire's set: the observers saw nothing of
+			// this lock (its key holds something other than its token).
+			continue
 		}
-		if next != nil && next != end {
-			text += fmt.Sprintf(" and been set by %s at %s", a.ownerName(next.Owner), ms(next.Time))
-		}
-		out = append(out, falseSuccess{at: r.invoke, text: text})
+		res.found = append(res.found, falseSuccess{at: r.invoke, text: a.falseSuccessText(r, end, streams)})
 	}
-	return out
+	return res
+}
+
+// nodeVerdict is one node's answer for one release.
+type nodeVerdict int
+
+const (
+	// mineAtStart: the state the stream shows when the release began may
+	// have been the releaser's. The release is not false.
+	mineAtStart nodeVerdict = iota
+	// mineLater: not at the start, but an entry received after the invoke
+	// may have made it the releaser's: the observer's view was behind when
+	// the release began, and entries received after it cannot be ordered
+	// against it. Not judged.
+	mineLater
+	// notMineOpen: never the releaser's in the stream, but no sync closes
+	// the window: the stream may lack what the node did before the release
+	// ended. Not judged.
+	notMineOpen
+	// notMine: never the releaser's between the bounds, and a sync closes
+	// the window.
+	notMine
+)
+
+// judgeNode walks one node's stream for release r: the states up to the
+// last entry received before the invoke fold into the state the release
+// may first have met; every later state up to the first sync sent after
+// the release completed is one it may have met too. end is the entry that
+// last ended a state that may have been the releaser's.
+func (a *analysis) judgeNode(evs []*Op, r releaseRec) (v nodeVerdict, end *Op) {
+	st := keyNotMine
+	started := false // the walk is past the entries received before the invoke
+	for _, e := range evs {
+		if !started && e.Time >= r.invoke {
+			started = true
+			if st == keyMaybeMine {
+				return mineAtStart, end
+			}
+		}
+		if e.F == FSync {
+			if e.N > r.done {
+				return notMine, end
+			}
+			continue
+		}
+		if e.Key != r.key {
+			continue
+		}
+		next := a.transition(st, e, r.token)
+		if next == keyNotMine && st == keyMaybeMine {
+			end = e
+		}
+		st = next
+		if started && st == keyMaybeMine {
+			return mineLater, end
+		}
+	}
+	if st == keyMaybeMine {
+		return mineAtStart, end // nothing received after the invoke
+	}
+	return notMineOpen, end
+}
+
+// transition is the key's state after e, from st.
+func (a *analysis) transition(st keyState, e *Op, token string) keyState {
+	switch {
+	case isEndEvent(e.Value):
+		return keyNotMine
+	case !isSetEvent(e.Value):
+		return st // a TTL change leaves the owner as it was
+	case e.Owner == "" || e.Owner == token:
+		return keyMaybeMine
+	case a.takenBy(e, token):
+		return keyNotMine
+	}
+	return st // a value nobody was granted takes the lock from no one
+}
+
+// falseSuccessText tells the release, what ended its hold on the key and
+// who set it next (before the release completed), when the stream shows it.
+func (a *analysis) falseSuccessText(r releaseRec, end *Op, streams map[string][]*Op) string {
+	text := fmt.Sprintf("false success: c%d's release of %s at %s reported ok, but %s had ", r.client, r.key, ms(r.invoke), r.key)
+	if isEndEvent(end.Value) {
+		text += fmt.Sprintf("%s at %s (%s)", pastTense(end.Value), ms(end.Time), end.Node)
+	} else {
+		text += fmt.Sprintf("been set by %s at %s (%s)", a.ownerName(end.Owner), ms(end.Time), end.Node)
+	}
+	if isEndEvent(end.Value) {
+		for _, f := range streams[end.Node] {
+			if f.Time > end.Time && f.Time < r.done && f.Key == r.key && a.takenBy(f, r.token) {
+				text += fmt.Sprintf(" and been set by %s at %s", a.ownerName(f.Owner), ms(f.Time))
+				break
+			}
+		}
+	}
+	return text
 }
 
 // takenBy says e set the key to another holder's token: one that an
@@ -128,6 +244,21 @@ func (a *analysis) ownerName(token string) string {
 		return fmt.Sprintf("c%d", c)
 	}
 	return fmt.Sprintf("another owner (%q)", token)
+}
+
+// observerLag counts the observers' syncs and their round trips (ms).
+func observerLag(a *analysis) (n int, maxMs, p99Ms float64) {
+	var lags []int64
+	for _, op := range a.server {
+		if op.F == FSync && op.Time >= op.N {
+			lags = append(lags, op.Time-op.N)
+		}
+	}
+	if len(lags) == 0 {
+		return 0, 0, 0
+	}
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	return len(lags), float64(lags[len(lags)-1]) / 1e6, float64(lags[(len(lags)*99)/100]) / 1e6
 }
 
 func isSetEvent(ev string) bool {

@@ -65,6 +65,14 @@ const (
 	// exactly (empty: unknown). Its time is when the harness received it,
 	// after the server executed it.
 	FServer = "server"
+	// FSync is an observer's barrier on one node's event stream (process
+	// ServerProcess, Node set): the observer sent PING at N (ns since the
+	// run started) on its subscription connection and received the reply at
+	// Time. Redis answers a connection in the order it generates output, so
+	// every event the node executed before the PING ran is in the stream
+	// before this entry, and every event after it ran after N. Time - N is
+	// the observer's lag at that moment.
+	FSync = "sync"
 	// FSentinel is an event from a Sentinel's own event stream (process
 	// NemesisProcess); Value is "s1 +switch-master n1 n1 r1".
 	FSentinel = "sentinel"

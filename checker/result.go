@@ -155,6 +155,19 @@ type Result struct {
 	FalseSuccesses int    `json:"false_successes,omitempty"`
 	FalseSuccess   string `json:"false_success,omitempty"`
 	ServerEvents   int    `json:"server_events,omitempty"`
+	// FalseSuccessUnjudged counts releases acknowledged ok that the
+	// servers' events would have shown false, had the observers' view been
+	// complete up to the release's end: a node's stream had no sync after
+	// it (the observer was behind, or stopped). They are neither flagged
+	// nor cleared; FalseSuccessUnjudgedWhy tells the first.
+	FalseSuccessUnjudged    int    `json:"false_success_unjudged,omitempty"`
+	FalseSuccessUnjudgedWhy string `json:"false_success_unjudged_why,omitempty"`
+	// ObserverSyncs counts the observers' barriers (FSync entries);
+	// ObserverLagMaxMs and ObserverLagP99Ms are their round trips: how far
+	// behind the servers the observers' view was.
+	ObserverSyncs    int     `json:"observer_syncs,omitempty"`
+	ObserverLagMaxMs float64 `json:"observer_lag_max_ms,omitempty"`
+	ObserverLagP99Ms float64 `json:"observer_lag_p99_ms,omitempty"`
 	// Harm describes the first harmful write (or duplicated fence), if any.
 	Harm string `json:"harm,omitempty"`
 

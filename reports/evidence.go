@@ -39,6 +39,10 @@ func Evidence(r checker.Result) string {
 		if r.Overlaps > 0 && r.Rejected > 0 {
 			parts = append(parts, fmt.Sprintf("the fence refused %s", plural(r.Rejected, "write")))
 		}
+		if r.FalseSuccessUnjudged > 0 {
+			// A safe that the false-success oracle could not fully back.
+			parts = append(parts, fmt.Sprintf("%s not judged: observer behind", plural(r.FalseSuccessUnjudged, "release")))
+		}
 	}
 	if len(parts) == 0 {
 		return NoEvidence

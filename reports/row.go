@@ -70,6 +70,13 @@ type Row struct {
 	// its points.
 	PointsHit     *int `json:"points_hit,omitempty"`
 	PointsFaulted *int `json:"points_faulted,omitempty"`
+	// FalseSuccesses counts releases acknowledged ok on a lock no longer
+	// the releaser's (by the servers' key events); FalseSuccessUnjudged the
+	// releases the observers were too far behind to judge. ObserverLagMaxMs
+	// is the observers' worst sync round trip.
+	FalseSuccesses       int     `json:"false_successes"`
+	FalseSuccessUnjudged int     `json:"false_success_unjudged,omitempty"`
+	ObserverLagMaxMs     float64 `json:"observer_lag_max_ms,omitempty"`
 	// ErrorReplies counts commands the server refused with an error reply;
 	// HistoryProblems the history's problems (checker.Validate).
 	ErrorReplies    int `json:"error_replies"`
@@ -127,6 +134,7 @@ func (row *Row) SetResult(r checker.Result) {
 		row.AcquiresPerSec = round2(float64(r.Acquired) / (float64(r.DurationNs) / 1e9))
 	}
 	row.ErrorReplies, row.HistoryProblems = r.ErrorReplies, r.Malformed
+	row.FalseSuccesses, row.FalseSuccessUnjudged, row.ObserverLagMaxMs = r.FalseSuccesses, r.FalseSuccessUnjudged, round2(r.ObserverLagMaxMs)
 	row.AcquireP50Ms, row.AcquireP99Ms = round2(r.AcquireP50Ms), round2(r.AcquireP99Ms)
 	row.HandoffP50Ms, row.Fairness = round2(r.HandoffP50Ms), round2(r.Fairness)
 	row.Overlaps, row.OverlapIntervals, row.OverlapMs = r.Overlaps, r.OverlapIntervals, round2(float64(r.OverlapNs)/1e6)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
@@ -40,6 +41,16 @@ import (
 // server's; across nodes, and against client entries, only these receipt
 // times relate them, so a check may only use "received before t ⇒ happened
 // before t".
+//
+// Syncs bound the other side. Every syncEvery, and once more when the
+// observer closes, it sends PING on the same connection and records the
+// reply as an FSync entry with the send time: the node executed the PING
+// after it was sent, so what follows the entry in the node's order
+// happened after that time, and what the node did before it is all in
+// the stream before the entry. A check that needs the stream complete up
+// to a moment t waits for a sync sent after t; without one (the observer
+// lagging or its node gone) it does not judge. The syncs' round trips are
+// the observers' lag, reported with the result.
 type observer struct {
 	node string
 	conn net.Conn
@@ -47,6 +58,14 @@ type observer struct {
 	rec  *checker.Recorder
 	keys map[string]bool
 	done chan struct{}
+	// stop ends the periodic syncs; last is closed when the final sync's
+	// reply has been recorded.
+	stop chan struct{}
+	last chan struct{}
+
+	// mu guards the connection's writes and everything below: the loop
+	// (replies, events) and the sync ticker both send and queue.
+	mu sync.Mutex
 
 	// queue holds entries not yet recorded, in the node's order: a set
 	// waits there for its read's reply, and what follows it waits behind
@@ -60,7 +79,18 @@ type queued struct {
 	op      checker.Op
 	waiting bool // its read is unanswered
 	seen    int  // value-changing events on the key received when the read was sent
+	// final, on a sync, says it is the one Close waits for.
+	final bool
 }
+
+// syncEvery is how often an observer syncs its stream: the longest a
+// release waits, after it completes, for the proof its window is closed.
+const syncEvery = 20 * time.Millisecond
+
+// finalSyncWait bounds how long Close waits for the last sync's reply; a
+// node that does not answer (killed, stopped) leaves its stream open, and
+// releases that need it are not judged.
+const finalSyncWait = 2 * time.Second
 
 // errNoNotifications says the backend cannot report key events.
 var errNoNotifications = errors.New("no keyspace notifications")
@@ -120,7 +150,7 @@ func startObserver(ctx context.Context, node, addr string, keys []string, rec *c
 		return nil, fmt.Errorf("observer of %s: %w", node, err)
 	}
 	o := &observer{node: node, conn: conn, r: bufio.NewReader(conn), rec: rec, keys: map[string]bool{},
-		done: make(chan struct{}), seen: map[string]int{}}
+		done: make(chan struct{}), stop: make(chan struct{}), last: make(chan struct{}), seen: map[string]int{}}
 	for _, k := range keys {
 		o.keys[k] = true
 	}
@@ -162,7 +192,38 @@ func startObserver(ctx context.Context, node, addr string, keys []string, rec *c
 	}
 	_ = conn.SetDeadline(time.Time{})
 	go o.loop()
+	go o.syncLoop()
 	return o, nil
+}
+
+// syncLoop sends a sync every syncEvery until Close.
+func (o *observer) syncLoop() {
+	t := time.NewTicker(syncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.stop:
+			return
+		case <-o.done:
+			return
+		case <-t.C:
+			o.sync(false)
+		}
+	}
+}
+
+// sync sends PING and queues its FSync entry, stamped with the send time.
+func (o *observer) sync(final bool) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	q := &queued{op: checker.Op{Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FSync,
+		Node: o.node, N: o.rec.Now()}, waiting: true, final: final}
+	if o.send("PING") != nil {
+		return false
+	}
+	o.reads = append(o.reads, q)
+	o.queue = append(o.queue, q)
+	return true
 }
 
 func (o *observer) send(args ...string) error {
@@ -185,11 +246,13 @@ func (o *observer) loop() {
 			o.flush()
 			return
 		}
+		o.mu.Lock()
 		if p, ok := v.(resp3Push); ok {
 			o.event(p)
-			continue
+		} else {
+			o.reply(v)
 		}
-		o.reply(v)
+		o.mu.Unlock()
 	}
 }
 
@@ -234,6 +297,13 @@ func (o *observer) reply(v any) {
 	q := o.reads[0]
 	o.reads = o.reads[1:]
 	q.waiting = false
+	if q.op.F == checker.FSync {
+		o.drain()
+		if q.final {
+			close(o.last)
+		}
+		return
+	}
 	if o.seen[q.op.Key] == q.seen {
 		// No event on the key between the set and the read: the value is
 		// the one the set wrote.
@@ -263,16 +333,33 @@ func (o *observer) drain() {
 }
 
 // flush records whatever is still queued when the connection ends (reads
-// unanswered: owner unknown).
+// unanswered: owner unknown). A sync whose reply never came proves
+// nothing and is dropped.
 func (o *observer) flush() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	for _, q := range o.queue {
-		o.rec.Add(q.op)
+		if q.op.F != checker.FSync {
+			o.rec.Add(q.op)
+		}
 	}
 	o.queue, o.reads = nil, nil
 }
 
-// Close stops the observer and waits for its last entries.
+// Close syncs the stream one last time (every event the node executed
+// before now is then recorded), stops the observer and waits for its
+// last entries.
 func (o *observer) Close() {
+	close(o.stop)
+	if o.sync(true) {
+		t := time.NewTimer(finalSyncWait)
+		select {
+		case <-o.last:
+		case <-o.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	_ = o.conn.Close()
 	<-o.done
 }
