@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
 
 // The server's ground truth. An observer per node watches the lock keys
@@ -62,6 +63,10 @@ type observer struct {
 	// reply has been recorded.
 	stop chan struct{}
 	last chan struct{}
+	// after runs once the observer is closed (the delay proxies).
+	after func()
+	// slack is added to the waits for replies (a delayed connection).
+	slack time.Duration
 
 	// mu guards the connection's writes and everything below: the loop
 	// (replies, events) and the sync ticker both send and queue.
@@ -108,7 +113,17 @@ func (r *run) startObservers(ctx context.Context, nodes []cluster.Node) ([]*obse
 	for k := range keys {
 		keys[k] = keyName(k)
 	}
-	obs, err := observe(ctx, nodes, keys, r.rec)
+	nodes, closeDelay, err := delayed(nodes, r.cfg.ObserverDelay)
+	if err != nil {
+		r.log.Info("no server observer", "err", err)
+		return nil, "off: " + err.Error()
+	}
+	obs, err := observe(ctx, nodes, keys, r.rec, 4*(r.cfg.ObserverDelay.Latency+r.cfg.ObserverDelay.Jitter))
+	if len(obs) > 0 {
+		obs[len(obs)-1].after = closeDelay
+	} else {
+		closeDelay()
+	}
 	if err != nil {
 		r.log.Info("no server observer", "err", err)
 		return nil, "off: " + err.Error()
@@ -126,12 +141,37 @@ func closeObservers(obs []*observer) {
 	}
 }
 
+// delayed routes the observers' connections to nodes through proxies of
+// their own with d's latency and jitter on what the servers send (d
+// unset: nodes as they are). closeProxies stops the proxies.
+func delayed(nodes []cluster.Node, d Delay) (out []cluster.Node, closeProxies func(), err error) {
+	if d.Latency <= 0 {
+		return nodes, func() {}, nil
+	}
+	net := nemesis.NewNetwork()
+	for _, n := range nodes {
+		l, err := net.AddLink("observer", n.Name, n.Addr)
+		if err == nil {
+			_, err = l.AddToxic(nemesis.Toxic{Type: "latency", Stream: "downstream",
+				Attributes: map[string]any{"latency": d.Latency.Milliseconds(), "jitter": d.Jitter.Milliseconds()}})
+		}
+		if err != nil {
+			net.Close()
+			return nil, nil, fmt.Errorf("observer delay: %w", err)
+		}
+		n.Addr = l.Addr
+		out = append(out, n)
+	}
+	return out, net.Close, nil
+}
+
 // observe starts an observer on each node; on a backend without keyspace
 // notifications (miniredis) it returns errNoNotifications and starts none.
-func observe(ctx context.Context, nodes []cluster.Node, keys []string, rec *checker.Recorder) ([]*observer, error) {
+// slack lengthens the set-up's deadline (a delayed connection's replies).
+func observe(ctx context.Context, nodes []cluster.Node, keys []string, rec *checker.Recorder, slack time.Duration) ([]*observer, error) {
 	var out []*observer
 	for _, n := range nodes {
-		o, err := startObserver(ctx, n.Name, n.Addr, keys, rec)
+		o, err := startObserver(ctx, n.Name, n.Addr, keys, rec, slack)
 		if err != nil {
 			for _, o := range out {
 				o.Close()
@@ -143,18 +183,18 @@ func observe(ctx context.Context, nodes []cluster.Node, keys []string, rec *chec
 	return out, nil
 }
 
-func startObserver(ctx context.Context, node, addr string, keys []string, rec *checker.Recorder) (*observer, error) {
+func startObserver(ctx context.Context, node, addr string, keys []string, rec *checker.Recorder, slack time.Duration) (*observer, error) {
 	d := net.Dialer{Timeout: 2 * time.Second}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("observer of %s: %w", node, err)
 	}
 	o := &observer{node: node, conn: conn, r: bufio.NewReader(conn), rec: rec, keys: map[string]bool{},
-		done: make(chan struct{}), stop: make(chan struct{}), last: make(chan struct{}), seen: map[string]int{}}
+		done: make(chan struct{}), stop: make(chan struct{}), last: make(chan struct{}), seen: map[string]int{}, slack: slack}
 	for _, k := range keys {
 		o.keys[k] = true
 	}
-	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(2*time.Second + slack))
 	// K: keyspace channel (__keyspace@0__:KEY, the event as message);
 	// g: generic (del, expire, rename); $: strings (set); h: hashes;
 	// x: expired; e: evicted.
@@ -221,8 +261,9 @@ func (o *observer) sync(final bool) bool {
 	if o.send("PING") != nil {
 		return false
 	}
+	// Into the queue only when its reply arrives: the events the node
+	// pushed before the reply are received (and queued) after the send.
 	o.reads = append(o.reads, q)
-	o.queue = append(o.queue, q)
 	return true
 }
 
@@ -298,6 +339,7 @@ func (o *observer) reply(v any) {
 	o.reads = o.reads[1:]
 	q.waiting = false
 	if q.op.F == checker.FSync {
+		o.queue = append(o.queue, q)
 		o.drain()
 		if q.final {
 			close(o.last)
@@ -352,7 +394,7 @@ func (o *observer) flush() {
 func (o *observer) Close() {
 	close(o.stop)
 	if o.sync(true) {
-		t := time.NewTimer(finalSyncWait)
+		t := time.NewTimer(finalSyncWait + o.slack)
 		select {
 		case <-o.last:
 		case <-o.done:
@@ -362,6 +404,9 @@ func (o *observer) Close() {
 	}
 	_ = o.conn.Close()
 	<-o.done
+	if o.after != nil {
+		o.after()
+	}
 }
 
 // resp3Push is a push message (>): keyspace events arrive as pushes.

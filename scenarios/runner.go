@@ -41,6 +41,17 @@ type Config struct {
 	Log *slog.Logger
 	// Progress, when set, is called about once a second with the run's state.
 	Progress func(p Progress)
+	// ObserverDelay, when its latency is set, puts each server observer's
+	// connection behind a proxy of its own with that latency and jitter:
+	// the servers' key events then reach the harness late, as on a loaded
+	// machine. It exists to test the oracles that read them (a release must
+	// never be flagged because its events were late), not to test locks.
+	ObserverDelay Delay
+}
+
+// Delay is a latency with jitter.
+type Delay struct {
+	Latency, Jitter time.Duration
 }
 
 // Progress is a snapshot of a running scenario.

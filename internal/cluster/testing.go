@@ -37,3 +37,16 @@ func StartForTestWith(t testing.TB, o Options) *Servers {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// RequireRedisServer skips a test that starts its own servers (through a
+// scenario run) when redis-server is missing, except under CI=true where
+// that is a failure.
+func RequireRedisServer(t testing.TB) {
+	t.Helper()
+	if _, err := ServerBinary(""); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server is required under CI=true: %v", err)
+		}
+		t.Skip("redis-server not installed (make test installs it)")
+	}
+}

@@ -68,6 +68,10 @@ type Battery struct {
 	Baseline *scenarios.Baseline
 	// Log receives the runs' logs; nil discards them.
 	Log *slog.Logger
+	// ObserverDelay slows the servers' key events on their way to the
+	// harness (scenarios.Config.ObserverDelay): a battery run with it
+	// checks that no verdict rests on the events arriving in time.
+	ObserverDelay scenarios.Delay
 }
 
 // Report is what a battery found.
@@ -118,7 +122,7 @@ func Check(ctx context.Context, lock lockimpl.Info, b Battery) (*Report, error) 
 		}
 		info := lock
 		jobs = append(jobs, scenarios.Job{Spec: spec, Config: scenarios.Config{Info: &info, Seed: b.Seed,
-			Backend: backend, Log: b.Log, Baseline: b.Baseline}})
+			Backend: backend, Log: b.Log, Baseline: b.Baseline, ObserverDelay: b.ObserverDelay}})
 	}
 	start := time.Now()
 	outs, errs := scenarios.RunMany(ctx, jobs, orDefault(b.Parallel, 4), nil, nil)
