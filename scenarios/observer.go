@@ -5,15 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/internal/resp"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
 
@@ -204,9 +203,9 @@ func startObserver(ctx context.Context, node, addr string, keys []string, rec *c
 			conn.Close()
 			return nil, fmt.Errorf("observer of %s: %w", node, err)
 		}
-		v, err := readResp3(o.r)
+		v, err := resp.Read(o.r)
 		if err == nil {
-			if e, ok := v.(resp3Error); ok {
+			if e, ok := v.(resp.Error); ok {
 				err = e
 			}
 		}
@@ -225,7 +224,7 @@ func startObserver(ctx context.Context, node, addr string, keys []string, rec *c
 		return nil, fmt.Errorf("observer of %s: %w", node, err)
 	}
 	for range keys { // one subscribe confirmation per channel
-		if _, err := readResp3(o.r); err != nil {
+		if _, err := resp.Read(o.r); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("observer of %s: subscribe: %w", node, err)
 		}
@@ -267,28 +266,20 @@ func (o *observer) sync(final bool) bool {
 	return true
 }
 
-func (o *observer) send(args ...string) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	_, err := io.WriteString(o.conn, b.String())
-	return err
-}
+func (o *observer) send(args ...string) error { return resp.Write(o.conn, args...) }
 
 const keyspacePrefix = "__keyspace@0__:"
 
 func (o *observer) loop() {
 	defer close(o.done)
 	for {
-		v, err := readResp3(o.r)
+		v, err := resp.Read(o.r)
 		if err != nil {
 			o.flush()
 			return
 		}
 		o.mu.Lock()
-		if p, ok := v.(resp3Push); ok {
+		if p, ok := v.(resp.Push); ok {
 			o.event(p)
 		} else {
 			o.reply(v)
@@ -298,7 +289,7 @@ func (o *observer) loop() {
 }
 
 // event handles one push: ["message", "__keyspace@0__:KEY", "EVENT"].
-func (o *observer) event(p resp3Push) {
+func (o *observer) event(p resp.Push) {
 	if len(p) != 3 || p[0] != "message" {
 		return
 	}
@@ -407,83 +398,4 @@ func (o *observer) Close() {
 	if o.after != nil {
 		o.after()
 	}
-}
-
-// resp3Push is a push message (>): keyspace events arrive as pushes.
-type resp3Push []any
-
-// resp3Error is an error reply.
-type resp3Error string
-
-func (e resp3Error) Error() string { return string(e) }
-
-// readResp3 reads one RESP3 value; enough of the protocol for the observer
-// (HELLO's map reply, pushes, bulk strings, arrays, nulls, errors).
-func readResp3(r *bufio.Reader) (any, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	if len(line) < 3 || !strings.HasSuffix(line, "\r\n") {
-		return nil, fmt.Errorf("bad RESP line %q", line)
-	}
-	kind, body := line[0], line[1:len(line)-2]
-	switch kind {
-	case '+', '(', ',':
-		return body, nil
-	case '-', '!':
-		if kind == '!' {
-			s, err := readBulk(r, body)
-			return resp3Error(s), err
-		}
-		return resp3Error(body), nil
-	case ':':
-		return strconv.ParseInt(body, 10, 64)
-	case '#':
-		return body == "t", nil
-	case '_':
-		return nil, nil
-	case '$', '=':
-		if body == "-1" {
-			return nil, nil
-		}
-		return readBulk(r, body)
-	case '*', '~', '>', '%', '|':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return nil, err
-		}
-		if n < 0 {
-			return nil, nil
-		}
-		if kind == '%' || kind == '|' {
-			n *= 2
-		}
-		out := make([]any, n)
-		for i := range out {
-			if out[i], err = readResp3(r); err != nil {
-				return nil, err
-			}
-		}
-		switch kind {
-		case '>':
-			return resp3Push(out), nil
-		case '|': // an attribute precedes the real value
-			return readResp3(r)
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("unsupported RESP3 type %q", kind)
-}
-
-func readBulk(r *bufio.Reader, body string) (string, error) {
-	n, err := strconv.Atoi(body)
-	if err != nil || n < 0 {
-		return "", fmt.Errorf("bad bulk length %q", body)
-	}
-	buf := make([]byte, n+2)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return "", err
-	}
-	return string(buf[:n]), nil
 }
