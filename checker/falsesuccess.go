@@ -31,22 +31,23 @@ import (
 // and its DEL would lie between the bounds (or the set before them, still
 // standing), and one state would be the releaser's.
 //
-// A state is the releaser's ("maybe mine") after a set of its token, after
-// a set whose owner the observer could not read exactly, and when the
-// token was granted to several clients (timestamp locks stamping the same
-// millisecond: the value says nothing about whose the key is). It is
-// "not mine" after the key's end (del, expired, evicted) or a set to
-// another holder's token (see takenBy); a set to a value nobody was
-// granted (getset's loser writing its stamp) changes no one's ownership.
+// A state is the releaser's after a set of its token, not the releaser's
+// after the key's end (del, expired, evicted) or a set to another holder's
+// token (see takenBy), and unread after a set whose owner the observer
+// could not read exactly (the value changed before its read): maybe the
+// releaser's. A set to a value nobody was granted (getset's loser writing
+// its stamp) changes no one's ownership. Tokens granted to several clients
+// (timestamp locks stamping the same millisecond) say nothing about whose
+// the key is: such releases are not checked.
 //
-// The release is not judged (neither flagged nor cleared, and counted as
-// such, "observer behind") when a node's stream has no sync after the
-// release (the observer lagged, or stopped with its node), or when the
-// only states that may have been the releaser's were received after the
-// release began: the observer's view was behind at the moment that
-// matters (a slow observer; a quorum lock whose winning sets arrive late).
-// It is cleared when the state the stream shows at the invoke may have
-// been the releaser's.
+// The release is cleared when the state some stream shows at the invoke
+// was the releaser's. It is not judged (neither flagged nor cleared, and
+// counted as such, "observer behind") when that state was unread, when a
+// node's stream has no sync after the release (the observer lagged, or
+// stopped with its node), or when the only states that may have been the
+// releaser's were received after the release began: the observer's view
+// was behind at the moment that matters (a slow observer; a quorum lock
+// whose winning sets arrive late).
 //
 // Extends are not recorded as operations, so only releases are checked.
 
@@ -72,7 +73,8 @@ type keyState int
 
 const (
 	keyNotMine keyState = iota
-	keyMaybeMine
+	keyMine             // set to the releaser's token
+	keyUnread           // set by someone the observer could not read
 )
 
 func checkFalseSuccesses(a *analysis) falseSuccessResult {
@@ -110,11 +112,14 @@ func checkFalseSuccesses(a *analysis) falseSuccessResult {
 		switch {
 		case worst == mineAtStart:
 			continue
-		case worst == mineLater || worst == notMineOpen:
+		case worst < notMine:
 			res.unjudged++
 			if res.unjudgedWhy == "" {
 				why := "no sync from " + at + " after the release"
-				if worst == mineLater {
+				switch worst {
+				case unreadAtStart:
+					why = "who set it last on " + at + " before the release was not read"
+				case mineLater:
 					why = at + "'s events that may have made it the releaser's arrived after the release began"
 				}
 				res.unjudgedWhy = fmt.Sprintf("c%d's release of %s at %s: observer behind (%s)", r.client, r.key, ms(r.invoke), why)
@@ -135,9 +140,13 @@ func checkFalseSuccesses(a *analysis) falseSuccessResult {
 type nodeVerdict int
 
 const (
-	// mineAtStart: the state the stream shows when the release began may
-	// have been the releaser's. The release is not false.
+	// mineAtStart: the state the stream shows when the release began was
+	// the releaser's. The release is not false.
 	mineAtStart nodeVerdict = iota
+	// unreadAtStart: that state was set by someone the observer could not
+	// read (the value changed before its read): maybe the releaser. Not
+	// judged.
+	unreadAtStart
 	// mineLater: not at the start, but an entry received after the invoke
 	// may have made it the releaser's: the observer's view was behind when
 	// the release began, and entries received after it cannot be ordered
@@ -163,8 +172,11 @@ func (a *analysis) judgeNode(evs []*Op, r releaseRec) (v nodeVerdict, end *Op) {
 	for _, e := range evs {
 		if !started && e.Time >= r.invoke {
 			started = true
-			if st == keyMaybeMine {
+			switch st {
+			case keyMine:
 				return mineAtStart, end
+			case keyUnread:
+				return unreadAtStart, end
 			}
 		}
 		if e.F == FSync {
@@ -177,16 +189,19 @@ func (a *analysis) judgeNode(evs []*Op, r releaseRec) (v nodeVerdict, end *Op) {
 			continue
 		}
 		next := a.transition(st, e, r.token)
-		if next == keyNotMine && st == keyMaybeMine {
+		if next == keyNotMine && st != keyNotMine {
 			end = e
 		}
 		st = next
-		if started && st == keyMaybeMine {
+		if started && st != keyNotMine {
 			return mineLater, end
 		}
 	}
-	if st == keyMaybeMine {
-		return mineAtStart, end // nothing received after the invoke
+	switch st { // nothing received after the invoke
+	case keyMine:
+		return mineAtStart, end
+	case keyUnread:
+		return unreadAtStart, end
 	}
 	return notMineOpen, end
 }
@@ -198,8 +213,10 @@ func (a *analysis) transition(st keyState, e *Op, token string) keyState {
 		return keyNotMine
 	case !isSetEvent(e.Value):
 		return st // a TTL change leaves the owner as it was
-	case e.Owner == "" || e.Owner == token:
-		return keyMaybeMine
+	case e.Owner == token:
+		return keyMine
+	case e.Owner == "":
+		return keyUnread
 	case a.takenBy(e, token):
 		return keyNotMine
 	}
