@@ -202,37 +202,29 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 }
 
 func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
-	name, info, opts, err := cfg.resolve(spec)
+	plan, err := Compile(spec, cfg)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Impl = name
+	info, opts, seed := plan.info, plan.Options, plan.Seed
+	cfg.Impl = plan.Impl
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	debugLog.Store(cfg.Log)
-	seed := spec.Seed
-	if cfg.Seed != 0 {
-		seed = cfg.Seed
-	}
 	r := &run{spec: spec, cfg: cfg, info: info, rec: checker.NewRecorder(), log: cfg.Log,
 		rng: rand.New(rand.NewPCG(seed, 0x6c6f636b73746f72))}
-	fenced := spec.Workload.Resource == "fenced" || (spec.Workload.Resource == "" && info.ClaimsUnder(opts).Fencing)
-	r.res = newResource(fenced)
+	r.res = newResource(plan.Check.Fenced)
 
-	nodes := spec.Nodes
-	if nodes == 0 {
-		nodes = info.NodesUnder(opts)
-	}
-	topo, err := startTopology(ctx, spec, cfg, nodes)
+	topo, err := startTopology(ctx, spec, cfg, plan.Nodes)
 	if err != nil {
 		return nil, err
 	}
 	defer topo.Close()
 	cl, net, hostOf, replicas := topo.cl, topo.net, topo.hostOf, topo.replicas
-	copts := checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
-	claims := info.ClaimsUnder(opts)
-	exp := cfg.expectation(spec, cfg.Impl, claims)
+	copts := plan.Check
+	claims := plan.Claims
+	exp := plan.Expectation
 	// The header is the history's first entry, recorded when the clock
 	// starts (below).
 	meta := checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
@@ -251,13 +243,8 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		}
 	}
 	r.nextPID.Store(int64(spec.Clients))
-	skewRng := rand.New(rand.NewPCG(seed, 0x736b6577))
 	for i := 0; i < spec.Clients; i++ {
-		offset, ok := spec.ClockOffsets[i]
-		if !ok && spec.ClockSkew > 0 && i%2 == 1 {
-			offset = -time.Duration(skewRng.Int64N(int64(spec.ClockSkew)))
-		}
-		c := &runClient{id: i, host: hostOf(i), clock: lockimpl.NewSkewClock(offset), fp: lockimpl.NewFailpoints(hub, i)}
+		c := &runClient{id: i, host: hostOf(i), clock: lockimpl.NewSkewClock(plan.ClockOffsets[i]), fp: lockimpl.NewFailpoints(hub, i)}
 		c.process.Store(int64(i))
 		c.ctx, c.cancel = context.WithCancel(ctx)
 		env := lockimpl.Env{Client: i, Clock: c.clock, FP: c.fp, Log: cfg.Log,

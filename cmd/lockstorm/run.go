@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -49,6 +50,7 @@ type runFlags struct {
 	parallel  int
 	onlyDiff  bool
 	baseline  string
+	dryRun    bool
 	limits    scenarios.Limits
 }
 
@@ -74,6 +76,8 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.BoolVar(&f.onlyDiff, "only-diff", false, "print only the verdicts that differ from the expected ones (the gate's output)")
 	fs.StringVar(&f.baseline, "baseline", "", "expect the verdicts recorded in this baseline file (lockstorm baseline) for the pairs it holds")
 	fs.IntVar(&f.parallel, "parallel", 3, "scenario runs at once (each has its own servers and ports)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print each run's compiled plan (lock and options, topology, clients, clocks, faults, failpoints, checker options, expectation) and start nothing")
+	fs.BoolVar(&f.dryRun, "plan", false, "same as --dry-run")
 	f.limits = scenarios.DefaultLimits()
 	fs.IntVar(&f.limits.MaxNodes, "max-nodes", f.limits.MaxNodes, "refuse specs with more Redis nodes than this")
 	fs.IntVar(&f.limits.MaxHosts, "max-hosts", f.limits.MaxHosts, "refuse specs with more client hosts than this")
@@ -236,6 +240,9 @@ func cmdRun(ctx context.Context, args []string) error {
 	if len(jobs) == 0 {
 		return usage("run: nothing to run on the %s backend", backend)
 	}
+	if f.dryRun {
+		return printPlans(os.Stdout, jobs, backend, base, f.format == "json" || f.json)
+	}
 	tty := isTerminal(os.Stderr)
 	prog := newProgress(tty, len(jobs))
 	runs := make([]scenarios.Job, len(jobs))
@@ -395,4 +402,29 @@ func printProcessStats(w io.Writer, results []*scenarios.Outcome, jobs []job) {
 		fmt.Fprintf(w, "client processes of %s × %s: %d started; %d requests unknown (%d died, %d malformed replies, %d timeouts)\n",
 			jobs[i].spec.Name, jobs[i].impl, p.Starts, p.Unknown(), p.Deaths, p.Malformed, p.Timeouts)
 	}
+}
+
+// printPlans compiles every job and prints its plan (text, or one JSON
+// object a line), starting nothing. A job that does not compile is an
+// input error (exit 2), as it would be at the start of a run.
+func printPlans(w io.Writer, jobs []job, backend string, base *scenarios.Baseline, asJSON bool) error {
+	enc := json.NewEncoder(w)
+	for i, j := range jobs {
+		p, err := scenarios.Compile(j.spec, scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: backend, Baseline: base})
+		if err != nil {
+			return &exitError{2, fmt.Errorf("%s × %s: %w", j.spec.Name, j.impl, err)}
+		}
+		if asJSON {
+			err = enc.Encode(p)
+		} else {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			err = p.WriteText(w)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
