@@ -17,3 +17,6 @@ func HookedClientForTest(addr, node string, fp *lockimpl.Failpoints) (*redis.Cli
 	rdb.AddHook(&cmdHook{node: node, fp: fp, crash: func(error) { crashed.Store(true) }, dead: crashed.Load})
 	return rdb, crashed.Load
 }
+
+// SetSetupFaultForTest makes start-up stages fail (nil: none).
+func SetSetupFaultForTest(f func(stage string) error) { setupFault = f }

@@ -118,12 +118,18 @@ func startSentinelTopology(ctx context.Context, spec *Spec, cfg Config, nodes in
 		}
 		return args
 	}
+	if err := stage("backend"); err != nil {
+		return nil, err
+	}
 	cl, err := cluster.Start(ctx, cluster.RedisServer, cluster.Options{Nodes: nodes, Log: cfg.Log,
 		ServerClock: nemesis.UsesServerClock(spec.AllFaults()), ExtraArgs: extra})
 	if err != nil {
 		return nil, fmt.Errorf("start redis-server backend: %w", err)
 	}
 	t.cl = cl
+	if err := stage("servers"); err != nil {
+		return nil, err
+	}
 	servers := cl.(*cluster.Servers)
 	ss.servers = servers
 	real := map[string]string{}
@@ -164,6 +170,9 @@ func startSentinelTopology(ctx context.Context, spec *Spec, cfg Config, nodes in
 			return nil, fmt.Errorf("replica %s: %w", rep.Name, err)
 		}
 	}
+	if err := stage("replicas"); err != nil {
+		return nil, err
+	}
 	// Sentinels: their real ports exist once started, but the links from
 	// the others to them are only used after the hello messages, so each
 	// Sentinel's links are made before the next starts... and all before
@@ -188,6 +197,9 @@ func startSentinelTopology(ctx context.Context, spec *Spec, cfg Config, nodes in
 		real[name] = s.Addr
 		ss.sentinels = append(ss.sentinels, s)
 	}
+	if err := stage("sentinels"); err != nil {
+		return nil, err
+	}
 	for _, a := range ss.sentinels {
 		for _, b := range ss.sentinels {
 			if a != b {
@@ -205,11 +217,17 @@ func startSentinelTopology(ctx context.Context, spec *Spec, cfg Config, nodes in
 		}
 	}
 	if err := ss.subscribe(ctx); err != nil {
+		return nil, fmt.Errorf("sentinel events: %w", err)
+	}
+	if err := stage("subscribe"); err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	if err := cluster.WaitSentinelsReady(wctx, ss.sentinels, ss.masters, 1); err != nil {
+		return nil, fmt.Errorf("sentinels not ready: %w", err)
+	}
+	if err := stage("ready"); err != nil {
 		return nil, err
 	}
 	cfg.Log.Info("sentinel topology up", "masters", nodes, "sentinels", len(ss.sentinels), "quorum", spec.Sentinel.Quorum)

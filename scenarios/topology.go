@@ -24,11 +24,30 @@ type topology struct {
 	sentinel *sentinelSet
 }
 
+// setupFault, in tests, makes a start-up stage fail (servers, replicas,
+// sentinels, subscribe, ready): each partially built topology must close
+// cleanly and report the stage's error.
+var setupFault func(stage string) error
+
+// stage says whether a test made the named start-up stage fail.
+func stage(name string) error {
+	if setupFault == nil {
+		return nil
+	}
+	if err := setupFault(name); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
 // startTopology starts the backend's nodes, the links and the replicas.
 // On error everything started so far is stopped.
 func startTopology(ctx context.Context, spec *Spec, cfg Config, nodes int) (_ *topology, err error) {
 	if spec.Sentinel != nil {
 		return startSentinelTopology(ctx, spec, cfg, nodes)
+	}
+	if err := stage("backend"); err != nil {
+		return nil, err
 	}
 	cl, err := cluster.Start(ctx, cfg.Backend, cluster.Options{Nodes: nodes, Log: cfg.Log,
 		ServerClock: nemesis.UsesServerClock(spec.AllFaults())})
@@ -41,6 +60,9 @@ func startTopology(ctx context.Context, spec *Spec, cfg Config, nodes int) (_ *t
 			t.Close()
 		}
 	}()
+	if err := stage("servers"); err != nil {
+		return nil, err
+	}
 	cfg.Log.Info("backend up", "kind", cl.Kind(), "nodes", nodes)
 	t.hosts = spec.Hosts
 	if t.hosts == 0 {
@@ -78,6 +100,9 @@ func startTopology(ctx context.Context, spec *Spec, cfg Config, nodes int) (_ *t
 			}
 			t.replicas[n.Name] = rep
 		}
+		if err := stage("replicas"); err != nil {
+			return nil, err
+		}
 	}
 	return t, nil
 }
@@ -112,11 +137,16 @@ func (t *topology) connect(client int, host string, timeout time.Duration, p *pa
 	return out
 }
 
-// Close stops the links, then the nodes.
+// Close stops the links, then the nodes: whatever of them was started,
+// since a start-up that failed half-way closes what it built.
 func (t *topology) Close() {
 	if t.sentinel != nil {
 		t.sentinel.close()
 	}
-	t.net.Close()
-	t.cl.Close()
+	if t.net != nil {
+		t.net.Close()
+	}
+	if t.cl != nil {
+		t.cl.Close()
+	}
 }
