@@ -67,9 +67,16 @@ expected:
 	if info.Claims.Topology == "" {
 		t.Errorf("the program's hello declared no claims: %+v", info)
 	}
+	// Each client process has a temporary folder (its clock file): a run
+	// removes all it made.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	out, err := Run(context.Background(), spec, Config{Impl: "py", Backend: cluster.RedisServer})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("the run left %d entries in TMPDIR, e.g. %s", len(left), left[0].Name())
 	}
 	if out.Impl != "py" || out.Expected != checker.Safe {
 		t.Errorf("reported as %q expecting %q; want py expecting safe", out.Impl, out.Expected)

@@ -169,6 +169,9 @@ func TestNoOrphanClients(t *testing.T) {
 	bin := buildBinary(t)
 	script, _ := filepath.Abs("testdata/stubborn_client.py")
 	cmd := exec.Command(bin, "run", "--scenario", "contention", "--exec", py+" "+script, "--backend", "redis-server", "--keep", "none")
+	// A SIGKILLed harness cannot remove its clients' temporary folders:
+	// they go to the test's own, which the test removes.
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
