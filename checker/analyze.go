@@ -110,10 +110,12 @@ type analysis struct {
 	latencies []int64 // acquire invoke → ok
 	longest   int64   // longest acquire invoke → completion
 	perClient map[int]*[2]int
-	server    []*Op          // the servers' key events and the observers' syncs, in time order
-	events    int            // key events in server
-	owners    map[string]int // acquire token → client (ambiguousOwner: granted to several)
-	releases  []releaseRec
+	server    []*Op // the servers' key events and the observers' syncs, in time order
+	events    int   // key events in server
+	// stampTokens: values name no writer (Options.StampTokens).
+	stampTokens bool
+	owners      map[string]int // acquire token → client (ambiguousOwner: granted to several)
+	releases    []releaseRec
 }
 
 func (a *analysis) key(name string) int {

@@ -115,6 +115,7 @@ func CheckParsed(p Parsed, o Options) Result {
 	if rr.firstHarm >= 0 && (res.FirstViolationNs < 0 || rr.firstHarm < res.FirstViolationNs) {
 		res.FirstViolationNs, res.FirstViolation = rr.firstHarm, ViolationHarm
 	}
+	a.stampTokens = o.StampTokens
 	fsr := checkFalseSuccesses(a)
 	if fs := fsr.found; len(fs) > 0 {
 		res.FalseSuccesses, res.FalseSuccess = len(fs), fs[0].text

@@ -31,6 +31,7 @@ func TestFalseSuccess(t *testing.T) {
 		// (every other case ends with one per node, as a run does).
 		noSync   bool
 		unjudged int
+		opts     Options
 	}{
 		{
 			name: "release ok after the key expired and was re-taken",
@@ -257,6 +258,40 @@ func TestFalseSuccess(t *testing.T) {
 			text:   "lock:0 had expired at 320.0 ms (n1)",
 		},
 		{
+			// Seen on del-race-random × getset under load: c1's earlier
+			// stamp "123" was granted; a loser computed the same stamp in
+			// the same millisecond and wrote it (GETSET) after c1's new SETNX
+			// of "131". The value names no writer.
+			name: "stamp tokens: a loser's write of an earlier holder's stamp takes nothing",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("123"))
+				srv(b, 1.2, "set", "123")
+				b.op(2, 3, Ok, 1, 1, FRelease, k0, tok("123"))
+				srv(b, 2.5, "del", "")
+				b.op(4, 5, Ok, 1, 1, FAcquire, k0, tok("131"))
+				srv(b, 4.5, "set", "131")
+				srv(b, 4.8, "set", "123") // the loser's GETSET
+				b.op(9, 10, Ok, 1, 1, FRelease, k0, tok("131"))
+				srv(b, 9.5, "del", "")
+			},
+			opts: Options{StampTokens: true},
+			want: 0,
+		},
+		{
+			name: "stamp tokens: the key's end still proves it",
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("123"))
+				srv(b, 1.2, "set", "123")
+				srv(b, 3, "del", "") // someone's unconditional DEL
+				b.op(4, 5, Ok, 2, 2, FAcquire, k0, tok("131"))
+				srv(b, 4.5, "set", "131")
+				b.op(9, 10, Ok, 1, 1, FRelease, k0, tok("123"))
+			},
+			opts: Options{StampTokens: true},
+			want: 1,
+			text: "lock:0 had been deleted at 3.0 ms (n1)",
+		},
+		{
 			name: "the release's own delete after a set it met: still its own",
 			hist: func(b *builder) {
 				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
@@ -273,7 +308,7 @@ func TestFalseSuccess(t *testing.T) {
 			if !tc.noSync {
 				syncAll(&b, 999, 1000)
 			}
-			r := Check(b.sorted(), Options{})
+			r := Check(b.sorted(), tc.opts)
 			if r.FalseSuccesses != tc.want {
 				t.Fatalf("false successes %d, want %d (%s)", r.FalseSuccesses, tc.want, r.FalseSuccess)
 			}

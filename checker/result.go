@@ -34,6 +34,12 @@ type Options struct {
 	// Timeout bounds each porcupine check of one piece of one key's history;
 	// a piece that runs out is inconclusive, never safe (0: 10 s).
 	Timeout time.Duration
+	// StampTokens says the lock's values are times its clients computed
+	// (client-clock expiry, whole seconds): two clients can write the same
+	// value, a loser's overwrite among them, so a value names no writer.
+	// The false-success check then concludes only from the key's end
+	// (del, expiry), never from who seems to have set it.
+	StampTokens bool `json:",omitempty"`
 }
 
 // Hold is one client's belief that it held a key: from its acquire ok to the

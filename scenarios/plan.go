@@ -83,7 +83,8 @@ func Compile(spec *Spec, cfg Config) (*Plan, error) {
 		p.Hosts = min(spec.Clients, 64)
 	}
 	fenced := spec.Workload.Resource == "fenced" || (spec.Workload.Resource == "" && claims.Fencing)
-	p.Check = checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound}
+	stamps := claims.Expiry == lockimpl.ClientClockExpiry || claims.Expiry == lockimpl.NoExpiry || claims.WholeSeconds
+	p.Check = checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound, StampTokens: stamps}
 	p.Expectation = cfg.expectation(spec, name, claims)
 	p.ClockOffsets = clockOffsets(spec, seed)
 	return p, nil
