@@ -39,11 +39,11 @@ const (
 	// operations: an extend does not occupy its process's one operation in
 	// flight, and is paired with its completion by (client, N).
 	FExtend = "extend"
-	FRead    = "read"  // the critical section reads the counter resource
-	FWrite   = "write" // the critical section writes the counter resource
-	FStep    = "step"  // a failpoint reached (armed runs only); Value is its name
-	FLost    = "lost"  // the implementation reported the lock lost (watchdog)
-	FCrash   = "crash" // the client vanished
+	FRead   = "read"  // the critical section reads the counter resource
+	FWrite  = "write" // the critical section writes the counter resource
+	FStep   = "step"  // a failpoint reached (armed runs only); Value is its name
+	FLost   = "lost"  // the implementation reported the lock lost (watchdog)
+	FCrash  = "crash" // the client vanished
 	// FAbandon: a careful client found its lease over (validity elapsed on
 	// its own clock, or the lock reported lost) and gave up its critical
 	// section without touching the resource again; Error says why. The hold
