@@ -69,8 +69,10 @@ type curOp struct {
 	val     string // the invoke's value (a release's token)
 }
 
-// releaseRec is a release acknowledged ok.
+// releaseRec is a release or an extend acknowledged ok: both say "the
+// lock was mine when I acted", and the servers' events judge both alike.
 type releaseRec struct {
+	f               string // FRelease or FExtend
 	process, client int
 	key             string
 	token           string
@@ -110,13 +112,20 @@ type analysis struct {
 	latencies []int64 // acquire invoke → ok
 	longest   int64   // longest acquire invoke → completion
 	perClient map[int]*[2]int
-	server    []*Op // the servers' key events and the observers' syncs, in time order
-	events    int   // key events in server
+	server    []*Op          // the servers' key events and the observers' syncs, in time order
+	events    int            // key events in server
+	owners    map[string]int // acquire token → client (ambiguousOwner: granted to several)
+	releases  []releaseRec
 	// stampTokens: values name no writer (Options.StampTokens).
 	stampTokens bool
-	owners      map[string]int // acquire token → client (ambiguousOwner: granted to several)
-	releases    []releaseRec
+	// extends are the extends and renewals invoked, by outcome; extending
+	// pairs an extend's invoke with its completion by (client, N).
+	extends   extendCounts
+	extending map[[2]int64]*Op
 }
+
+// extendCounts counts extends and renewals by outcome.
+type extendCounts struct{ invoked, ok, fail, unknown int }
 
 func (a *analysis) key(name string) int {
 	if i, ok := a.keyIdx[name]; ok {
@@ -143,7 +152,8 @@ func sortedByTime(h History) History {
 // process has in flight. Entries that break this are counted as malformed.
 func analyze(h History) *analysis {
 	h = sortedByTime(h)
-	a := &analysis{keyIdx: map[string]int{}, perClient: map[int]*[2]int{}, owners: map[string]int{}}
+	a := &analysis{keyIdx: map[string]int{}, perClient: map[int]*[2]int{}, owners: map[string]int{},
+		extending: map[[2]int64]*Op{}}
 	procs := map[int]*procState{}
 	// inherit: after an info completion the client continues under a new
 	// process id; the holds of the old process (an info write inside a
@@ -225,6 +235,9 @@ func analyze(h History) *analysis {
 		switch op.F {
 		case FStep:
 			p.steps = append(p.steps, op.Value)
+			continue
+		case FExtend:
+			a.extendOp(op, p)
 			continue
 		case FLost, FStart, FStop:
 			// lost does not end a hold: the client still believes in its
@@ -367,7 +380,7 @@ func analyze(h History) *analysis {
 			}
 		case FRelease:
 			if op.Type == Ok {
-				rr := releaseRec{process: p.id, client: p.client, key: op.Key, token: c.val, invoke: c.invoke, done: op.Time, acqInvoke: -1}
+				rr := releaseRec{f: FRelease, process: p.id, client: p.client, key: op.Key, token: c.val, invoke: c.invoke, done: op.Time, acqInvoke: -1}
 				if c.relHold >= 0 {
 					rr.acqInvoke = kd.holds[c.relHold].invoke
 				}
@@ -421,5 +434,38 @@ func (a *analysis) abandon(p *procState) {
 	if c.f == FAcquire {
 		kd := a.keys[c.key]
 		kd.unknowns = append(kd.unknowns, unknownAcq{process: p.id, client: p.client, invoke: c.invoke})
+	}
+}
+
+// extendOp records one extend entry. An acknowledged extend joins the
+// releases for the false-success check; a completion without its invoke is
+// malformed. An extend never opens or ends a hold: the client believes in
+// its lock across it either way (a failed extend is the client's news, and
+// the workload decides what to do about it).
+func (a *analysis) extendOp(op *Op, p *procState) {
+	id := [2]int64{int64(op.Client), op.N}
+	if op.Type == Invoke {
+		if a.extending[id] != nil {
+			a.malformed++
+		}
+		a.extending[id] = op
+		a.extends.invoked++
+		return
+	}
+	inv := a.extending[id]
+	if inv == nil || inv.Key != op.Key {
+		a.malformed++
+		return
+	}
+	delete(a.extending, id)
+	switch op.Type {
+	case Ok:
+		a.extends.ok++
+		a.releases = append(a.releases, releaseRec{f: FExtend, process: p.id, client: p.client, key: op.Key,
+			token: inv.Value, invoke: inv.Time, done: op.Time, acqInvoke: -1})
+	case Fail:
+		a.extends.fail++
+	default:
+		a.extends.unknown++
 	}
 }

@@ -124,6 +124,17 @@ func CheckParsed(p Parsed, o Options) Result {
 		}
 	}
 	res.FalseSuccessUnjudged, res.FalseSuccessUnjudgedWhy = fsr.unjudged, fsr.unjudgedWhy
+	for _, f := range fsr.found {
+		if f.f == FExtend {
+			res.ExtendFalseSuccesses++
+		}
+		if f.foreign {
+			if res.ForeignRenewals++; res.ForeignRenewal == "" {
+				res.ForeignRenewal = f.text
+			}
+		}
+	}
+	res.Extends, res.ExtendsOK, res.ExtendsFailed, res.ExtendsUnknown = a.extends.invoked, a.extends.ok, a.extends.fail, a.extends.unknown
 	res.ServerEvents = a.events
 	res.ObserverSyncs, res.ObserverLagMaxMs, res.ObserverLagP99Ms = observerLag(a)
 
@@ -162,7 +173,11 @@ func verdict(r *Result, o Options, keys int, starvedFrom int64) (string, string)
 	harmed := r.NetLostUpdates > 0 || r.StaleWrites > 0 || r.FenceRegressions > 0 || r.DupFences > 0 || r.FalseSuccesses > 0
 	var why []string
 	if r.FalseSuccesses > 0 {
-		why = append(why, fmt.Sprintf("%d releases acknowledged on a lock no longer theirs; first: %s", r.FalseSuccesses, r.FalseSuccess))
+		what := "releases"
+		if r.ExtendFalseSuccesses > 0 {
+			what = fmt.Sprintf("releases or extends (%d extends, %d foreign renewals)", r.ExtendFalseSuccesses, r.ForeignRenewals)
+		}
+		why = append(why, fmt.Sprintf("%d %s acknowledged on a lock no longer theirs; first: %s", r.FalseSuccesses, what, r.FalseSuccess))
 	}
 	if r.StaleWrites > 0 {
 		why = append(why, fmt.Sprintf("%d stale writes accepted", r.StaleWrites))

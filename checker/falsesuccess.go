@@ -49,7 +49,15 @@ import (
 // was behind at the moment that matters (a slow observer; a quorum lock
 // whose winning sets arrive late).
 //
-// Extends are not recorded as operations, so only releases are checked.
+// An extend or a watchdog's renewal acknowledged ok (FExtend) says the
+// same thing as a release, "the lock was mine when I acted", and is judged
+// by exactly the same window: an extend that reported ok while on every
+// node the key was certainly not the extender's is a false success on
+// extend. One more finding belongs to extends alone: a foreign renewal,
+// an extend acknowledged ok whose key, on every node with a stream, was
+// throughout its window another holder's (set to a token an acquire was
+// granted with, and not ended since): whatever the extend wrote, it wrote
+// it on someone else's lock, which then outlives its own TTL.
 
 // ambiguousOwner marks a token granted to more than one client.
 const ambiguousOwner = -1
@@ -59,6 +67,10 @@ const ambiguousOwner = -1
 type falseSuccess struct {
 	at   int64 // the release's invoke
 	text string
+	f    string // FRelease or FExtend
+	// foreign: an extend whose key was another holder's throughout its
+	// window on every node.
+	foreign bool
 }
 
 // falseSuccessResult is what the check found, and what it could not judge.
@@ -75,6 +87,8 @@ const (
 	keyNotMine keyState = iota
 	keyMine             // set to the releaser's token
 	keyUnread           // set by someone the observer could not read
+	// keyForeign is not the releaser's either: another holder's token.
+	keyForeign
 )
 
 func checkFalseSuccesses(a *analysis) falseSuccessResult {
@@ -97,8 +111,10 @@ func checkFalseSuccesses(a *analysis) falseSuccessResult {
 		}
 		var end *Op
 		worst, at := notMine, "" // the least conclusive node's answer, and which
+		foreign := true
 		for _, n := range nodes {
-			v, e := a.judgeNode(streams[n], r)
+			v, e, f := a.judgeNode(streams[n], r)
+			foreign = foreign && f
 			if v < worst {
 				worst, at = v, n
 			}
@@ -115,14 +131,14 @@ func checkFalseSuccesses(a *analysis) falseSuccessResult {
 		case worst < notMine:
 			res.unjudged++
 			if res.unjudgedWhy == "" {
-				why := "no sync from " + at + " after the release"
+				why := "no sync from " + at + " after the " + r.f
 				switch worst {
 				case unreadAtStart:
-					why = "who set it last on " + at + " before the release was not read"
+					why = "who set it last on " + at + " before the " + r.f + " was not read"
 				case mineLater:
-					why = at + "'s events that may have made it the releaser's arrived after the release began"
+					why = at + "'s events that may have made it the " + r.f + "er's arrived after the " + r.f + " began"
 				}
-				res.unjudgedWhy = fmt.Sprintf("c%d's release of %s at %s: observer behind (%s)", r.client, r.key, ms(r.invoke), why)
+				res.unjudgedWhy = fmt.Sprintf("c%d's %s of %s at %s: observer behind (%s)", r.client, r.f, r.key, ms(r.invoke), why)
 			}
 			continue
 		case end == nil:
@@ -131,8 +147,13 @@ func checkFalseSuccesses(a *analysis) falseSuccessResult {
 			// this lock (its key holds something other than its token).
 			continue
 		}
-		res.found = append(res.found, falseSuccess{at: r.invoke, text: a.falseSuccessText(r, end, streams)})
+		fs := falseSuccess{at: r.invoke, text: a.falseSuccessText(r, end, streams), f: r.f, foreign: r.f == FExtend && foreign}
+		if fs.foreign {
+			fs.text = a.foreignText(r, end, streams)
+		}
+		res.found = append(res.found, fs)
 	}
+	sort.SliceStable(res.found, func(i, j int) bool { return res.found[i].at < res.found[j].at })
 	return res
 }
 
@@ -165,8 +186,9 @@ const (
 // last entry received before the invoke fold into the state the release
 // may first have met; every later state up to the first sync sent after
 // the release completed is one it may have met too. end is the entry that
-// last ended a state that may have been the releaser's.
-func (a *analysis) judgeNode(evs []*Op, r releaseRec) (v nodeVerdict, end *Op) {
+// last ended a state that may have been the releaser's. foreign says every
+// state the release may have met on this node was another holder's.
+func (a *analysis) judgeNode(evs []*Op, r releaseRec) (v nodeVerdict, end *Op, foreign bool) {
 	st := keyNotMine
 	started := false // the walk is past the entries received before the invoke
 	for _, e := range evs {
@@ -174,14 +196,18 @@ func (a *analysis) judgeNode(evs []*Op, r releaseRec) (v nodeVerdict, end *Op) {
 			started = true
 			switch st {
 			case keyMine:
-				return mineAtStart, end
+				return mineAtStart, end, false
 			case keyUnread:
-				return unreadAtStart, end
+				return unreadAtStart, end, false
 			}
+			foreign = st == keyForeign
 		}
 		if e.F == FSync {
 			if e.N > r.done {
-				return notMine, end
+				if !started { // nothing received in the window: the state at the invoke is the only one
+					foreign = st == keyForeign
+				}
+				return notMine, end, foreign
 			}
 			continue
 		}
@@ -189,21 +215,25 @@ func (a *analysis) judgeNode(evs []*Op, r releaseRec) (v nodeVerdict, end *Op) {
 			continue
 		}
 		next := a.transition(st, e, r.token)
-		if next == keyNotMine && st != keyNotMine {
+		mine := func(k keyState) bool { return k == keyMine || k == keyUnread }
+		if !mine(next) && mine(st) {
 			end = e
 		}
 		st = next
-		if started && st != keyNotMine {
-			return mineLater, end
+		if started {
+			foreign = foreign && st == keyForeign
+		}
+		if started && mine(st) {
+			return mineLater, end, false
 		}
 	}
 	switch st { // nothing received after the invoke
 	case keyMine:
-		return mineAtStart, end
+		return mineAtStart, end, false
 	case keyUnread:
-		return unreadAtStart, end
+		return unreadAtStart, end, false
 	}
-	return notMineOpen, end
+	return notMineOpen, end, false
 }
 
 // transition is the key's state after e, from st.
@@ -218,7 +248,7 @@ func (a *analysis) transition(st keyState, e *Op, token string) keyState {
 	case e.Owner == "":
 		return keyUnread
 	case a.takenBy(e, token):
-		return keyNotMine
+		return keyForeign
 	}
 	return st // a value nobody was granted takes the lock from no one
 }
@@ -226,7 +256,7 @@ func (a *analysis) transition(st keyState, e *Op, token string) keyState {
 // falseSuccessText tells the release, what ended its hold on the key and
 // who set it next (before the release completed), when the stream shows it.
 func (a *analysis) falseSuccessText(r releaseRec, end *Op, streams map[string][]*Op) string {
-	text := fmt.Sprintf("false success: c%d's release of %s at %s reported ok, but %s had ", r.client, r.key, ms(r.invoke), r.key)
+	text := fmt.Sprintf("false success: c%d's %s of %s at %s reported ok, but %s had ", r.client, r.f, r.key, ms(r.invoke), r.key)
 	if isEndEvent(end.Value) {
 		text += fmt.Sprintf("%s at %s (%s)", pastTense(end.Value), ms(end.Time), end.Node)
 	} else {
@@ -241,6 +271,25 @@ func (a *analysis) falseSuccessText(r releaseRec, end *Op, streams map[string][]
 		}
 	}
 	return text
+}
+
+// foreignText names whose key a foreign renewal extended: the holder whose
+// set last took the key on end's node before the renewal ended.
+func (a *analysis) foreignText(r releaseRec, end *Op, streams map[string][]*Op) string {
+	var by *Op
+	for _, e := range streams[end.Node] {
+		if e.Time > r.done {
+			break
+		}
+		if e.Key == r.key && a.takenBy(e, r.token) {
+			by = e
+		}
+	}
+	text := fmt.Sprintf("foreign renewal: c%d's %s of %s at %s reported ok, but throughout it %s was ", r.client, r.f, r.key, ms(r.invoke), r.key)
+	if by == nil {
+		return text + "another holder's"
+	}
+	return text + fmt.Sprintf("%s's (set at %s on %s)", a.ownerName(by.Owner), ms(by.Time), by.Node)
 }
 
 // takenBy says e set the key to another holder's token: one that an

@@ -31,11 +31,19 @@ const (
 const (
 	FAcquire = "acquire"
 	FRelease = "release"
-	FRead    = "read"  // the critical section reads the counter resource
-	FWrite   = "write" // the critical section writes the counter resource
-	FStep    = "step"  // a failpoint reached (armed runs only); Value is its name
-	FLost    = "lost"  // the implementation reported the lock lost (watchdog)
-	FCrash   = "crash" // the client vanished
+	// FExtend is an extend of a held lock (Locker's optional Extend, called
+	// by the workload) or a watchdog's renewal: invoke, then ok / fail /
+	// info like an acquire. Value is the lease's token; N numbers the
+	// extend within its client (invoke and completion carry the same N),
+	// because a watchdog renews concurrently with its client's other
+	// operations: an extend does not occupy its process's one operation in
+	// flight, and is paired with its completion by (client, N).
+	FExtend = "extend"
+	FRead   = "read"  // the critical section reads the counter resource
+	FWrite  = "write" // the critical section writes the counter resource
+	FStep   = "step"  // a failpoint reached (armed runs only); Value is its name
+	FLost   = "lost"  // the implementation reported the lock lost (watchdog)
+	FCrash  = "crash" // the client vanished
 	// FAbandon: a careful client found its lease over (validity elapsed on
 	// its own clock, or the lock reported lost) and gave up its critical
 	// section without touching the resource again; Error says why. The hold

@@ -168,6 +168,18 @@ type Result struct {
 	// nor cleared; FalseSuccessUnjudgedWhy tells the first.
 	FalseSuccessUnjudged    int    `json:"false_success_unjudged,omitempty"`
 	FalseSuccessUnjudgedWhy string `json:"false_success_unjudged_why,omitempty"`
+	// Extends counts extends and watchdog renewals invoked (FExtend), and
+	// ExtendsOK, ExtendsFailed, ExtendsUnknown their outcomes.
+	Extends        int `json:"extends,omitempty"`
+	ExtendsOK      int `json:"extends_ok,omitempty"`
+	ExtendsFailed  int `json:"extends_failed,omitempty"`
+	ExtendsUnknown int `json:"extends_unknown,omitempty"`
+	// ExtendFalseSuccesses counts the false successes (of FalseSuccesses)
+	// that were extends or renewals. ForeignRenewals counts those whose key
+	// was another holder's throughout; ForeignRenewal tells the first.
+	ExtendFalseSuccesses int    `json:"extend_false_successes,omitempty"`
+	ForeignRenewals      int    `json:"foreign_renewals,omitempty"`
+	ForeignRenewal       string `json:"foreign_renewal,omitempty"`
 	// ObserverSyncs counts the observers' barriers (FSync entries);
 	// ObserverLagMaxMs and ObserverLagP99Ms are their round trips: how far
 	// behind the servers the observers' view was.

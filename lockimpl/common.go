@@ -256,7 +256,7 @@ type watchdog struct {
 // key has expired unless a renewal we cannot see landed. Sleeps go through the
 // client's sleeper, so pausing the client pauses its watchdog, as a GC pause
 // does in seed 002 §常规方案缺陷.
-func (b *base) watch(ttl time.Duration, renew func(ctx context.Context) (bool, error)) *watchdog {
+func (b *base) watch(key, token string, ttl time.Duration, renew func(ctx context.Context) (bool, error)) *watchdog {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &watchdog{cancel: cancel, done: make(chan struct{}), lost: make(chan struct{})}
 	b.mu.Lock()
@@ -272,7 +272,7 @@ func (b *base) watch(ttl time.Duration, renew func(ctx context.Context) (bool, e
 			if b.hit(ctx, "before-renew") != nil {
 				return // crashed (or stopped): a dead process renews nothing
 			}
-			ours, err := renew(ctx)
+			ours, err := b.recordRenewal(ctx, key, token, renew)
 			if ctx.Err() != nil {
 				return
 			}
@@ -286,6 +286,26 @@ func (b *base) watch(ttl time.Duration, renew func(ctx context.Context) (bool, e
 		}
 	}()
 	return w
+}
+
+// recordRenewal runs one renewal, reported to Env.Renewal when set. A
+// renewal cut short by the watchdog's stop is reported too (unknown): its
+// command may have been sent.
+func (b *base) recordRenewal(ctx context.Context, key, token string, renew func(ctx context.Context) (bool, error)) (bool, error) {
+	if b.env.Renewal == nil {
+		return renew(ctx)
+	}
+	done := b.env.Renewal(key, token)
+	ours, err := renew(ctx)
+	switch {
+	case err != nil:
+		done(err)
+	case !ours:
+		done(fmt.Errorf("%s: renewal of %s: not ours: %w", b.name, key, ErrNotHeld))
+	default:
+		done(nil)
+	}
+	return ours, err
 }
 
 // unwatch stops w (nil is fine) and waits until its goroutine has exited,

@@ -66,6 +66,39 @@ type Locker interface {
 	Release(ctx context.Context, l *Lease) error
 }
 
+// Extender is a Locker that can extend a lease it holds (redsync's Extend,
+// bsm/redislock's Refresh, redis-py's Lock.extend). It is optional: the
+// runner calls it only on a Locker that has it, and only when the
+// scenario's workload asks (workload.extend_every: the critical section's
+// hold is cut into slices of that length and Extend is called after each
+// one, before the hold goes on). Extend sets the lock's expiry to ttl from
+// now. nil: extended (the lease's Validity and Acquired updated when the
+// algorithm computes validity); ErrNotHeld: the server said the lock is not
+// (or no longer) ours; any other error: unknown. Every call is recorded in
+// the history (FExtend) and judged by the servers' key events: an extend
+// acknowledged on a key that was gone or someone else's is a false success.
+type Extender interface {
+	Extend(ctx context.Context, l *Lease, ttl time.Duration) error
+}
+
+// ExtendSupport is implemented by a Locker whose Extend works only
+// sometimes (a client process says in its hello whether it can extend);
+// the runner asks it before calling Extend.
+type ExtendSupport interface {
+	CanExtend() bool
+}
+
+// CanExtend says whether the runner may call l's Extend.
+func CanExtend(l Locker) bool {
+	if _, ok := l.(Extender); !ok {
+		return false
+	}
+	if s, ok := l.(ExtendSupport); ok {
+		return s.CanExtend()
+	}
+	return true
+}
+
 // Env is everything a Locker may touch: its own connections, its own clock,
 // its own failpoints. Nothing else, so a scenario controls all of it.
 type Env struct {
@@ -85,6 +118,12 @@ type Env struct {
 	// Sleep waits d on the client's behalf; it honours client pauses.
 	// Nil means a plain context-aware sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Renewal, when set, is called by a watchdog before each renewal of
+	// key held with token; it returns the function to call with the
+	// renewal's outcome (nil: renewed; ErrNotHeld: the server said the
+	// lock is not ours; other: unknown). The runner records renewals with
+	// it, as it records the workload's extends.
+	Renewal func(key, token string) (done func(err error))
 }
 
 // Rand is the subset of math/rand/v2 the algorithms need.

@@ -210,7 +210,7 @@ func (l *redissonHash) startWatchdog(key string) *watchdog {
 			return w
 		}
 	}
-	w := l.watch(l.o.TTL, func(ctx context.Context) (bool, error) {
+	w := l.watch(key, l.owner, l.o.TTL, func(ctx context.Context) (bool, error) {
 		n, err := redissonRenew.Run(ctx, l.c, []string{key}, l.o.TTL.Milliseconds(), l.owner).Int64()
 		return n == 1, err
 	})

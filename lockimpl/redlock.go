@@ -51,6 +51,11 @@ import (
 type redlock struct {
 	*base
 	nodes []redis.UniversalClient
+	// broken are deliberate bugs (lock.extra, never by default), so a
+	// quorum scenario can show that it catches the Redlock that has them:
+	// "quorum: half" counts N/2 as a majority; "validity: unchecked" holds
+	// the lock however long the acquire took (no TTL − elapsed − drift).
+	halfQuorum, skipValidity bool
 }
 
 func init() {
@@ -87,7 +92,8 @@ func init() {
 			if o.Nodes != 0 && o.Nodes != len(env.Nodes) {
 				return nil, fmt.Errorf("redlock: options ask for %d nodes, env has %d", o.Nodes, len(env.Nodes))
 			}
-			return &redlock{base: b, nodes: env.Nodes}, nil
+			return &redlock{base: b, nodes: env.Nodes, halfQuorum: o.Extra["quorum"] == "half",
+				skipValidity: o.Extra["validity"] == "unchecked"}, nil
 		},
 	})
 }
@@ -112,8 +118,13 @@ func classifyNode(yes bool, err error) nodeResult {
 	return nodeUnknown
 }
 
-// quorum is N/2+1.
-func (l *redlock) quorum() int { return len(l.nodes)/2 + 1 }
+// quorum is N/2+1 (N/2 when deliberately broken).
+func (l *redlock) quorum() int {
+	if l.halfQuorum {
+		return len(l.nodes) / 2
+	}
+	return len(l.nodes)/2 + 1
+}
 
 // Acquire implements Locker.
 func (l *redlock) Acquire(ctx context.Context, key string) (*Lease, error) {
@@ -150,7 +161,7 @@ func (l *redlock) Acquire(ctx context.Context, key string) (*Lease, error) {
 		drift := l.o.TTL/100 + 2*time.Millisecond
 		validity := l.o.TTL - elapsed - drift
 		yes := count(res, nodeYes)
-		if yes >= l.quorum() && validity > 0 {
+		if yes >= l.quorum() && (validity > 0 || l.skipValidity) {
 			if err := l.hit(ctx, "after-quorum"); err != nil {
 				return nil, err
 			}
@@ -233,4 +244,40 @@ func (l *redlock) Release(ctx context.Context, lease *Lease) error {
 		return fmt.Errorf("redlock: no node held our key: %w", ErrNotHeld)
 	}
 	return fmt.Errorf("redlock: released nowhere, %d nodes unknown: outcome unknown", count(res, nodeUnknown))
+}
+
+// Extend implements Extender as redsync's Extend does (v4.4.0 on): the
+// compare-and-pexpire on every node in parallel, each bounded by the node
+// timeout; extended when a majority said yes and the validity, recomputed
+// from the extend's start, is positive. Unlike Release, a minority of
+// yeses is not an extension: the lock holds only on a majority.
+func (l *redlock) Extend(ctx context.Context, lease *Lease, ttl time.Duration) error {
+	acquired := l.env.Clock.Now()
+	start := l.env.Clock.Mono()
+	res := make([]nodeResult, len(l.nodes))
+	var wg sync.WaitGroup
+	for i, c := range l.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var n int64
+			err := withTimeout(ctx, l.o.NodeTimeout, func(ctx context.Context) error {
+				var err error
+				n, err = compareAndPexpire.Run(ctx, c, []string{lease.Key}, lease.Token, ttl.Milliseconds()).Int64()
+				return err
+			})
+			res[i] = classifyNode(err == nil && n == 1, err)
+		}()
+	}
+	wg.Wait()
+	validity := ttl - (l.env.Clock.Mono() - start) - (ttl/100 + 2*time.Millisecond)
+	yes := count(res, nodeYes)
+	switch {
+	case yes >= l.quorum() && (validity > 0 || l.skipValidity):
+		lease.Validity, lease.Acquired = validity, acquired
+		return nil
+	case yes+count(res, nodeUnknown) < l.quorum():
+		return fmt.Errorf("redlock: extend on %d/%d nodes: %w", yes, len(l.nodes), ErrNotHeld)
+	}
+	return fmt.Errorf("redlock: extend on %d/%d nodes (%d unknown), validity %v: outcome unknown", yes, len(l.nodes), count(res, nodeUnknown), validity)
 }

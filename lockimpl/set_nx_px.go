@@ -161,7 +161,7 @@ func (l *setNXPX) Acquire(ctx context.Context, key string) (*Lease, error) {
 	h := &nxpxHold{lease: lease, count: 1}
 	lease.State = h
 	if l.o.Watchdog {
-		h.dog = l.watch(l.o.TTL, func(ctx context.Context) (bool, error) {
+		h.dog = l.watch(key, tok, l.o.TTL, func(ctx context.Context) (bool, error) {
 			n, err := compareAndPexpire.Run(ctx, l.c, []string{key}, tok, l.o.TTL.Milliseconds()).Int64()
 			return n == 1, err
 		})
@@ -244,4 +244,17 @@ func (l *setNXPX) abandon(lease *Lease) {
 	}
 	l.mu.Unlock()
 	l.unwatch(h.dog)
+}
+
+// Extend implements Extender: the compare-and-pexpire the watchdog uses,
+// once, on the caller's demand (redsync's Extend, bsm/redislock's Refresh).
+func (l *setNXPX) Extend(ctx context.Context, lease *Lease, ttl time.Duration) error {
+	n, err := compareAndPexpire.Run(ctx, l.c, []string{lease.Key}, lease.Token, ttl.Milliseconds()).Int64()
+	if err != nil {
+		return unknown(l.name, "EVAL compare-and-pexpire", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %s is not ours: %w", l.name, lease.Key, ErrNotHeld)
+	}
+	return nil
 }

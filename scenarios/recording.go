@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -105,4 +106,31 @@ func (rl *recordingLocker) release(ctx context.Context, key string, lease *locki
 		}
 	})
 	return res, err
+}
+
+// extend records and runs one Extend of key to ttl. The runner calls it
+// only on a Locker that can extend (lockimpl.CanExtend).
+func (rl *recordingLocker) extend(ctx context.Context, key string, lease *lockimpl.Lease, ttl time.Duration) (result, error) {
+	done := rl.renewal(key, lease.Token)
+	err := rl.locker.(lockimpl.Extender).Extend(ctx, lease, ttl)
+	done(err)
+	return classify(err, lockimpl.ErrNotHeld), err
+}
+
+// renewal records the invoke of an extend or a watchdog's renewal and
+// returns what records its outcome. Extends are numbered per client (N):
+// a watchdog renews beside its client's own operations, so invoke and
+// completion are paired by number, not by the process's operation in flight.
+func (rl *recordingLocker) renewal(key, token string) func(error) {
+	id := rl.c.extends.Add(1)
+	rl.r.add(rl.c, checker.Invoke, checker.FExtend, key, func(o *checker.Op) { o.Value, o.N = token, id })
+	return func(err error) {
+		res := classify(err, lockimpl.ErrNotHeld)
+		rl.r.add(rl.c, rl.entry(res), checker.FExtend, key, func(o *checker.Op) {
+			o.N = id
+			if err != nil {
+				o.Error, o.ErrorReply = err.Error(), res == refused
+			}
+		})
+	}
 }

@@ -157,6 +157,8 @@ type runClient struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	crashed atomic.Bool
+	// extends numbers the client's extends and renewals (checker.FExtend's N).
+	extends atomic.Int64
 }
 
 type run struct {
@@ -248,7 +250,8 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		c.process.Store(int64(i))
 		c.ctx, c.cancel = context.WithCancel(ctx)
 		env := lockimpl.Env{Client: i, Clock: c.clock, FP: c.fp, Log: cfg.Log,
-			Rand: rand.New(rand.NewPCG(seed, uint64(i)+1)), Sleep: c.pause.sleep}
+			Rand: rand.New(rand.NewPCG(seed, uint64(i)+1)), Sleep: c.pause.sleep,
+			Renewal: func(key, token string) func(error) { return c.rec.renewal(key, token) }}
 		c.rdb = topo.connect(i, c.host, spec.ClientTimeout, &c.pause, func(node string) redis.Hook {
 			return &cmdHook{node: node, fp: c.fp, crash: func(err error) { r.markCrashed(c, err) }, dead: c.crashed.Load}
 		})

@@ -126,6 +126,10 @@ type Workload struct {
 	// critical section when the lease is over, as a client honouring
 	// redsync's Until() or Redlock's validity would.
 	Client string `yaml:"client"`
+	// ExtendEvery, when > 0, makes a holder extend its lease to lock.ttl
+	// after every ExtendEvery of its critical section (on a lock that can:
+	// lockimpl.Extender); each extend is recorded and judged.
+	ExtendEvery time.Duration `yaml:"extend_every"`
 }
 
 // SentinelSpec is the Sentinel set of a scenario: real redis-server

@@ -97,7 +97,7 @@ func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lea
 	if err := c.fp.Hit(ctx, PointHold); err != nil {
 		return !r.crashedBy(c, err)
 	}
-	if err := r.work(ctx, c, lease, hold); err != nil {
+	if err := r.holdExtending(ctx, c, key, lease, hold); err != nil {
 		r.crashedBy(c, err)
 		return false
 	}
@@ -168,6 +168,40 @@ func (r *run) abandoned(c *runClient, key string, lease *lockimpl.Lease) bool {
 	}
 	r.add(c, checker.Ok, checker.FAbandon, key, func(o *checker.Op) { o.Value = lease.Token; o.Error = why })
 	return true
+}
+
+// holdExtending is the critical section's hold; with workload.extend_every
+// on a lock that can extend, the hold is cut into slices of that length and
+// the lease is extended to the lock's TTL after each, as a holder whose work
+// outlasts its TTL does. A definite "not yours" stops the extending (the
+// holder knows it lost the lock; a careless one works on regardless); an
+// unknown outcome does not.
+func (r *run) holdExtending(ctx context.Context, c *runClient, key string, lease *lockimpl.Lease, hold time.Duration) error {
+	every := r.spec.Workload.ExtendEvery
+	if every <= 0 || !lockimpl.CanExtend(c.locker) {
+		return r.work(ctx, c, lease, hold)
+	}
+	for hold > 0 {
+		d := min(every, hold)
+		if err := r.work(ctx, c, lease, d); err != nil {
+			return err
+		}
+		hold -= d
+		if hold <= 0 || ctx.Err() != nil {
+			break
+		}
+		res, err := c.rec.extend(ctx, key, lease, r.spec.Lock.TTL)
+		if r.crashedBy(c, err) {
+			if err == nil {
+				err = c.ctx.Err()
+			}
+			return err
+		}
+		if res == failure {
+			break
+		}
+	}
+	return r.work(ctx, c, lease, hold)
 }
 
 // work is the critical section's hold. A careless client holds for d. A

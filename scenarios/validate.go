@@ -157,7 +157,7 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 		f string
 		d time.Duration
 	}{{"duration", s.Duration}, {"client_timeout", s.ClientTimeout}, {"think", s.Think},
-		{"workload.cs_min", s.Workload.CSMin}, {"workload.cs_max", s.Workload.CSMax},
+		{"workload.cs_min", s.Workload.CSMin}, {"workload.cs_max", s.Workload.CSMax}, {"workload.extend_every", s.Workload.ExtendEvery},
 		{"network.latency", s.Network.Latency}, {"clock_skew", s.ClockSkew}, {"network.jitter", s.Network.Jitter}, {"deadlock_bound", s.DeadlockBound}}
 	for _, d := range durs {
 		if d.d < 0 {
@@ -250,6 +250,9 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 	}
 	if s.Nodes > lim.MaxNodes {
 		return bad("nodes", "%d nodes is above the limit of %d redis-server processes (raise it with --max-nodes)", s.Nodes, lim.MaxNodes)
+	}
+	if s.Workload.ExtendEvery > 0 && s.Lock.TTL <= 0 {
+		return bad("workload.extend_every", "extends renew to lock.ttl: set lock.ttl")
 	}
 	if s.Workload.CSMax < s.Workload.CSMin {
 		return bad("workload.cs_max", "%v is below cs_min (%v)", s.Workload.CSMax, s.Workload.CSMin)

@@ -49,10 +49,12 @@ class Fail(Exception):
     """A definite no: every reply was received; nothing was taken."""
 
 
-def serve(hello, acquire, release):
+def serve(hello, acquire, release, extend=None):
     """hello: the fields of the hello reply; acquire(key) returns the token
     (or (token, fence)) or raises Fail; release(key, token) returns or
-    raises Fail. Any other exception leaves the outcome unknown."""
+    raises Fail; extend(key, token, ttl_seconds), when given, returns or
+    raises Fail (and hello says extend=true). Any other exception leaves the
+    outcome unknown."""
     global _points
     for line in sys.stdin:
         f = line.split()
@@ -61,13 +63,16 @@ def serve(hello, acquire, release):
         try:
             if f[0] == 'hello':
                 _points = 'points=on' in f[2:]
-                _say('hello 1 ' + hello)
+                _say('hello 1 ' + hello + (' extend=true' if extend else ''))
             elif f[0] == 'acquire':
                 r = acquire(f[1])
                 token, fence = r if isinstance(r, tuple) else (r, None)
                 _say('ok %s%s' % (token, '' if fence is None else ' fence=%d' % fence))
             elif f[0] == 'release':
                 release(f[1], f[2])
+                _say('ok')
+            elif f[0] == 'extend' and extend:
+                extend(f[1], f[2], int(f[3]) / 1000.0)
                 _say('ok')
             else:
                 _say('error unknown request ' + f[0])

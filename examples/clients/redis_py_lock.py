@@ -33,5 +33,17 @@ def release(key, token):
         raise ls.Fail(str(e))
 
 
+def extend(key, token, ttl):
+    """Lock.extend(ttl, replace_ttl=True): its Lua script compares the token
+    and sets the TTL to ttl from now."""
+    lock = held.get(token)
+    if lock is None:
+        raise ls.Fail('no such lock')
+    try:
+        lock.extend(ttl, replace_ttl=True)
+    except ls.redis.exceptions.LockNotOwnedError as e:
+        raise ls.Fail(str(e))
+
+
 ls.serve('name=redis-py-lock summary=redis-py%20redis.lock.Lock%20(SET%20NX%20PX,%20token%20compare) '
-         'topology=single expiry=server release=owner-checked', acquire, release)
+         'topology=single expiry=server release=owner-checked', acquire, release, extend)

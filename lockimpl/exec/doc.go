@@ -34,7 +34,7 @@
 //
 //	harness → client                      client → harness
 //	hello 1 points=on|off                 hello 1 [name=N] [summary=TEXT] [nodes=N]
-//	                                            [points=P,P] [CLAIM=VALUE ...]
+//	                                            [points=P,P] [extend=true] [CLAIM=VALUE ...]
 //	acquire KEY                           ok TOKEN [fence=N] [validity=MS]
 //	release KEY TOKEN                     ok
 //	extend KEY TOKEN TTL_MS               ok [validity=MS]
@@ -53,6 +53,11 @@
 // server_ttl = true|false). Declaring topology declares
 // claims, and expiry and release must then be given; a client that declares
 // none gets no expectation (its verdicts are reported, never a DIFF).
+// extend=true says the client answers extend; the harness sends extend
+// (after every workload.extend_every of a hold, TTL_MS = lock.ttl) only to
+// a client that said so, records it like any operation and judges its ok
+// against the servers' key events (an extend acknowledged on a key that was
+// gone or someone else's is a false success).
 // Values are percent-encoded (%20 for a space). A request gets
 // exactly one reply, in order: ok (acquired, with the token written to Redis
 // and the fencing token when the lock issues one; released; extended), fail

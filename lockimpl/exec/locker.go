@@ -39,6 +39,9 @@ type Hello struct {
 	// Claims are what it declares about itself, as a Go lock does in
 	// lockimpl.Info.Claims; the battery derives its expectations from them.
 	Claims lockimpl.Claims
+	// Extend says the client answers extend requests (hello extend=true);
+	// the runner sends none to a client that did not say so.
+	Extend bool
 }
 
 // isClaim says whether a hello field is a claim (lockimpl.ClaimNames).
@@ -114,6 +117,8 @@ func parseHello(m message) (Hello, error) {
 				return Hello{}, fmt.Errorf("hello field %q: want a positive count", kv)
 			}
 			h.Nodes = n
+		case k == "extend":
+			h.Extend = v == "true"
 		case k == "points":
 			if v != "" {
 				h.Points = strings.Split(v, ",")
@@ -285,7 +290,12 @@ func NewInfo(argv []string, h Hello) lockimpl.Info {
 		Points: h.Points,
 		Claims: h.Claims,
 		New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
-			return New(env, o, argv, name)
+			l, err := New(env, o, argv, name)
+			if err != nil {
+				return nil, err
+			}
+			l.extend = h.Extend
+			return l, nil
 		},
 	}
 }
@@ -307,6 +317,7 @@ type Locker struct {
 	mu      sync.Mutex // guards the fields below
 	p       *proc
 	helloed bool // p answered hello
+	extend  bool // the client said it answers extend
 	stopped bool
 	dead    bool // killed for good (crash): no new process
 	stats   lockimpl.ProcessStats
@@ -812,7 +823,13 @@ func (l *Locker) Extend(ctx context.Context, lease *lockimpl.Lease, ttl time.Dur
 	return l.verdict(p, m, lockimpl.ErrNotHeld)
 }
 
+// CanExtend implements lockimpl.ExtendSupport: only a client that said
+// extend=true in its hello is sent extend requests.
+func (l *Locker) CanExtend() bool { return l.extend }
+
 var (
-	_ lockimpl.Locker  = (*Locker)(nil)
-	_ lockimpl.Process = (*Locker)(nil)
+	_ lockimpl.Extender      = (*Locker)(nil)
+	_ lockimpl.ExtendSupport = (*Locker)(nil)
+	_ lockimpl.Locker        = (*Locker)(nil)
+	_ lockimpl.Process       = (*Locker)(nil)
 )

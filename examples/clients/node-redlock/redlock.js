@@ -47,7 +47,7 @@ async function handle(f) {
   switch (f[0]) {
     case "hello":
       return `hello 1 name=node-redlock-${nodes} nodes=${nodes} summary=npm%20redlock%205.0.0-beta.2%20(ioredis),%20${nodes}%20node(s) ` +
-        `topology=${nodes > 1 ? "quorum" : "single"} expiry=server release=owner-checked`;
+        `topology=${nodes > 1 ? "quorum" : "single"} expiry=server release=owner-checked extend=true`;
     case "acquire": {
       const lock = await redlock.acquire([f[1]], duration);
       held.set(lock.value, lock);
@@ -59,6 +59,15 @@ async function handle(f) {
       held.delete(f[2]);
       await redlock.release(lock);
       return "ok";
+    }
+    case "extend": {
+      // lock.extend(duration) runs redlock's compare-and-pexpire on every
+      // node and needs a quorum, like acquire; it returns the extended Lock.
+      const lock = held.get(f[2]);
+      if (!lock) return "fail unknown lock value";
+      const ext = await lock.extend(Number(f[3]));
+      held.set(ext.value, ext);
+      return `ok validity=${Math.max(0, ext.expiration - Date.now())}`;
     }
   }
   return "error unknown request " + f[0];
