@@ -104,6 +104,12 @@ type Env struct {
 	// Sleep waits d on the client's behalf; it honours client pauses.
 	// Nil means a plain context-aware sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// RoundTrip is the network's nominal round trip between the client and
+	// a node (the scenario's steady latency plus jitter, both ways): what a
+	// deployment knows of its network, for locks whose timeouts must
+	// exceed it (redlock's per-node timeout). Zero when unknown. Faults add
+	// to it; a lock is not told about them.
+	RoundTrip time.Duration
 }
 
 // Rand is the subset of math/rand/v2 the algorithms need.

@@ -258,7 +258,8 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		c.process.Store(int64(i))
 		c.ctx, c.cancel = context.WithCancel(ctx)
 		env := lockimpl.Env{Client: i, Clock: c.clock, FP: c.fp, Log: cfg.Log,
-			Rand: rand.New(rand.NewPCG(seed, uint64(i)+1)), Sleep: c.pause.sleep}
+			Rand: rand.New(rand.NewPCG(seed, uint64(i)+1)), Sleep: c.pause.sleep,
+			RoundTrip: 2 * (spec.Network.Latency + spec.Network.Jitter)}
 		c.rdb = topo.connect(i, c.host, spec.ClientTimeout, &c.pause, func(node string) redis.Hook {
 			return &cmdHook{node: node, fp: c.fp, crash: func(err error) { r.markCrashed(c, err) }, dead: c.crashed.Load}
 		})
