@@ -93,11 +93,21 @@ type procState struct {
 // want is a client's open wish for a key: from its first acquire attempt to
 // its grant. A fail or info followed directly by another attempt on the
 // same key continues the want (a retry loop is one wait, not many).
+//
+// A want that ends without a grant counts only up to its last definite
+// refusal (lastFail: a fail completion), never up to an unknown outcome:
+// starvation is a liveness failure only when the lock really said no. An
+// attempt that ended unknown (a timeout, a lost reply, a client process
+// that died) may have taken the lock, and says nothing about the lock's
+// liveness; a run whose attempts all ended so has no starvation and is
+// judged by its evidence instead ("not exercised": most attempts ended in
+// errors). So zero acquisitions are a deadlock only when definite refusals
+// span more than the bound with no hold open, the same rule for every lock.
 type want struct {
 	key       int
 	start     int64
-	lastFail  int64
-	tentative bool // the last attempt failed; open only if the next one retries
+	lastFail  int64 // the last definite refusal (0: none yet)
+	tentative bool  // the last attempt failed; open only if the next one retries
 }
 
 // analysis is one pass over a history.
@@ -375,7 +385,10 @@ func analyze(h History) *analysis {
 					kd.unknowns = append(kd.unknowns, unknownAcq{process: p.id, client: p.client, invoke: ar.invoke})
 				}
 				if w := wants[p.client]; w != nil && w.key == k {
-					w.tentative, w.lastFail = true, op.Time
+					w.tentative = true
+					if op.Type == Fail {
+						w.lastFail = op.Time
+					}
 				}
 			}
 		case FRelease:

@@ -281,6 +281,33 @@ func TestCheckSemantics(t *testing.T) {
 			},
 		},
 		{
+			name: "no acquisition, every attempt unknown for 20 s: not exercised, not a deadlock",
+			hist: func(b *builder) {
+				for s := 0.0; s < 20; s++ {
+					pid := 10 + int(s) // after an unknown outcome the client goes on as a new process
+					b.op(s*1000, s*1000+5, Info, pid, 2, FAcquire, k0)
+				}
+			},
+			verdict: Inconclusive,
+			check:   func(t *testing.T, r Result) { expect(t, r.LongestStarvedMs, 0.0, "starved") },
+		},
+		{
+			name: "unknown attempts then definite refusals: starved up to the last refusal",
+			hist: func(b *builder) {
+				for s := 0.0; s < 5; s++ {
+					b.op(s*1000, s*1000+5, Info, 10+int(s), 2, FAcquire, k0)
+				}
+				for s := 5.0; s < 15; s++ {
+					b.op(s*1000, s*1000+5, Fail, 20, 2, FAcquire, k0)
+				}
+				for s := 15.0; s < 25; s++ {
+					b.op(s*1000, s*1000+5, Info, 20+int(s), 2, FAcquire, k0)
+				}
+			},
+			verdict: Deadlock,
+			check:   func(t *testing.T, r Result) { expect(t, r.LongestStarvedMs, 14005.0, "starved") },
+		},
+		{
 			name: "attempts that are not retried do not starve a key",
 			hist: func(b *builder) {
 				b.op(0, 1, Ok, 1, 1, FAcquire, k0)

@@ -41,8 +41,10 @@ func percentile(xs []int64, p float64) int64 {
 //   - Starvation: a key is starved while some client wants it and no hold
 //     is open. A want runs from a client's first acquire attempt to its
 //     grant; a failed or unknown attempt followed directly by another attempt
-//     on the same key continues it (a retry loop waits once), otherwise it
-//     ends at that attempt's completion. A starved interval begins at the
+//     on the same key continues it (a retry loop waits once). A want that
+//     ends without a grant ends at its last definite refusal (a fail), or
+//     at its start when it had none: unknown outcomes never make a
+//     starvation (see want). A starved interval begins at the
 //     later of the last hold end and the first pending attempt, and ends at
 //     the next grant, when nobody wants the key any more, or at the end of
 //     the history.

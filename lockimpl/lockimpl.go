@@ -57,6 +57,25 @@ type Lease struct {
 // Locker is one client's handle on one lock algorithm. A Locker is used by a
 // single client goroutine; implementations may run helpers (a watchdog) of
 // their own, which must go through the same Env (clock, failpoints, pause).
+//
+// The runner also uses these optional interfaces when a Locker has them:
+//
+//   - io.Closer: Close is called when the client crashes (a crash fault, or
+//     a failpoint action that crashes it), right after its context is
+//     cancelled and before its connections are closed, and again for every
+//     client when the run ends (so it must tolerate a second call). It must
+//     stop the Locker's helpers at once and send nothing more: a crashed
+//     client's watchdog that kept renewing would keep its dead lock alive,
+//     which is not the crash the scenario injects. A Locker with a helper
+//     and no Close is not crashed faithfully.
+//   - Ready(ctx context.Context) error: called once per client after every
+//     client's New and before the run's clock starts, for all clients at
+//     once; the run starts when all returned, and an error aborts it. For a
+//     Locker that starts something slow of its own (a client process).
+//   - ProcessStats() ProcessStats: read once after the run, summed over the
+//     clients into the outcome (lockimpl/exec's process failures).
+//   - Process: the client runs as an OS process of its own; the client
+//     faults (pause, crash, clock) act on that process (see Process).
 type Locker interface {
 	// Acquire tries to take the lock on key, retrying as the algorithm says.
 	// nil error: held. ErrNotAcquired: definitely not held. Other: unknown.
@@ -124,6 +143,12 @@ type Env struct {
 	// lock is not ours; other: unknown). The runner records renewals with
 	// it, as it records the workload's extends.
 	Renewal func(key, token string) (done func(err error))
+	// RoundTrip is the network's nominal round trip between the client and
+	// a node (the scenario's steady latency plus jitter, both ways): what a
+	// deployment knows of its network, for locks whose timeouts must
+	// exceed it (redlock's per-node timeout). Zero when unknown. Faults add
+	// to it; a lock is not told about them.
+	RoundTrip time.Duration
 }
 
 // Rand is the subset of math/rand/v2 the algorithms need.
@@ -275,7 +300,7 @@ var (
 // Register adds an implementation so specs and the CLI can name it. It
 // panics on a duplicate name or an Info that fails Check: programming errors
 // that any test catches. A lock need not be registered to be run: give its
-// Info to scenarios.Config.Lock.
+// Info to scenarios.Config.Info (or to locktest.Run / locktest.Check).
 func Register(i Info) {
 	if err := i.Check(); err != nil {
 		panic(err.Error())

@@ -277,6 +277,41 @@ func TestRedlockQuorum(t *testing.T) {
 	}
 }
 
+// A Redlock attempt whose every node answered and refused (the key is
+// another client's everywhere) is a definite failure, not an unknown
+// outcome: nothing of this client's can be left on any node.
+func TestRedlockRefusedEverywhereIsDefinite(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 5)
+	ctx := testCtx(t)
+	o := lockimpl.Options{TTL: 2 * time.Second, RetryCount: 2, RetryDelay: 5 * time.Millisecond}
+	holder, _ := r.locker(1, "redlock", o)
+	other, _ := r.locker(2, "redlock", o)
+	l := mustAcquire(t, ctx, holder, "k")
+	if _, err := other.Acquire(ctx, "k"); !errors.Is(err, lockimpl.ErrNotAcquired) {
+		t.Fatalf("5 of 5 nodes refused: err = %v, want ErrNotAcquired", err)
+	}
+	if err := holder.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The default per-node timeout is small against a long TTL and above the
+// network's round trip with room to spare (distlock, seed 002).
+func TestRedlockNodeTimeout(t *testing.T) {
+	for _, tc := range []struct{ ttl, rtt, want time.Duration }{
+		{10 * time.Second, 0, 200 * time.Millisecond},
+		{150 * time.Millisecond, 0, 5 * time.Millisecond},
+		{150 * time.Millisecond, 4 * time.Millisecond, 40 * time.Millisecond},
+		{2 * time.Second, 4 * time.Millisecond, 40 * time.Millisecond},
+		{20 * time.Second, 4 * time.Millisecond, 400 * time.Millisecond},
+	} {
+		if got := lockimpl.RedlockNodeTimeout(tc.ttl, tc.rtt); got != tc.want {
+			t.Errorf("TTL %v, RTT %v: %v, want %v", tc.ttl, tc.rtt, got, tc.want)
+		}
+	}
+}
+
 // Fencing tokens strictly increase across holders, through release and
 // through expiry.
 func TestFencedTokensIncrease(t *testing.T) {

@@ -28,7 +28,11 @@ type Config struct {
 	// Info, when set, is the implementation on trial instead of the one
 	// registered as Impl (which then only names it in the outcome): a lock
 	// that is not in lockimpl's registry, a user's or a test's. It runs
-	// with the spec's lock options; its expectation comes from its claims.
+	// with the spec's lock options, and its expectation comes from its
+	// claims through the spec's rules, unless the spec was loaded knowing
+	// it (LoadFor): then Impl may be one of the spec's variants of it (its
+	// options reach Info.New) and the spec's expected entry for Impl
+	// applies, as for a registered lock.
 	Info *lockimpl.Info
 	// Baseline, when set, supplies the expected verdict of every
 	// (scenario, impl) pair it recorded, ahead of the spec and the claims.
@@ -124,6 +128,9 @@ func (cfg Config) resolve(spec *Spec) (string, lockimpl.Info, lockimpl.Options, 
 	if name == "" {
 		name = cfg.Info.Name
 	}
+	if v, ok := spec.Variants[name]; ok && spec.Knows(cfg.Info.Name) && v.Impl == cfg.Info.Name {
+		return name, *cfg.Info, overlay(spec.Lock, v.Options), nil
+	}
 	return name, *cfg.Info, spec.Lock, nil
 }
 
@@ -133,9 +140,10 @@ func (cfg Config) expectation(spec *Spec, name string, c lockimpl.Claims) Expect
 	if e, ok := cfg.Baseline.Expect(spec.Name, name); ok {
 		return e
 	}
-	if cfg.Info != nil {
-		// An unregistered lock is never the one a spec's expected names,
-		// even if the names collide.
+	if cfg.Info != nil && !spec.Knows(cfg.Info.Name) {
+		// A lock given in code is the one a spec's expected names only
+		// when the spec was loaded for it (LoadFor): an embedded spec's
+		// entry for a registered lock of the same name is not about it.
 		return spec.Derived(c)
 	}
 	return spec.ExpectFor(name, c)
@@ -251,7 +259,8 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		c.ctx, c.cancel = context.WithCancel(ctx)
 		env := lockimpl.Env{Client: i, Clock: c.clock, FP: c.fp, Log: cfg.Log,
 			Rand: rand.New(rand.NewPCG(seed, uint64(i)+1)), Sleep: c.pause.sleep,
-			Renewal: func(key, token string) func(error) { return c.rec.renewal(key, token) }}
+			Renewal:   func(key, token string) func(error) { return c.rec.renewal(key, token) },
+			RoundTrip: 2 * (spec.Network.Latency + spec.Network.Jitter)}
 		c.rdb = topo.connect(i, c.host, spec.ClientTimeout, &c.pause, func(node string) redis.Hook {
 			return &cmdHook{node: node, fp: c.fp, crash: func(err error) { r.markCrashed(c, err) }, dead: c.crashed.Load}
 		})

@@ -104,6 +104,7 @@ type Spec struct {
 
 	doc         *yamlDoc                 // the parsed file, for the line of any field
 	programs    map[string]lockimpl.Info // exec variants, as their programs declared at load
+	given       map[string]lockimpl.Info // locks given in code (LoadFor), by name, ahead of the registry
 	limits      Limits                   // what it was validated against
 	expectedWhy map[string]string        // the comment above each expected entry
 }
@@ -247,20 +248,28 @@ func Names() []string {
 func Load(nameOrPath string) (*Spec, error) { return LoadWith(nameOrPath, DefaultLimits()) }
 
 // LoadWith is Load against the given limits.
-func LoadWith(nameOrPath string, lim Limits) (*Spec, error) {
+func LoadWith(nameOrPath string, lim Limits) (*Spec, error) { return LoadFor(nameOrPath, lim) }
+
+// LoadFor is LoadWith for a spec that may name locks given in code rather
+// than registered (a user's lock on trial through locktest): under impls,
+// expected and a variant's impl, each by its Info.Name, which takes
+// precedence over a registered implementation of the same name. The spec's
+// expectations for such a name apply to that lock (Config.Info), and its
+// variants' options reach the lock's New.
+func LoadFor(nameOrPath string, lim Limits, locks ...lockimpl.Info) (*Spec, error) {
 	if strings.ContainsAny(nameOrPath, "/\\") || strings.HasSuffix(nameOrPath, ".yaml") || strings.HasSuffix(nameOrPath, ".yml") {
 		b, err := os.ReadFile(nameOrPath)
 		if err != nil {
 			return nil, fmt.Errorf("scenario file: %w", err)
 		}
-		return ParseWith(nameOrPath, b, lim)
+		return ParseFor(nameOrPath, b, lim, locks...)
 	}
 	file := path.Join("specs", nameOrPath+".yaml")
 	b, err := specFS.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("unknown scenario %q (known: %s; or give a path to a .yaml file)", nameOrPath, strings.Join(Names(), ", "))
 	}
-	return ParseWith(file, b, lim)
+	return ParseFor(file, b, lim, locks...)
 }
 
 // Parse decodes and validates a spec against the default limits. Unknown
@@ -269,13 +278,25 @@ func LoadWith(nameOrPath string, lim Limits) (*Spec, error) {
 func Parse(file string, b []byte) (*Spec, error) { return ParseWith(file, b, DefaultLimits()) }
 
 // ParseWith is Parse against the given limits.
-func ParseWith(file string, b []byte, lim Limits) (*Spec, error) {
+func ParseWith(file string, b []byte, lim Limits) (*Spec, error) { return ParseFor(file, b, lim) }
+
+// ParseFor is ParseWith for a spec that may name the given locks (LoadFor).
+func ParseFor(file string, b []byte, lim Limits, locks ...lockimpl.Info) (*Spec, error) {
 	var s Spec
 	doc, err := decodeSpec(file, b, &s)
 	if err != nil {
 		return nil, err
 	}
 	s.File = file
+	for _, l := range locks {
+		if err := l.Check(); err != nil {
+			return nil, err
+		}
+		if s.given == nil {
+			s.given = map[string]lockimpl.Info{}
+		}
+		s.given[l.Name] = l
+	}
 	s.expectedWhy = expectedComments(b)
 	if err := s.validate(doc, lim); err != nil {
 		return nil, err
@@ -291,11 +312,39 @@ func (s *Spec) Resolve(name string) (lockimpl.Info, lockimpl.Options, error) {
 			info, err := s.program(name, v.Exec)
 			return info, overlay(s.Lock, v.Options), err
 		}
-		info, err := lockimpl.Lookup(v.Impl)
+		info, err := s.lookup(v.Impl)
 		return info, overlay(s.Lock, v.Options), err
 	}
-	info, err := lockimpl.Lookup(name)
+	info, err := s.lookup(name)
 	return info, s.Lock, err
+}
+
+// lookup is the lock given in code under name (LoadFor), else the
+// registered one.
+func (s *Spec) lookup(name string) (lockimpl.Info, error) {
+	if info, ok := s.given[name]; ok {
+		return info, nil
+	}
+	return lockimpl.Lookup(name)
+}
+
+// Knows says whether the spec was loaded with the lock named name given in
+// code (LoadFor), so that its impls, expected and variants may name it.
+func (s *Spec) Knows(name string) bool {
+	_, ok := s.given[name]
+	return ok
+}
+
+// VariantsOf are the spec's variants that run the implementation impl, in
+// name order.
+func (s *Spec) VariantsOf(impl string) []string {
+	var out []string
+	for _, n := range sortedKeys(s.Variants) {
+		if s.Variants[n].Impl == impl {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // program is the exec variant name running argv: as its program declared

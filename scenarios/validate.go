@@ -282,11 +282,11 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 		case v.Impl == "":
 			return bad("variants."+name+".impl", "missing: which implementation the variant runs (or exec: [PROGRAM, ARGS...] for a client program)")
 		default:
-			if _, err := lockimpl.Lookup(v.Impl); err != nil {
+			if _, err := s.lookup(v.Impl); err != nil {
 				return bad("variants."+name+".impl", "%s", implMsg(v.Impl))
 			}
 		}
-		if _, dup := lockimpl.Lookup(name); dup == nil {
+		if _, dup := s.lookup(name); dup == nil {
 			return bad("variants."+name, "shadows the implementation of the same name")
 		}
 		if err := checkLockZeros(doc, "variants."+name, v.Options, bad); err != nil {

@@ -16,9 +16,16 @@
 // Each scenario is a subtest. A verdict that differs from the expectation
 // fails it, naming the expectation's reason and the run folder kept for it
 // (history, timeline); `go test -v` prints the whole matrix. Expectations
-// come from the scenario when it names the lock, else from the lock's claims
-// through the scenario's rules, else (a lock that declares no claims) there
-// is none and the verdict is only reported. Check is the same battery for a
+// come from a baseline, else from the scenario when it names the lock, else
+// from the lock's claims through the scenario's rules, else there is none:
+// the verdict is reported and the subtest skipped as unjudged, never passed.
+//
+// The user's own scenario files (Battery.Scenarios entries that are paths)
+// may name the lock by its Info.Name under impls, expected and variants; a
+// variant of it (variants: {my-lock-fast: {impl: my-lock, ttl: 100ms}}) runs
+// as a run of its own, its options given to Info.New. The embedded scenarios
+// name registered implementations only: a lock sharing one of their names is
+// judged by its claims there. Check is the same battery for a
 // program's own main, and its Report records a baseline that later runs
 // gate against (Battery.Baseline).
 package locktest
@@ -30,6 +37,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -80,7 +88,8 @@ type Report struct {
 	Lock string
 	// Outcomes are the runs, in scenario order.
 	Outcomes []*scenarios.Outcome
-	// RunDirs are the kept run folders by scenario name.
+	// RunDirs are the kept run folders by scenario name (scenario.variant
+	// for a run of one of a user spec's variants of the lock).
 	RunDirs map[string]string
 	// Skipped are the scenarios the backend cannot run, with the reason.
 	Skipped map[string]string
@@ -112,7 +121,7 @@ func Check(ctx context.Context, lock lockimpl.Info, b Battery) (*Report, error) 
 	rep := &Report{Lock: lock.Name, RunDirs: map[string]string{}, Skipped: map[string]string{}}
 	var jobs []scenarios.Job
 	for _, n := range names {
-		spec, err := scenarios.Load(n)
+		spec, err := load(n, lock)
 		if err != nil {
 			return nil, err
 		}
@@ -120,9 +129,11 @@ func Check(ctx context.Context, lock lockimpl.Info, b Battery) (*Report, error) 
 			rep.Skipped[spec.Name] = why
 			continue
 		}
-		info := lock
-		jobs = append(jobs, scenarios.Job{Spec: spec, Config: scenarios.Config{Info: &info, Seed: b.Seed,
-			Backend: backend, Log: b.Log, Baseline: b.Baseline, ObserverDelay: b.ObserverDelay}})
+		for _, impl := range runsOf(spec, lock.Name) {
+			info := lock
+			jobs = append(jobs, scenarios.Job{Spec: spec, Config: scenarios.Config{Impl: impl, Info: &info, Seed: b.Seed,
+				Backend: backend, Log: b.Log, Baseline: b.Baseline, ObserverDelay: b.ObserverDelay}})
+		}
 	}
 	start := time.Now()
 	outs, errs := scenarios.RunMany(ctx, jobs, orDefault(b.Parallel, 4), nil, nil)
@@ -148,9 +159,56 @@ func Check(ctx context.Context, lock lockimpl.Info, b Battery) (*Report, error) 
 		if err != nil {
 			return nil, err
 		}
-		rep.RunDirs[o.Scenario] = dir
+		rep.RunDirs[rep.label(o)] = dir
 	}
 	return rep, nil
+}
+
+// load reads a scenario for lock. A file of the user's may name the lock
+// (by its Info.Name) under impls, expected and variants; an embedded
+// scenario's names are the registered implementations, so a lock sharing
+// one of their names is judged by its claims, not by their entries.
+func load(nameOrPath string, lock lockimpl.Info) (*scenarios.Spec, error) {
+	if embedded(nameOrPath) {
+		return scenarios.Load(nameOrPath)
+	}
+	return scenarios.LoadFor(nameOrPath, scenarios.DefaultLimits(), lock)
+}
+
+func embedded(nameOrPath string) bool {
+	for _, n := range scenarios.Names() {
+		if n == nameOrPath {
+			return true
+		}
+	}
+	return false
+}
+
+// runsOf are the names lock runs under in spec: when the spec names the
+// lock, the lock itself (if listed under impls or expected) and each of the
+// spec's variants of it; otherwise the lock alone.
+func runsOf(spec *scenarios.Spec, lock string) []string {
+	if !spec.Knows(lock) {
+		return []string{lock}
+	}
+	var out []string
+	if slices.Contains(spec.Impls, lock) || spec.Expected[lock] != "" {
+		out = append(out, lock)
+	}
+	out = append(out, spec.VariantsOf(lock)...)
+	if len(out) == 0 {
+		out = append(out, lock)
+	}
+	return out
+}
+
+// label names a run in the matrix, the subtests and RunDirs: the scenario,
+// and the variant when the lock ran as one.
+func (r *Report) label(o *scenarios.Outcome) string {
+	if o.Impl == r.Lock || o.Impl == "" {
+		return o.Scenario
+	}
+	return o.Scenario + "." + o.Impl
 }
 
 // Failures are the runs whose verdict differs from their expectation. An
@@ -200,7 +258,7 @@ func (r *Report) WriteMatrix(w io.Writer) error {
 		if unjudged(o) != "" {
 			mark = "skip"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Scenario, o.Mode, o.Result.Verdict, exp, src, mark, o.ExpectedReason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.label(o), o.Mode, o.Result.Verdict, exp, src, mark, o.ExpectedReason)
 	}
 	for name, why := range r.Skipped {
 		fmt.Fprintf(tw, "%s\t\tskipped\t\t\t\t%s\n", name, why)
@@ -212,8 +270,9 @@ func (r *Report) WriteMatrix(w io.Writer) error {
 // Run runs the battery against lock from a test: one subtest per scenario,
 // failed when its verdict differs from its expectation, with the reason and
 // the kept run folder in the message; the matrix is logged (go test -v
-// shows it). Scenarios the backend cannot run are skipped subtests. Setup
-// failures fail t. Without redis-server the embedded backend is used.
+// shows it). Runs that cannot be judged (inconclusive, or no expectation
+// from any source) and scenarios the backend cannot run are skipped
+// subtests, with the reason. Setup failures fail t. Without redis-server the embedded backend is used.
 func Run(t *testing.T, lock lockimpl.Info, b Battery) *Report {
 	t.Helper()
 	if b.Log == nil {
@@ -228,21 +287,31 @@ func Run(t *testing.T, lock lockimpl.Info, b Battery) *Report {
 	_ = rep.WriteMatrix(&m)
 	t.Logf("battery against %s:\n%s", lock.Name, m.String())
 	for _, o := range rep.Outcomes {
-		t.Run(o.Scenario, func(t *testing.T) {
-			where := fmt.Sprintf("run folder: %s; replay: Battery{Scenarios: []string{%q}, Seed: %d}",
-				orDefault(rep.RunDirs[o.Scenario], "(not kept)"), o.Scenario, o.Seed)
-			if why := failed(o); why != "" {
-				t.Errorf("%s; %s", why, where)
-			}
-			if why := unjudged(o); why != "" {
-				t.Skipf("%s; %s", why, where)
-			}
-		})
+		t.Run(rep.label(o), func(t *testing.T) { judge(t, rep, o) })
 	}
 	for name, why := range rep.Skipped {
 		t.Run(name, func(t *testing.T) { t.Skip(why) })
 	}
 	return rep
+}
+
+// judge fails t when o's verdict differs from its expectation and skips it
+// when o could not be judged: inconclusive, or no expectation at all (the
+// verdict is reported, never counted as a pass).
+func judge(t testing.TB, rep *Report, o *scenarios.Outcome) {
+	t.Helper()
+	where := fmt.Sprintf("run folder: %s; replay: Battery{Scenarios: []string{%q}, Seed: %d}",
+		orDefault(rep.RunDirs[rep.label(o)], "(not kept)"), o.Scenario, o.Seed)
+	if why := failed(o); why != "" {
+		t.Errorf("%s; %s", why, where)
+	}
+	if why := unjudged(o); why != "" {
+		t.Skipf("%s; %s", why, where)
+	}
+	if o.Expected == "" {
+		t.Skipf("%s × %s: no expectation (the spec does not name the lock, no rule matches its claims, no baseline): verdict %s reported, not judged",
+			o.Scenario, o.Impl, o.Result.Verdict)
+	}
 }
 
 // failed says why o is a failure, or "" when it is not.

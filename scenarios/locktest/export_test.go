@@ -1,0 +1,5 @@
+package locktest
+
+// Judge is the per-run check Run makes in each subtest, exposed so a test
+// can run it on a recording testing.TB and see a subtest fail.
+var Judge = judge
