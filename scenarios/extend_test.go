@@ -57,14 +57,16 @@ workload: {cs_min: 250ms, cs_max: 300ms, extend_every: 120ms}
 	if err != nil {
 		t.Fatal(err)
 	}
-	// In time (every 40 ms of a 100 ms TTL) the checked extend keeps the
-	// lock its holder's for the whole 250-300 ms hold: safe, every extend ok.
+	// In time (every 50 ms of a 300 ms TTL) the checked extend keeps the
+	// lock its holder's for the whole 600-700 ms hold: safe, every extend
+	// ok. Only a stall of the harness over 250 ms could lose it (a busy
+	// machine stalls tens of ms: 60 ms of a 100 ms TTL once did).
 	inTime, err := scenarios.Parse("extend-in-time.yaml", []byte(`name: extend-in-time
 clients: 3
 keys: 1
-duration: 2s
-lock: {ttl: 100ms, retry_delay: 5ms, wait_timeout: 1s}
-workload: {cs_min: 250ms, cs_max: 300ms, extend_every: 40ms}
+duration: 2500ms
+lock: {ttl: 300ms, retry_delay: 5ms, wait_timeout: 2s}
+workload: {cs_min: 600ms, cs_max: 700ms, extend_every: 50ms}
 `))
 	if err != nil {
 		t.Fatal(err)
