@@ -352,7 +352,7 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 			return err
 		}
 		for i, p := range s.Explore.Points {
-			if msg := pointMsg(p, true); msg != "" {
+			if msg := s.pointMsg(p, true); msg != "" {
 				return bad(fmt.Sprintf("explore.points.%d", i), "%s", msg)
 			}
 		}
@@ -545,7 +545,7 @@ func (s *Spec) checkFailpoint(at string, fp FailpointSpec, gates map[string]bool
 	if fp.Point == "" {
 		return bad(at+".point", "missing: which step (impl/step, %s, or cmd/NODE/COMMAND/before|after)", strings.Join(RunnerPoints, ", "))
 	}
-	if msg := pointMsg(fp.Point, true); msg != "" {
+	if msg := s.pointMsg(fp.Point, true); msg != "" {
 		return bad(at+".point", "%s", msg)
 	}
 	if fp.Client < -1 || fp.Client >= s.Clients {
@@ -566,7 +566,7 @@ func (s *Spec) checkFailpoint(at string, fp FailpointSpec, gates map[string]bool
 		return bad(at+".sleep", "must not be negative, got %v", fp.Sleep)
 	}
 	if fp.WaitFor != "" {
-		if msg := pointMsg(fp.WaitFor, false); msg != "" {
+		if msg := s.pointMsg(fp.WaitFor, false); msg != "" {
 			return bad(at+".wait_for", "%s", msg)
 		}
 		if fp.WaitClient < 0 || fp.WaitClient >= s.Clients {
@@ -593,13 +593,17 @@ func (s *Spec) checkFailpoint(at string, fp FailpointSpec, gates map[string]bool
 	return nil
 }
 
-// knownPoints are every declared failpoint of every implementation and the
-// runner's own. A point of an implementation other than the one running is
-// allowed (and inert): specs force several algorithms side by side.
-func knownPoints() []string {
+// knownPoints are every declared failpoint of every implementation (those
+// registered and those given in code: LoadFor) and the runner's own. A
+// point of an implementation other than the one running is allowed (and
+// inert): specs force several algorithms side by side.
+func (s *Spec) knownPoints() []string {
 	out := append([]string(nil), RunnerPoints...)
 	for _, info := range lockimpl.All() {
 		out = append(out, info.Points...)
+	}
+	for _, name := range sortedKeys(s.given) {
+		out = append(out, s.given[name].Points...)
 	}
 	return out
 }
@@ -607,7 +611,7 @@ func knownPoints() []string {
 // pointMsg says what is wrong with a failpoint name ("" when nothing).
 // Patterns ('*' for a segment) are allowed where patterns apply and must
 // match some point; command points must have their four segments.
-func pointMsg(p string, patterns bool) string {
+func (s *Spec) pointMsg(p string, patterns bool) string {
 	if _, err := path.Match(p, ""); err != nil {
 		return fmt.Sprintf("bad pattern %q: %v", p, err)
 	}
@@ -637,7 +641,7 @@ func pointMsg(p string, patterns bool) string {
 		}
 		return ""
 	}
-	known := knownPoints()
+	known := s.knownPoints()
 	if isPattern {
 		for _, k := range known {
 			if ok, _ := path.Match(p, k); ok {
@@ -654,7 +658,7 @@ func pointMsg(p string, patterns bool) string {
 		return msg + fmt.Sprintf(" (did you mean %s?)", n)
 	}
 	if impl, _, ok := strings.Cut(p, "/"); ok {
-		if info, err := lockimpl.Lookup(impl); err == nil {
+		if info, err := s.lookup(impl); err == nil {
 			return msg + fmt.Sprintf(" (%s has %s)", impl, strings.Join(info.Points, ", "))
 		}
 	}
