@@ -128,6 +128,8 @@ type analysis struct {
 	releases  []releaseRec
 	// stampTokens: values name no writer (Options.StampTokens).
 	stampTokens bool
+	// stalls are the harness's own stalls (FStall entries).
+	stalls []interval
 	// extends are the extends and renewals invoked, by outcome; extending
 	// pairs an extend's invoke with its completion by (client, N).
 	extends   extendCounts
@@ -222,6 +224,9 @@ func analyze(h History) *analysis {
 			a.end = op.Time
 		}
 		if op.Process == NemesisProcess {
+			if op.F == FStall && op.N > 0 {
+				a.stalls = append(a.stalls, interval{op.Time - op.N, op.Time})
+			}
 			continue
 		}
 		if op.Process == ServerProcess {

@@ -144,10 +144,15 @@ func CheckParsed(p Parsed, o Options) Result {
 	res.HandoffP50Ms, res.HandoffMaxMs = lv.handoffP50, lv.hoMax
 	res.Fairness, res.LongestWaitMs = lv.fairness, lv.longestWait
 	res.LongestStarvedMs, res.StarvedKey, res.StarvedFromNs = lv.starved, lv.starvedKey, lv.starvedFrom
+	res.HarnessStalls, res.HarnessStallMaxMs, res.HarnessStallTotalMs = stallFigures(a.stalls)
+	res.StarvedNetMs = lv.net
 
-	res.Verdict, res.Reason = verdict(&res, o, len(a.keys), lv.starvedFrom)
+	res.Verdict, res.Reason = verdict(&res, o, len(a.keys), lv)
 	if res.Verdict == Deadlock {
 		res.FirstViolationNs, res.FirstViolation = lv.firstOver, ViolationStarvation
+		// The starvation that decided: the longest net of the harness's
+		// stalls (the longest one outright may have been mostly stall).
+		res.LongestStarvedMs, res.StarvedKey, res.StarvedFromNs = lv.net+lv.netStall, lv.netKey, lv.netFrom
 	}
 	return res
 }
@@ -169,7 +174,7 @@ func problemText(r *Result) string {
 	return s
 }
 
-func verdict(r *Result, o Options, keys int, starvedFrom int64) (string, string) {
+func verdict(r *Result, o Options, keys int, lv livenessResult) (string, string) {
 	harmed := r.NetLostUpdates > 0 || r.StaleWrites > 0 || r.FenceRegressions > 0 || r.DupFences > 0 || r.FalseSuccesses > 0
 	var why []string
 	if r.FalseSuccesses > 0 {
@@ -215,9 +220,18 @@ func verdict(r *Result, o Options, keys int, starvedFrom int64) (string, string)
 		// A cut or damaged history can fake a starvation (a lost release
 		// leaves a key held to the end): only a violation survives it.
 		return Inconclusive, problemText(r)
+	case lv.net > float64(o.DeadlockBound)/1e6:
+		s := fmt.Sprintf("%s had acquisitions pending and none granted for %.0f ms from %s (bound %s)",
+			lv.netKey, lv.net+lv.netStall, ms(lv.netFrom), o.DeadlockBound)
+		if lv.netStall > 0 {
+			s += fmt.Sprintf("; %.0f ms of it without the harness's own stalls", lv.net)
+		}
+		return Deadlock, s
 	case r.LongestStarvedMs > float64(o.DeadlockBound)/1e6:
-		return Deadlock, fmt.Sprintf("%s had acquisitions pending and none granted for %.0f ms from %s (bound %s)",
-			r.StarvedKey, r.LongestStarvedMs, ms(starvedFrom), o.DeadlockBound)
+		// Over the bound only with the harness's own stalls counted: the
+		// starvation may be the harness's, not the lock's.
+		return Inconclusive, fmt.Sprintf("harness stalled %.0f ms in all (longest %.0f ms); %s starved %.0f ms from %s, but at most %.0f ms of it without the harness's stalls, within the bound %s",
+			r.HarnessStallTotalMs, r.HarnessStallMaxMs, r.StarvedKey, r.LongestStarvedMs, ms(r.StarvedFromNs), lv.net, o.DeadlockBound)
 	case r.TimedOutPieces > 0:
 		return Inconclusive, fmt.Sprintf("porcupine ran out of time (%s) on %d of %d pieces", o.Timeout, r.TimedOutPieces, r.Pieces)
 	case r.Attempts == 0:
@@ -356,4 +370,13 @@ func Holds(h History) []Hold {
 		return out[i].Key < out[j].Key
 	})
 	return out
+}
+
+// stallFigures counts the harness's stalls, the longest and the total (ms).
+func stallFigures(stalls []interval) (n int, maxMs, totalMs float64) {
+	for _, iv := range stalls {
+		d := nsToMs(iv.to - iv.from)
+		maxMs, totalMs = max(maxMs, d), totalMs+d
+	}
+	return len(stalls), maxMs, totalMs
 }

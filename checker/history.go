@@ -81,6 +81,10 @@ const (
 	// before this entry, and every event after it ran after N. Time - N is
 	// the observer's lag at that moment.
 	FSync = "sync"
+	// FStall is a stall of the harness's own process (process
+	// NemesisProcess): for N ns up to Time it was not scheduled (a GC
+	// pause, a busy machine, a SIGSTOP), and neither were its clients.
+	FStall = "stall"
 	// FSentinel is an event from a Sentinel's own event stream (process
 	// NemesisProcess); Value is "s1 +switch-master n1 n1 r1".
 	FSentinel = "sentinel"

@@ -14,10 +14,16 @@ type livenessResult struct {
 	starved           float64
 	starvedKey        string
 	starvedFrom       int64
-	// firstOver is when the earliest starvation longer than the bound
-	// began, on any key (-1: none); firstOverKey is its key.
+	// firstOver is when the earliest starvation longer than the bound,
+	// net of the harness's own stalls, began, on any key (-1: none);
+	// firstOverKey is its key.
 	firstOver    int64
 	firstOverKey string
+	// net is the longest starvation net of the harness's stalls inside it
+	// (ms), on netKey from netFrom; netStall is how much stall it lost.
+	net, netStall float64
+	netKey        string
+	netFrom       int64
 }
 
 func nsToMs(ns int64) float64 { return float64(ns) / 1e6 }
@@ -61,12 +67,15 @@ func checkLiveness(a *analysis, bound int64) livenessResult {
 	var handoffs []int64
 	for _, kd := range a.keys {
 		handoffs = appendHandoffs(handoffs, kd)
-		s, from, over := starvation(kd, a.end, bound)
-		if s > 0 && nsToMs(s) > r.starved {
-			r.starved, r.starvedKey, r.starvedFrom = nsToMs(s), kd.name, from
+		st := starvation(kd, a.end, bound, a.stalls)
+		if st.longest > 0 && nsToMs(st.longest) > r.starved {
+			r.starved, r.starvedKey, r.starvedFrom = nsToMs(st.longest), kd.name, st.from
 		}
-		if over >= 0 && (r.firstOver < 0 || over < r.firstOver) {
-			r.firstOver, r.firstOverKey = over, kd.name
+		if st.net > 0 && nsToMs(st.net) > r.net {
+			r.net, r.netStall, r.netKey, r.netFrom = nsToMs(st.net), nsToMs(st.netStall), kd.name, st.netFrom
+		}
+		if st.firstOver >= 0 && (r.firstOver < 0 || st.firstOver < r.firstOver) {
+			r.firstOver, r.firstOverKey = st.firstOver, kd.name
 		}
 	}
 	slices.Sort(handoffs)
@@ -134,12 +143,25 @@ func appendHandoffs(out []int64, kd *keyData) []int64 {
 	return out
 }
 
-// starvation returns the longest interval during which some client wanted
-// the key and no hold was open, when it began, and when the first such
-// interval longer than bound began (-1: none).
-func starvation(kd *keyData, end, bound int64) (int64, int64, int64) {
+// starved is a key's starvation: its longest starved interval and when it
+// began; the longest net of the harness's own stalls inside it (net,
+// netStall, netFrom); and when the first interval whose net exceeds the
+// bound began (-1: none).
+type starved struct {
+	longest, from          int64
+	net, netStall, netFrom int64
+	firstOver              int64
+}
+
+// starvation measures kd's starved intervals (see checkLiveness). A
+// starved interval proves the lock starved only net of the harness's own
+// stalls inside it (stalls, from FStall entries): while the harness was
+// not scheduled its clients could neither ask nor be granted, so that
+// time may be the harness's, not the lock's.
+func starvation(kd *keyData, end, bound int64, stalls []interval) starved {
+	r := starved{firstOver: -1}
 	if len(kd.wants) == 0 {
-		return 0, 0, -1
+		return r
 	}
 	type ev struct {
 		t     int64
@@ -161,9 +183,21 @@ func starvation(kd *keyData, end, bound int64) (int64, int64, int64) {
 		}
 		return 0
 	})
-	var best, bestFrom, start int64
-	firstOver := int64(-1)
-	wants, holds, starved := 0, 0, false
+	interval := func(start, t int64) {
+		if t-start > r.longest {
+			r.longest, r.from = t-start, start
+		}
+		stalled := overlap(stalls, start, t)
+		net := t - start - stalled
+		if net > r.net {
+			r.net, r.netStall, r.netFrom = net, stalled, start
+		}
+		if net > bound && r.firstOver < 0 {
+			r.firstOver = start
+		}
+	}
+	var start int64
+	wants, holds, starving := 0, 0, false
 	for i := 0; i < len(evs); {
 		t := evs[i].t
 		for ; i < len(evs) && evs[i].t == t; i++ {
@@ -172,23 +206,28 @@ func starvation(kd *keyData, end, bound int64) (int64, int64, int64) {
 		}
 		now := wants > 0 && holds == 0
 		switch {
-		case now && !starved:
+		case now && !starving:
 			start = t
-		case !now && starved:
-			if t-start > best {
-				best, bestFrom = t-start, start
-			}
-			if t-start > bound && firstOver < 0 {
-				firstOver = start
-			}
+		case !now && starving:
+			interval(start, t)
 		}
-		starved = now
+		starving = now
 	}
-	if starved && end-start > best {
-		best, bestFrom = end-start, start
+	if starving {
+		interval(start, end)
 	}
-	if starved && end-start > bound && firstOver < 0 {
-		firstOver = start
+	return r
+}
+
+// overlap is how much of [from, to) the intervals cover (they may overlap
+// each other: the harness's stalls do not).
+func overlap(ivs []interval, from, to int64) int64 {
+	var n int64
+	for _, iv := range ivs {
+		lo, hi := max(iv.from, from), min(iv.to, to)
+		if hi > lo {
+			n += hi - lo
+		}
 	}
-	return best, bestFrom, firstOver
+	return n
 }

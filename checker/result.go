@@ -206,6 +206,14 @@ type Result struct {
 	// starvation began.
 	StarvedKey    string `json:"starved_key,omitempty"`
 	StarvedFromNs int64  `json:"starved_from_ns,omitempty"`
+	// StarvedNetMs is the longest starvation net of the harness's own
+	// stalls inside it: the figure the deadlock verdict compares with the
+	// bound. HarnessStalls, HarnessStallMaxMs and HarnessStallTotalMs are
+	// the times the harness's process was not scheduled (FStall entries).
+	StarvedNetMs        float64 `json:"starved_net_ms,omitempty"`
+	HarnessStalls       int     `json:"harness_stalls,omitempty"`
+	HarnessStallMaxMs   float64 `json:"harness_stall_max_ms,omitempty"`
+	HarnessStallTotalMs float64 `json:"harness_stall_total_ms,omitempty"`
 	// DurationNs is the time of the history's last entry.
 	DurationNs int64 `json:"duration_ns"`
 }

@@ -77,6 +77,10 @@ type Row struct {
 	FalseSuccesses       int     `json:"false_successes"`
 	FalseSuccessUnjudged int     `json:"false_success_unjudged,omitempty"`
 	ObserverLagMaxMs     float64 `json:"observer_lag_max_ms,omitempty"`
+	// HarnessStallMaxMs and HarnessStallTotalMs are the harness's own
+	// stalls (its process not scheduled), which a starvation is judged net of.
+	HarnessStallMaxMs   float64 `json:"harness_stall_max_ms,omitempty"`
+	HarnessStallTotalMs float64 `json:"harness_stall_total_ms,omitempty"`
 	// ErrorReplies counts commands the server refused with an error reply;
 	// HistoryProblems the history's problems (checker.Validate).
 	ErrorReplies    int `json:"error_replies"`
@@ -135,6 +139,7 @@ func (row *Row) SetResult(r checker.Result) {
 	}
 	row.ErrorReplies, row.HistoryProblems = r.ErrorReplies, r.Malformed
 	row.FalseSuccesses, row.FalseSuccessUnjudged, row.ObserverLagMaxMs = r.FalseSuccesses, r.FalseSuccessUnjudged, round2(r.ObserverLagMaxMs)
+	row.HarnessStallMaxMs, row.HarnessStallTotalMs = round2(r.HarnessStallMaxMs), round2(r.HarnessStallTotalMs)
 	row.AcquireP50Ms, row.AcquireP99Ms = round2(r.AcquireP50Ms), round2(r.AcquireP99Ms)
 	row.HandoffP50Ms, row.Fairness = round2(r.HandoffP50Ms), round2(r.Fairness)
 	row.Overlaps, row.OverlapIntervals, row.OverlapMs = r.Overlaps, r.OverlapIntervals, round2(float64(r.OverlapNs)/1e6)

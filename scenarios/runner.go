@@ -323,6 +323,8 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	// history count from the start of the traffic.
 	r.rec = checker.NewRecorder()
 	r.rec.Add(meta)
+	stopStalls := watchStalls(r.rec)
+	defer func() { stopStalls() }()
 	// The servers' key events go to this recorder, so they start now.
 	obs, observed := r.startObservers(ctx, cl.Nodes())
 	defer func() { closeObservers(obs) }()
@@ -394,6 +396,8 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	// The observers' last events are in before the history is taken.
 	closeObservers(obs)
 	obs = nil
+	stopStalls()
+	stopStalls = func() {}
 	for k := 0; k < spec.Keys; k++ {
 		key := keyName(k)
 		r.rec.Add(checker.Op{Type: checker.Invoke, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key})

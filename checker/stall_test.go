@@ -1,0 +1,57 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStarvationNetOfHarnessStalls: a starvation proves a deadlock only
+// net of the harness's own stalls inside it (issue 17: a deadlock once rested
+// on a 530 ms stall of the harness against a 500 ms bound).
+func TestStarvationNetOfHarnessStalls(t *testing.T) {
+	starve := func(b *builder) {
+		// c1 holds and crashes; c2 retries from 100 ms and is not granted
+		// until 801 ms (its acquire's ok): a 701 ms starvation.
+		b.op(0, 1, Ok, 1, 1, FAcquire, k0)
+		b.add(50, Ok, 1, 1, FCrash, "")
+		for at := 100.0; at < 800; at += 50 {
+			b.op(at, at+5, Fail, 2, 2, FAcquire, k0)
+		}
+		b.op(800, 801, Ok, 2, 2, FAcquire, k0)
+		b.op(802, 803, Ok, 2, 2, FRelease, k0)
+	}
+	stall := func(endMs, lenMs float64) func(*builder) {
+		return func(b *builder) {
+			b.add(endMs, Ok, NemesisProcess, -1, FStall, "", func(o *Op) { o.N = msT(lenMs) })
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		stalls  []func(*builder)
+		verdict string
+		reason  string
+	}{
+		{"no stall: a deadlock", nil, Deadlock, "none granted for 701 ms from 100.0 ms (bound 500ms)"},
+		{"a 100 ms stall inside: still over the bound", []func(*builder){stall(400, 100)}, Deadlock, "601 ms of it without the harness's own stalls"},
+		{"a 300 ms stall inside: within the bound", []func(*builder){stall(500, 300)}, Inconclusive, "harness stalled 300 ms in all (longest 300 ms); lock:0 starved 701 ms from 100.0 ms, but at most 401 ms of it without the harness's stalls"},
+		{"two stalls adding up", []func(*builder){stall(300, 120), stall(600, 120)}, Inconclusive, "at most 461 ms"},
+		{"a stall outside the starvation counts for nothing", []func(*builder){stall(1000, 150)}, Deadlock, "none granted for 701 ms"},
+		{"a stall straddling the start counts for its part inside", []func(*builder){stall(350, 400)}, Inconclusive, "at most 451 ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b builder
+			starve(&b)
+			for _, s := range tc.stalls {
+				s(&b)
+			}
+			r := Check(b.sorted(), Options{DeadlockBound: 500 * time.Millisecond})
+			if r.Verdict != tc.verdict || !strings.Contains(r.Reason, tc.reason) {
+				t.Errorf("verdict %s: %s\nwant %s: ...%s...", r.Verdict, r.Reason, tc.verdict, tc.reason)
+			}
+			if r.HarnessStalls != len(tc.stalls) {
+				t.Errorf("%d stalls counted, want %d", r.HarnessStalls, len(tc.stalls))
+			}
+		})
+	}
+}
