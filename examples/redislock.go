@@ -16,7 +16,8 @@ import (
 // Claims, from its README and source ("simplified distributed locking
 // implementation using Redis", redis.io/topics/distlock): one node, SET NX
 // PX inside its obtain script, a compare-and-delete release script; no
-// fencing token; Refresh exists but nothing calls it by itself.
+// fencing token; Refresh exists but nothing calls it by itself: the battery
+// calls it (Extend) where a scenario sets workload.extend_every.
 var Redislock = lockimpl.Info{
 	Name:    "bsm-redislock",
 	Summary: "bsm/redislock",
@@ -68,4 +69,18 @@ func (l *bsmLock) Release(ctx context.Context, lease *lockimpl.Lease) error {
 		return fmt.Errorf("%w: %v", lockimpl.ErrNotHeld, err)
 	}
 	return fmt.Errorf("redislock: release outcome unknown: %w", err)
+}
+
+// Extend is the library's Refresh: a compare-and-pexpire of the lock's key
+// to ttl. ErrNotObtained is the script's "not ours"; a reply from Redis is
+// definite; anything else is a lost reply.
+func (l *bsmLock) Extend(ctx context.Context, lease *lockimpl.Lease, ttl time.Duration) error {
+	err := lease.State.(*redislock.Lock).Refresh(ctx, ttl, nil)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, redislock.ErrNotObtained), lockimpl.Replied(err):
+		return fmt.Errorf("%w: %v", lockimpl.ErrNotHeld, err)
+	}
+	return fmt.Errorf("redislock: refresh outcome unknown: %w", err)
 }

@@ -22,7 +22,8 @@ import (
 //
 // Claims, from its README and the distlock page it implements: SET NX PX
 // with a random value, a compare-and-delete release script; no fencing
-// token; Extend exists but nothing calls it by itself (no renewal).
+// token; Extend exists but nothing calls it by itself (no renewal): the
+// battery calls it where a scenario sets workload.extend_every.
 var Redsync = lockimpl.Info{
 	Name:    "redsync",
 	Summary: "go-redsync/redsync v4, one node",
@@ -102,6 +103,27 @@ func (l *redsyncLock) Release(ctx context.Context, lease *lockimpl.Lease) error 
 	var re *redsync.RedisError
 	if errors.As(err, &re) {
 		return fmt.Errorf("redsync: unlock outcome unknown: %w", err)
+	}
+	return fmt.Errorf("%w: %v", lockimpl.ErrNotHeld, err)
+}
+
+// Extend is redsync's ExtendContext: its touch script (compare-and-pexpire)
+// on every node, held again when a majority answered yes and the validity,
+// recomputed from the extend's start, is positive (v4.4.0 on). It extends
+// to the mutex's own expiry, the spec's lock.ttl, which is what the runner
+// asks for. A majority that said yes too late (ErrExtendFailed) leaves the
+// keys extended but the lock untrusted: unknown. Too few yeses with a node
+// unheard: unknown; with every node answering: definitely not ours.
+func (l *redsyncLock) Extend(ctx context.Context, lease *lockimpl.Lease, _ time.Duration) error {
+	m := lease.State.(*redsync.Mutex)
+	ok, err := m.ExtendContext(ctx)
+	if ok {
+		lease.Acquired, lease.Validity = l.env.Clock.Now(), time.Until(m.Until())
+		return nil
+	}
+	var re *redsync.RedisError
+	if errors.Is(err, redsync.ErrExtendFailed) || errors.As(err, &re) || ctx.Err() != nil {
+		return fmt.Errorf("redsync: extend outcome unknown: %w", err)
 	}
 	return fmt.Errorf("%w: %v", lockimpl.ErrNotHeld, err)
 }

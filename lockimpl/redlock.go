@@ -61,8 +61,10 @@ type redlock struct {
 	nodes []redis.UniversalClient
 	// broken are deliberate bugs (lock.extra, never by default), so a
 	// quorum scenario can show that it catches the Redlock that has them:
-	// "quorum: half" counts N/2 as a majority; "validity: unchecked" holds
-	// the lock however long the acquire took (no TTL − elapsed − drift).
+	// "quorum: half" counts N/2 as a majority; "validity: unchecked" does
+	// not subtract the time the nodes took (validity = TTL − drift, on
+	// acquire and on extend: redsync's Extend before v4.4.0), so a lock
+	// whose replies came back after its keys expired is still trusted.
 	halfQuorum, skipValidity bool
 }
 
@@ -173,8 +175,11 @@ func (l *redlock) Acquire(ctx context.Context, key string) (*Lease, error) {
 		elapsed := l.env.Clock.Mono() - start
 		drift := l.o.TTL/100 + 2*time.Millisecond
 		validity := l.o.TTL - elapsed - drift
+		if l.skipValidity {
+			validity = l.o.TTL - drift
+		}
 		yes := count(res, nodeYes)
-		if yes >= l.quorum() && (validity > 0 || l.skipValidity) {
+		if yes >= l.quorum() && validity > 0 {
 			if err := l.hit(ctx, "after-quorum"); err != nil {
 				return nil, err
 			}
@@ -265,7 +270,6 @@ func (l *redlock) Release(ctx context.Context, lease *Lease) error {
 // from the extend's start, is positive. Unlike Release, a minority of
 // yeses is not an extension: the lock holds only on a majority.
 func (l *redlock) Extend(ctx context.Context, lease *Lease, ttl time.Duration) error {
-	acquired := l.env.Clock.Now()
 	start := l.env.Clock.Mono()
 	res := make([]nodeResult, len(l.nodes))
 	var wg sync.WaitGroup
@@ -283,11 +287,16 @@ func (l *redlock) Extend(ctx context.Context, lease *Lease, ttl time.Duration) e
 		}()
 	}
 	wg.Wait()
+	// The validity runs from now: the keys were extended at the earliest
+	// at start, so they last until start + ttl at the latest.
 	validity := ttl - (l.env.Clock.Mono() - start) - (ttl/100 + 2*time.Millisecond)
+	if l.skipValidity {
+		validity = ttl - (ttl/100 + 2*time.Millisecond)
+	}
 	yes := count(res, nodeYes)
 	switch {
-	case yes >= l.quorum() && (validity > 0 || l.skipValidity):
-		lease.Validity, lease.Acquired = validity, acquired
+	case yes >= l.quorum() && validity > 0:
+		lease.Validity, lease.Acquired = validity, l.env.Clock.Now()
 		return nil
 	case yes+count(res, nodeUnknown) < l.quorum():
 		return fmt.Errorf("redlock: extend on %d/%d nodes: %w", yes, len(l.nodes), ErrNotHeld)

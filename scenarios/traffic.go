@@ -187,8 +187,8 @@ func (r *run) holdExtending(ctx context.Context, c *runClient, key string, lease
 			return err
 		}
 		hold -= d
-		if hold <= 0 || ctx.Err() != nil {
-			break
+		if hold <= 0 || ctx.Err() != nil || r.leaseOver(c, lease) {
+			break // a careful holder whose lease is over extends nothing
 		}
 		res, err := c.rec.extend(ctx, key, lease, r.spec.Lock.TTL)
 		if r.crashedBy(c, err) {
@@ -202,6 +202,11 @@ func (r *run) holdExtending(ctx context.Context, c *runClient, key string, lease
 		}
 	}
 	return r.work(ctx, c, lease, hold)
+}
+
+// leaseOver says a careful client's lease has run out on its own clock.
+func (r *run) leaseOver(c *runClient, lease *lockimpl.Lease) bool {
+	return r.spec.Workload.Client == Careful && lease.Validity > 0 && c.clock.Now().Sub(lease.Acquired) >= lease.Validity
 }
 
 // work is the critical section's hold. A careless client holds for d. A
