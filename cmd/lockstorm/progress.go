@@ -8,8 +8,9 @@ import (
 	"github.com/lockstorm/lockstorm/scenarios"
 )
 
-// progress prints one status line on a terminal while runs go on, and
-// nothing when stderr is not a terminal (CI logs stay clean).
+// progress prints one status line on a terminal while runs go on; when
+// stderr is not a terminal (a CI log) it prints one line per finished run
+// instead, so a long suite is never minutes of silence.
 type progress struct {
 	tty      bool
 	mu       sync.Mutex
@@ -43,7 +44,20 @@ func (p *progress) done(scen, impl string, out *scenarios.Outcome) {
 	}
 	if p.tty {
 		p.printLocked()
+		return
 	}
+	line := fmt.Sprintf("[%d/%d] %s × %s", p.finished, p.total, scen, impl)
+	if out != nil {
+		mark := "ok"
+		switch {
+		case out.Expected == "":
+			mark = "no expectation"
+		case !out.AsExpected():
+			mark = "DIFF, expected " + out.Expected
+		}
+		line += fmt.Sprintf(": %s (%s) in %.1f s", out.Result.Verdict, mark, out.Elapsed.Seconds())
+	}
+	fmt.Fprintln(os.Stderr, line)
 }
 
 func (p *progress) printLocked() {

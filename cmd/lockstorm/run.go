@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	execlock "github.com/lockstorm/lockstorm/lockimpl/exec"
 	"github.com/lockstorm/lockstorm/reports"
@@ -302,6 +303,9 @@ func cmdRun(ctx context.Context, args []string) error {
 	// swallowing the verdicts.
 	verdictErr := printVerdicts(f, rows, mismatch, missed)
 	if f.format != reports.FormatJSON {
+		fmt.Fprintln(os.Stdout, summaryLine(rows, time.Since(started)))
+	}
+	if f.format != reports.FormatJSON {
 		printProcessStats(os.Stdout, results, jobs)
 	}
 	var writeErrs []error
@@ -427,4 +431,30 @@ func printPlans(w io.Writer, jobs []job, backend string, base *scenarios.Baselin
 		}
 	}
 	return nil
+}
+
+// summaryLine closes every table: how many runs, how they compare with
+// their expectations, and the wall time, for a person and a CI log alike.
+func summaryLine(rows []reports.Row, wall time.Duration) string {
+	var ok, diff, miss, inconclusive, none int
+	for _, r := range rows {
+		switch {
+		case r.Expected == "":
+			none++
+		case r.Missed():
+			miss++
+		case r.AsExpected:
+			ok++
+		default:
+			diff++
+		}
+		if r.Verdict == checker.Inconclusive {
+			inconclusive++
+		}
+	}
+	s := fmt.Sprintf("summary: %d runs, %d as expected, %d DIFF, %d miss, %d inconclusive", len(rows), ok, diff, miss, inconclusive)
+	if none > 0 {
+		s += fmt.Sprintf(", %d without expectation", none)
+	}
+	return s + fmt.Sprintf("; wall %.1f s", wall.Seconds())
 }
