@@ -16,7 +16,7 @@ all: build
 # The server clock shim: LD_PRELOADed into spawned redis-server processes,
 # it adds an offset read from an mmap'd file to CLOCK_REALTIME, so a clock
 # jump changes when Redis expires keys.
-$(SHIM): internal/cluster/clockshim/clockshim.c
+$(SHIM): internal/clock/clockshim/clockshim.c
 	@mkdir -p build
 	gcc -shared -fPIC -O2 -Wall -o $@ $<
 

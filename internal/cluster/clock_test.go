@@ -2,7 +2,7 @@ package cluster
 
 import (
 	"errors"
-	"os"
+	"github.com/lockstorm/lockstorm/internal/clock"
 	"syscall"
 	"testing"
 	"time"
@@ -62,35 +62,9 @@ func TestSetClockOffsetNeedsServerClock(t *testing.T) {
 	}
 }
 
-func TestEnsureShimCaches(t *testing.T) {
-	dir := t.TempDir()
-	p1, err := EnsureShim(dir)
-	if errors.Is(err, ErrNoGCC) && os.Getenv("CI") != "true" {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	st1, err := os.Stat(p1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p2, err := EnsureShim(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st2, _ := os.Stat(p2)
-	if p1 != p2 || !os.SameFile(st1, st2) || !st1.ModTime().Equal(st2.ModTime()) {
-		t.Fatalf("second EnsureShim rebuilt: %s vs %s", p1, p2)
-	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
-		t.Fatalf("cache dir holds %d entries, want just the shim", len(ents))
-	}
-}
-
 // A prebuilt shim (make's build/clockshim.so) can be passed instead.
 func TestServerClockPrebuiltShim(t *testing.T) {
-	shim, err := EnsureShim(t.TempDir())
+	shim, err := clock.EnsureShim(t.TempDir())
 	if err != nil {
 		t.Skip(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstorm/lockstorm/internal/clock"
 	"log/slog"
 	"net"
 	"os"
@@ -35,7 +36,7 @@ type Process struct {
 	mu    sync.Mutex
 	cmd   *exec.Cmd
 	done  chan struct{}
-	clock *clockFile // nil unless Options.ServerClock
+	clock *clock.File // nil unless Options.ServerClock
 }
 
 // Servers is a cluster of spawned redis-server processes.
@@ -76,10 +77,10 @@ func StartRedisServers(ctx context.Context, o Options) (*Servers, error) {
 		if shim == "" {
 			// make builds the shim and exports its path; without make the
 			// shim is built on demand into the user's cache.
-			shim = os.Getenv(ShimEnv)
+			shim = os.Getenv(clock.ShimEnv)
 		}
 		if shim == "" {
-			if shim, err = EnsureShim(""); err != nil {
+			if shim, err = clock.EnsureShim(""); err != nil {
 				return nil, err
 			}
 		} else if _, err := os.Stat(shim); err != nil {
@@ -137,12 +138,12 @@ func (s *Servers) newProcess(name string) (*Process, error) {
 	}
 	if s.shim != "" {
 		path := filepath.Join(dir, "clock")
-		c, err := openClockFile(path)
+		c, err := clock.Open(path)
 		if err != nil {
 			return nil, err
 		}
 		p.clock = c
-		p.Env = append(p.Env, "LD_PRELOAD="+s.shim, ClockFileEnv+"="+path)
+		p.Env = append(p.Env, "LD_PRELOAD="+s.shim, clock.FileEnv+"="+path)
 	}
 	return p, nil
 }
@@ -185,7 +186,7 @@ func (s *Servers) Close() error {
 		wg.Wait()
 		for _, p := range all {
 			if p.clock != nil {
-				if err := p.clock.close(); err != nil {
+				if err := p.clock.Close(); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -402,7 +403,7 @@ func (p *Process) SetClockOffset(d time.Duration) error {
 	if p.clock == nil {
 		return fmt.Errorf("%s: %w", p.Name, ErrNoServerClock)
 	}
-	p.clock.set(d)
+	p.clock.Set(d)
 	return nil
 }
 
@@ -412,7 +413,7 @@ func (p *Process) ClockOffset() time.Duration {
 	if p.clock == nil {
 		return 0
 	}
-	return p.clock.get()
+	return p.clock.Get()
 }
 
 func waitPing(ctx context.Context, addr string, done <-chan struct{}, limit time.Duration) error {

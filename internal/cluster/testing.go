@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"github.com/lockstorm/lockstorm/internal/clock"
 	"os"
 	"testing"
 )
@@ -28,7 +29,7 @@ func StartForTestWith(t testing.TB, o Options) *Servers {
 		t.Skip("redis-server not installed (make test installs it)")
 	}
 	s, err := StartRedisServers(context.Background(), o)
-	if errors.Is(err, ErrNoGCC) && !ci {
+	if errors.Is(err, clock.ErrNoGCC) && !ci {
 		t.Skip(err.Error())
 	}
 	if err != nil {

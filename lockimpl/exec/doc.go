@@ -86,7 +86,7 @@
 //
 // # Clock
 //
-// The clock shim (internal/cluster/clockshim) is preloaded into every client
+// The clock shim (internal/clock/clockshim) is preloaded into every client
 // process. It shifts the wall clock — clock_gettime(CLOCK_REALTIME*),
 // gettimeofday and time, which is what PHP's time(), Python's time.time()
 // and node's Date.now() read — by the client's offset, which lockstorm keeps

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstorm/lockstorm/internal/clock"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
@@ -307,7 +307,7 @@ type Locker struct {
 	env     lockimpl.Env
 	o       lockimpl.Options
 	procEnv []string
-	clock   *cluster.ClockFile
+	clock   *clock.File
 	tmp     string
 	ctx     context.Context // the Locker's life: point hits, the clock pump
 	cancel  context.CancelFunc
@@ -349,7 +349,7 @@ func New(env lockimpl.Env, o lockimpl.Options, argv []string, name string) (*Loc
 	if env.Log == nil {
 		env.Log = discard
 	}
-	shim, err := cluster.ShimPath()
+	shim, err := clock.ShimPath()
 	if err != nil {
 		return nil, fmt.Errorf("%s: client clock: %w", name, err)
 	}
@@ -357,7 +357,7 @@ func New(env lockimpl.Env, o lockimpl.Options, argv []string, name string) (*Loc
 	if err != nil {
 		return nil, err
 	}
-	cf, err := cluster.CreateClockFile(filepath.Join(tmp, "clock"))
+	cf, err := clock.Open(filepath.Join(tmp, "clock"))
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
@@ -388,7 +388,7 @@ func New(env lockimpl.Env, o lockimpl.Options, argv []string, name string) (*Loc
 		"LOCKSTORM_NODE_TIMEOUT_MS="+strconv.FormatInt(o.NodeTimeout.Milliseconds(), 10),
 		"LOCKSTORM_WATCHDOG="+b01(o.Watchdog),
 		"LOCKSTORM_RELEASE="+o.ReleaseVariant,
-		cluster.ClockFileEnv+"="+cf.Path(),
+		clock.FileEnv+"="+cf.Path(),
 		"LD_PRELOAD="+preload,
 		// Python buffers stdout when it is a pipe; a client that forgets to
 		// flush would look dead.

@@ -1,4 +1,9 @@
-package cluster
+// Package clock is the LD_PRELOAD clock shim and its offset files: the
+// harness stores an offset in a mapped file, and a process it started with
+// the shim preloaded (a spawned redis-server, a client program) reads real
+// time plus that offset. The cluster moves servers' clocks with it, and
+// lockimpl/exec its client processes' clocks.
+package clock
 
 import (
 	"crypto/sha256"
@@ -16,15 +21,15 @@ import (
 	"unsafe"
 )
 
-// clockShimSource is the LD_PRELOAD clock shim, embedded so that a fresh
+// source is the LD_PRELOAD clock shim, embedded so that a fresh
 // clone can build it on demand (go test, lockstorm run) without make.
 //
 //go:embed clockshim/clockshim.c
-var clockShimSource []byte
+var source []byte
 
-// ClockFileEnv names the environment variable through which the clock shim
+// FileEnv names the environment variable through which the clock shim
 // learns the path of its offset file.
-const ClockFileEnv = "LOCKSTORM_CLOCK_FILE"
+const FileEnv = "LOCKSTORM_CLOCK_FILE"
 
 // ShimEnv names the environment variable through which make hands over
 // the shim it built (build/clockshim.so).
@@ -49,7 +54,7 @@ func EnsureShim(dir string) (string, error) {
 			dir = filepath.Join(os.TempDir(), "lockstorm-cache")
 		}
 	}
-	sum := sha256.Sum256(clockShimSource)
+	sum := sha256.Sum256(source)
 	out := filepath.Join(dir, "clockshim-"+hex.EncodeToString(sum[:8])+".so")
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
@@ -67,7 +72,7 @@ func EnsureShim(dir string) (string, error) {
 	}
 	defer os.RemoveAll(tmp)
 	src := filepath.Join(tmp, "clockshim.c")
-	if err := os.WriteFile(src, clockShimSource, 0o644); err != nil {
+	if err := os.WriteFile(src, source, 0o644); err != nil {
 		return "", err
 	}
 	so := filepath.Join(tmp, "clockshim.so")
@@ -81,19 +86,19 @@ func EnsureShim(dir string) (string, error) {
 	return out, nil
 }
 
-// clockFile is the harness's side of a server's clock offset: the 8-byte
+// mapping is the harness's side of a server's clock offset: the 8-byte
 // file the shim maps, mapped here too. Both sides map the same page, so one
 // aligned atomic 64-bit store is seen whole by the server's next clock read.
 // (A pwrite would not do: the kernel's copy into the page cache may go byte
 // by byte, and the shim could read a torn offset.)
-type clockFile struct {
+type mapping struct {
 	mu  sync.RWMutex // excludes close during a load or store
 	mem []byte       // nil once closed
 }
 
-// openClockFile creates (or reopens, keeping its value) the offset file at
+// openMapping creates (or reopens, keeping its value) the offset file at
 // path and maps it.
-func openClockFile(path string) (*clockFile, error) {
+func openMapping(path string) (*mapping, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("clock file: %w", err)
@@ -111,15 +116,15 @@ func openClockFile(path string) (*clockFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map clock file: %w", err)
 	}
-	return &clockFile{mem: mem}, nil
+	return &mapping{mem: mem}, nil
 }
 
 // word is the mapped offset; mmap returns page-aligned memory, so it is
 // 8-byte aligned as atomic operations require.
-func (c *clockFile) word() *int64 { return (*int64)(unsafe.Pointer(&c.mem[0])) }
+func (c *mapping) word() *int64 { return (*int64)(unsafe.Pointer(&c.mem[0])) }
 
 // set stores d; after close it does nothing (the servers are gone).
-func (c *clockFile) set(d time.Duration) {
+func (c *mapping) set(d time.Duration) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.mem != nil {
@@ -127,7 +132,7 @@ func (c *clockFile) set(d time.Duration) {
 	}
 }
 
-func (c *clockFile) get() time.Duration {
+func (c *mapping) get() time.Duration {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.mem == nil {
@@ -136,7 +141,7 @@ func (c *clockFile) get() time.Duration {
 	return time.Duration(atomic.LoadInt64(c.word()))
 }
 
-func (c *clockFile) close() error {
+func (c *mapping) close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mem == nil {

@@ -1,4 +1,4 @@
-package cluster
+package clock
 
 import (
 	"fmt"
@@ -6,35 +6,36 @@ import (
 	"time"
 )
 
-// ClockFile is the harness's side of one process's clock offset under the
+// File is the harness's side of one process's clock offset under the
 // LD_PRELOAD clock shim: the process reads real time plus the offset stored
 // here from its next wall-clock read on. Client processes (lockimpl/exec) use
 // it as redis-server does.
-type ClockFile struct {
-	c    *clockFile
+type File struct {
+	c    *mapping
 	path string
 }
 
-// CreateClockFile creates (or reopens) the offset file at path and maps it.
-func CreateClockFile(path string) (*ClockFile, error) {
-	c, err := openClockFile(path)
+// Open creates (or reopens, keeping its value) the offset file at path and
+// maps it.
+func Open(path string) (*File, error) {
+	c, err := openMapping(path)
 	if err != nil {
 		return nil, err
 	}
-	return &ClockFile{c: c, path: path}, nil
+	return &File{c: c, path: path}, nil
 }
 
 // Path is the file to hand to the process in $LOCKSTORM_CLOCK_FILE.
-func (f *ClockFile) Path() string { return f.path }
+func (f *File) Path() string { return f.path }
 
 // Set stores the offset from real time; after Close it does nothing.
-func (f *ClockFile) Set(d time.Duration) { f.c.set(d) }
+func (f *File) Set(d time.Duration) { f.c.set(d) }
 
 // Get returns the stored offset.
-func (f *ClockFile) Get() time.Duration { return f.c.get() }
+func (f *File) Get() time.Duration { return f.c.get() }
 
 // Close unmaps and removes the file.
-func (f *ClockFile) Close() error {
+func (f *File) Close() error {
 	err := f.c.close()
 	if rerr := os.Remove(f.path); err == nil && rerr != nil && !os.IsNotExist(rerr) {
 		err = rerr
