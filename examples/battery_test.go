@@ -7,7 +7,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
-	"github.com/lockstorm/lockstorm/scenarios/locktest"
+	"github.com/lockstorm/lockstorm/cmd/locktest"
 )
 
 // TestBattery runs every lockstorm scenario against each library. The

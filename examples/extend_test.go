@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/lockimpl"
-	"github.com/lockstorm/lockstorm/scenarios/locktest"
+	"github.com/lockstorm/lockstorm/cmd/locktest"
 )
 
 // TestExtendsRecorded: the shipped scenario whose holders extend

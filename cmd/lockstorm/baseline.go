@@ -10,7 +10,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
-	"github.com/lockstorm/lockstorm/scenarios/locktest"
+	"github.com/lockstorm/lockstorm/cmd/locktest"
 )
 
 // cmdBaseline runs the battery (every scenario, or those given) against one

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockstorm/lockstorm/internal/bench"
+	"github.com/lockstorm/lockstorm/cmd/internal/bench"
 )
 
 // benchGroups maps --only names (and row numbers) to row groups.

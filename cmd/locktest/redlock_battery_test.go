@@ -7,7 +7,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
-	"github.com/lockstorm/lockstorm/scenarios/locktest"
+	"github.com/lockstorm/lockstorm/cmd/locktest"
 )
 
 // TestRedlockBattery puts the registered redlock through every shipped

@@ -15,7 +15,7 @@ import (
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
-	"github.com/lockstorm/lockstorm/scenarios/locktest"
+	"github.com/lockstorm/lockstorm/cmd/locktest"
 )
 
 // tokenLock is a user's lock written the way a user writes one: SET NX PX

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/lockimpl"
-	"github.com/lockstorm/lockstorm/scenarios/locktest"
+	"github.com/lockstorm/lockstorm/cmd/locktest"
 )
 
 // GoalBattery is the wall-time goal for the whole battery against one lock.
