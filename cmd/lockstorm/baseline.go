@@ -8,9 +8,9 @@ import (
 	"io"
 	"os"
 
+	"github.com/lockstorm/lockstorm/cmd/locktest"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
-	"github.com/lockstorm/lockstorm/cmd/locktest"
 )
 
 // cmdBaseline runs the battery (every scenario, or those given) against one
