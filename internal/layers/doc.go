@@ -1,0 +1,34 @@
+// Package layers holds the test that keeps lockstorm's imports pointing
+// down: the intended order of its packages, from the bottom.
+//
+//  0. internal/resp, internal/clock: raw RESP and the clock shim, no lockstorm imports
+//  1. checker, lockimpl: histories and their checks; the locks on trial
+//  2. internal/cluster, lockimpl/exec: Redis backends; locks as client processes
+//  3. scenarios/nemesis: faults
+//  4. scenarios: the spec language and the runner
+//  5. reports: tables, JSON, JUnit, run folders, pages
+//  6. cmd/locktest: the go test front end
+//  7. cmd/internal/bench: the bench
+//  8. cmd/lockstorm: the CLI
+//
+// A package imports only packages of lower layers. A new package is given
+// its layer in Order (the test fails until it is).
+package layers
+
+// Order is the layer of every package of the module, by import path below
+// the module path.
+var Order = map[string]int{
+	"internal/resp":      0,
+	"internal/clock":     0,
+	"checker":            1,
+	"lockimpl":           1,
+	"internal/cluster":   2,
+	"lockimpl/exec":      2,
+	"scenarios/nemesis":  3,
+	"scenarios":          4,
+	"reports":            5,
+	"cmd/locktest":       6,
+	"cmd/internal/bench": 7,
+	"cmd/lockstorm":      8,
+	"internal/layers":    0,
+}
