@@ -188,67 +188,6 @@ func runnerPoint(point string) bool {
 	return strings.HasPrefix(point, "cycle/") || strings.HasPrefix(point, "cs/")
 }
 
-// cmdPoint says whether point is a command point.
-func cmdPoint(point string) bool { return strings.HasPrefix(point, "cmd/") }
-
-// Explore is exploration: faults at points nobody named. Every point a
-// lock hits in the run (its declared failpoints and every command point,
-// discovered as they are hit) is a candidate; each hit of a candidate gets a
-// fault with probability Rate, the action drawn from Actions among those
-// that still have budget at that point (PerPoint faults per point and
-// action in a run, so a hot point such as a retried SET NX does not take
-// the whole budget and kill every client before the rarer steps are
-// reached). Draws come from the run's seed, one stream per client.
-type Explore struct {
-	// Actions are drawn from: crash, pause, delay, lose-reply.
-	Actions []string `yaml:"actions" json:"actions"`
-	// Rate is the probability that a hit of a candidate gets a fault.
-	Rate float64 `yaml:"rate" json:"rate"`
-	// PerPoint bounds the faults per point and action (0: 1).
-	PerPoint int `yaml:"per_point" json:"per_point,omitempty"`
-	// Delay is how long a delay holds the client at the point (0: 50 ms).
-	Delay time.Duration `yaml:"delay" json:"delay,omitempty"`
-	// Pause is how long a pause stops the whole client (0: twice the lock
-	// TTL, or 1 s without one): long enough for its lease to run out.
-	Pause time.Duration `yaml:"pause" json:"pause,omitempty"`
-	// Points, when set, restrict the candidates to those matching one of
-	// these patterns (path.Match syntax).
-	Points []string `yaml:"points" json:"points,omitempty"`
-}
-
-// Exploration actions.
-const (
-	ExploreCrash     = "crash"
-	ExplorePause     = "pause"
-	ExploreDelay     = "delay"
-	ExploreLoseReply = "lose-reply"
-)
-
-func (e *Explore) validate(field func(string) string, bad func(f, msg string, args ...any) error) error {
-	if len(e.Actions) == 0 {
-		return bad(field("actions"), "missing: want some of crash, pause, delay, lose-reply")
-	}
-	for i, a := range e.Actions {
-		switch a {
-		case ExploreCrash, ExplorePause, ExploreDelay, ExploreLoseReply:
-		default:
-			return bad(field(fmt.Sprintf("actions.%d", i)), "want crash, pause, delay or lose-reply, got %q", a)
-		}
-	}
-	if e.Rate <= 0 || e.Rate > 1 {
-		return bad(field("rate"), "want a probability in (0, 1], got %v", e.Rate)
-	}
-	if e.PerPoint < 0 || e.Delay < 0 || e.Pause < 0 {
-		return bad(field("per_point"), "per_point, delay and pause must not be negative")
-	}
-	for i, p := range e.Points {
-		if _, err := path.Match(p, ""); err != nil {
-			return bad(field(fmt.Sprintf("points.%d", i)), "bad pattern %q: %v", p, err)
-		}
-	}
-	return nil
-}
-
 // explorer draws and injects the faults of Explore.
 type explorer struct {
 	r      *run
@@ -280,7 +219,7 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 	if runnerPoint(point) || !x.candidate(point) {
 		return nil
 	}
-	after := cmdPoint(point) && strings.HasSuffix(point, "/after")
+	after := CmdPoint(point) && strings.HasSuffix(point, "/after")
 	x.mu.Lock()
 	rng := x.rngs[client]
 	if rng == nil {

@@ -129,7 +129,7 @@ func (cfg Config) resolve(spec *Spec) (string, lockimpl.Info, lockimpl.Options, 
 		name = cfg.Info.Name
 	}
 	if v, ok := spec.Variants[name]; ok && spec.Knows(cfg.Info.Name) && v.Impl == cfg.Info.Name {
-		return name, *cfg.Info, overlay(spec.Lock, v.Options), nil
+		return name, *cfg.Info, Overlay(spec.Lock, v.Options), nil
 	}
 	return name, *cfg.Info, spec.Lock, nil
 }
@@ -245,7 +245,7 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	r.hub = hub
 	if len(spec.Failpoints) > 0 {
 		hub.OnHit = func(client int, point string, fired []int) {
-			if cmdPoint(point) && len(fired) == 0 {
+			if CmdPoint(point) && len(fired) == 0 {
 				return // every command would flood the history; the witness names the lock's steps
 			}
 			c := r.clients[client]
@@ -496,7 +496,7 @@ func (r *run) meta(seed uint64, backend string, copts checker.Options, exp Expec
 // implementation is inert by design: one spec forces the interleavings of
 // several algorithms side by side.
 func ownPoint(info lockimpl.Info, point string) bool {
-	if runnerPoint(point) || cmdPoint(point) {
+	if runnerPoint(point) || CmdPoint(point) {
 		return true
 	}
 	prefix, _, _ := strings.Cut(point, "/")

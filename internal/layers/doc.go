@@ -5,11 +5,12 @@
 //  1. checker, lockimpl: histories and their checks; the locks on trial
 //  2. internal/cluster, lockimpl/exec: Redis backends; locks as client processes
 //  3. scenarios/nemesis: faults
-//  4. scenarios: the spec language and the runner
-//  5. reports: tables, JSON, JUnit, run folders, pages
-//  6. cmd/locktest: the go test front end
-//  7. cmd/internal/bench: the bench
-//  8. cmd/lockstorm: the CLI
+//  4. scenarios/spec: the spec language (types, YAML, validation, derive rules, baselines)
+//  5. scenarios: the runner (plan, topology, observers, traffic, recording, timeline)
+//  6. reports: tables, JSON, JUnit, run folders, pages
+//  7. cmd/locktest: the go test front end
+//  8. cmd/internal/bench: the bench
+//  9. cmd/lockstorm: the CLI
 //
 // A package imports only packages of lower layers. A new package is given
 // its layer in Order (the test fails until it is).
@@ -25,10 +26,11 @@ var Order = map[string]int{
 	"internal/cluster":   2,
 	"lockimpl/exec":      2,
 	"scenarios/nemesis":  3,
-	"scenarios":          4,
-	"reports":            5,
-	"cmd/locktest":       6,
-	"cmd/internal/bench": 7,
-	"cmd/lockstorm":      8,
+	"scenarios/spec":     4,
+	"scenarios":          5,
+	"reports":            6,
+	"cmd/locktest":       7,
+	"cmd/internal/bench": 8,
+	"cmd/lockstorm":      9,
 	"internal/layers":    0,
 }

@@ -1,4 +1,4 @@
-package scenarios
+package spec
 
 import (
 	"bytes"
@@ -34,16 +34,8 @@ type BaselineEntry struct {
 	Verdict  string `json:"verdict"`
 }
 
-// NewBaseline records the verdicts of outs.
-func NewBaseline(outs []*Outcome) *Baseline {
-	b := &Baseline{Version: 1, Recorded: time.Now().UTC().Truncate(time.Second)}
-	for _, o := range outs {
-		if o == nil {
-			continue
-		}
-		b.Entries = append(b.Entries, BaselineEntry{Scenario: o.Scenario, Impl: o.Impl, Mode: o.Mode, Seed: o.Seed,
-			Backend: o.Backend, Verdict: o.Result.Verdict})
-	}
+// Sort orders the entries by scenario, then implementation.
+func (b *Baseline) Sort() {
 	sort.Slice(b.Entries, func(i, j int) bool {
 		x, y := b.Entries[i], b.Entries[j]
 		if x.Scenario != y.Scenario {
@@ -51,7 +43,6 @@ func NewBaseline(outs []*Outcome) *Baseline {
 		}
 		return x.Impl < y.Impl
 	})
-	return b
 }
 
 // Expect is the recorded verdict of scenario × impl, as an expectation

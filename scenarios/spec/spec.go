@@ -1,6 +1,6 @@
 // Package scenarios holds the scenario specs (YAML, embedded in the binary)
 // and the runner that executes one: cluster + traffic + faults, then checks.
-package scenarios
+package spec
 
 import (
 	"context"
@@ -310,10 +310,10 @@ func (s *Spec) Resolve(name string) (lockimpl.Info, lockimpl.Options, error) {
 	if v, ok := s.Variants[name]; ok {
 		if len(v.Exec) > 0 {
 			info, err := s.program(name, v.Exec)
-			return info, overlay(s.Lock, v.Options), err
+			return info, Overlay(s.Lock, v.Options), err
 		}
 		info, err := s.lookup(v.Impl)
-		return info, overlay(s.Lock, v.Options), err
+		return info, Overlay(s.Lock, v.Options), err
 	}
 	info, err := s.lookup(name)
 	return info, s.Lock, err
@@ -360,8 +360,8 @@ func (s *Spec) program(name string, argv []string) (lockimpl.Info, error) {
 	return info, nil
 }
 
-// overlay returns base with every non-zero field of top on it.
-func overlay(base, top lockimpl.Options) lockimpl.Options {
+// Overlay returns base with every non-zero field of top on it.
+func Overlay(base, top lockimpl.Options) lockimpl.Options {
 	o := base
 	if top.TTL != 0 {
 		o.TTL = top.TTL

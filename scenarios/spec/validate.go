@@ -1,4 +1,4 @@
-package scenarios
+package spec
 
 import (
 	"context"
@@ -582,7 +582,7 @@ func (s *Spec) checkFailpoint(at string, fp FailpointSpec, gates map[string]bool
 	if fp.Gate != "" && !gates[fp.Gate] {
 		return bad(at+".gate", "no failpoint opens gate %q (open: %s): the client would wait until the run ends", fp.Gate, fp.Gate)
 	}
-	if fp.LoseReply && !(cmdPoint(fp.Point) && strings.HasSuffix(fp.Point, "/after")) {
+	if fp.LoseReply && !(CmdPoint(fp.Point) && strings.HasSuffix(fp.Point, "/after")) {
 		return bad(at+".lose_reply", "a reply can be lost only at a command's after point (cmd/NODE/COMMAND/after), not at %q", fp.Point)
 	}
 	if fp.Fault != nil {
@@ -619,7 +619,7 @@ func (s *Spec) pointMsg(p string, patterns bool) string {
 	if isPattern && !patterns {
 		return fmt.Sprintf("%q: a pattern cannot be waited for; name one point", p)
 	}
-	if cmdPoint(p) {
+	if CmdPoint(p) {
 		parts := strings.Split(p, "/")
 		if len(parts) != 4 {
 			return fmt.Sprintf("%q: want cmd/NODE/COMMAND/before or cmd/NODE/COMMAND/after", p)
@@ -781,7 +781,7 @@ func (s *Spec) CheckImpl(name string) error {
 			}
 		}
 		for _, pf := range []struct{ f, p string }{{"point", fp.Point}, {"wait_for", fp.WaitFor}} {
-			if !cmdPoint(pf.p) {
+			if !CmdPoint(pf.p) {
 				continue
 			}
 			if parts := strings.Split(pf.p, "/"); len(parts) == 4 {
