@@ -126,3 +126,34 @@ workload: {cs_min: 600ms, cs_max: 700ms, extend_every: 50ms}
 			r.ForeignRenewals, r.FalseSuccessUnjudged, r.FalseSuccess, r.ForeignRenewal)
 	}
 }
+
+// TestWatchdogRenewalsRecorded: set-nx-px's watchdog renews every TTL/3
+// while its holder works past the TTL; each renewal is in the history
+// (FExtend, beside the client's own operations), judged like an extend,
+// and a correct watchdog's are neither false nor foreign.
+func TestWatchdogRenewalsRecorded(t *testing.T) {
+	cluster.StartForTest(t, 1)
+	spec, err := scenarios.Parse("watchdog-renewals.yaml", []byte(`name: watchdog-renewals
+clients: 2
+keys: 1
+duration: 1500ms
+lock: {ttl: 90ms, retry_delay: 5ms, wait_timeout: 1s, watchdog: true}
+workload: {cs_min: 150ms, cs_max: 200ms}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := scenarios.Run(context.Background(), spec, scenarios.Config{Impl: "set-nx-px", Backend: cluster.RedisServer, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Result
+	t.Logf("%s: renewals %d (ok %d, failed %d, unknown %d), false successes %d, unjudged %d; %s",
+		r.Verdict, r.Extends, r.ExtendsOK, r.ExtendsFailed, r.ExtendsUnknown, r.FalseSuccesses, r.FalseSuccessUnjudged, r.Reason)
+	if r.Extends == 0 || r.ExtendsOK == 0 || r.Malformed != 0 {
+		t.Errorf("renewals %d, ok %d, malformed %d", r.Extends, r.ExtendsOK, r.Malformed)
+	}
+	if r.Verdict != checker.Safe || r.FalseSuccesses != 0 {
+		t.Errorf("verdict %s, %d false successes: %s", r.Verdict, r.FalseSuccesses, r.Reason)
+	}
+}
