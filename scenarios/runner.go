@@ -16,7 +16,6 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
-	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
 
 // Config is how to run a scenario, beyond the spec itself.
@@ -180,6 +179,7 @@ type run struct {
 	log     *slog.Logger
 	rng     *rand.Rand
 	hub     *lockimpl.Hub
+	plan    *Plan
 }
 
 // Run executes spec against cfg.Impl and checks the history. A returned
@@ -211,222 +211,44 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	}
 }
 
+// runOnce is the run's phases in order, the way etcd's robustness runner
+// composes a scenario: compile the plan, start the topology, start the
+// clients, arm the faults, start watching (history, stalls, observers),
+// play the traffic, finish the history, check it.
 func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	plan, err := Compile(spec, cfg)
 	if err != nil {
 		return nil, err
 	}
-	info, opts, seed := plan.info, plan.Options, plan.Seed
-	cfg.Impl = plan.Impl
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
-	}
-	debugLog.Store(cfg.Log)
-	r := &run{spec: spec, cfg: cfg, info: info, rec: checker.NewRecorder(), log: cfg.Log,
-		rng: rand.New(rand.NewPCG(seed, 0x6c6f636b73746f72))}
-	r.res = newResource(plan.Check.Fenced)
-
-	topo, err := startTopology(ctx, spec, cfg, plan.Nodes)
+	r := newRun(spec, cfg, plan)
+	topo, err := startTopology(ctx, spec, r.cfg, plan.Nodes)
 	if err != nil {
 		return nil, err
 	}
 	defer topo.Close()
-	cl, net, hostOf, replicas := topo.cl, topo.net, topo.hostOf, topo.replicas
-	copts := plan.Check
-	claims := plan.Claims
-	exp := plan.Expectation
-	// The header is the history's first entry, recorded when the clock
-	// starts (below).
-	meta := checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
-		Meta: r.meta(seed, cl.Kind(), copts, exp)}
-
-	hub := lockimpl.NewHub()
-	hub.Seed = seed
-	r.hub = hub
-	if len(spec.Failpoints) > 0 {
-		hub.OnHit = func(client int, point string, fired []int) {
-			if CmdPoint(point) && len(fired) == 0 {
-				return // every command would flood the history; the witness names the lock's steps
-			}
-			c := r.clients[client]
-			r.rec.Add(checker.Op{Type: checker.Ok, Process: int(c.process.Load()), Client: client, F: checker.FStep, Value: point, Fired: fired})
-		}
-	}
-	r.nextPID.Store(int64(spec.Clients))
-	for i := 0; i < spec.Clients; i++ {
-		c := &runClient{id: i, host: hostOf(i), clock: lockimpl.NewSkewClock(plan.ClockOffsets[i]), fp: lockimpl.NewFailpoints(hub, i)}
-		c.process.Store(int64(i))
-		c.ctx, c.cancel = context.WithCancel(ctx)
-		env := lockimpl.Env{Client: i, Clock: c.clock, FP: c.fp, Log: cfg.Log,
-			Rand: rand.New(rand.NewPCG(seed, uint64(i)+1)), Sleep: c.pause.sleep,
-			Renewal:   func(key, token string) func(error) { return c.rec.renewal(key, token) },
-			RoundTrip: 2 * (spec.Network.Latency + spec.Network.Jitter)}
-		c.rdb = topo.connect(i, c.host, spec.ClientTimeout, &c.pause, func(node string) redis.Hook {
-			return &cmdHook{node: node, fp: c.fp, crash: func(err error) { r.markCrashed(c, err) }, dead: c.crashed.Load}
-		})
-		for _, rdb := range c.rdb {
-			env.Nodes = append(env.Nodes, rdb)
-		}
-		c.locker, err = info.New(env, opts)
-		if err != nil {
-			r.closeClients()
-			return nil, fmt.Errorf("%s: %w", cfg.Impl, err)
-		}
-		c.rec = &recordingLocker{r: r, c: c, locker: c.locker}
-		r.clients = append(r.clients, c)
+	if err := r.startClients(ctx, plan, topo); err != nil {
+		return nil, err
 	}
 	defer r.closeClients()
-	nenv := &nemesis.Env{Net: net, Cluster: cl, ClientHost: hostOf, Clients: spec.Clients, Control: r,
-		Rand: rand.New(rand.NewPCG(seed, 0x6e656d6573697300)), Replicas: replicas}
-	tl := newTimeline(r, nenv)
-	if spec.Explore != nil {
-		hub.Explore = newExplorer(r, tl, *spec.Explore).hit
-		hub.Arm()
+	tl, healSteady, err := r.arm(ctx, topo)
+	if err != nil {
+		return nil, err
 	}
-	for i, fp := range spec.Failpoints {
-		a := fp.Action
-		a.ID = i
-		if fp.Fault != nil {
-			fs := *fp.Fault
-			a.Do = func(ctx context.Context) error { return tl.injectNow(ctx, fs) }
-		}
-		if fp.Client == -1 {
-			for _, c := range r.clients {
-				c.fp.Attach(fp.Point, a)
-			}
-			continue
-		}
-		r.clients[fp.Client].fp.Attach(fp.Point, a)
-	}
-	// The steady network condition is a latency fault from time zero to the end.
-	var steady []nemesis.Spec
-	if spec.Network.Latency > 0 {
-		steady = append(steady, nemesis.Spec{Kind: "latency", Latency: spec.Network.Latency, Jitter: spec.Network.Jitter})
-	}
-	var healSteady []nemesis.Heal
-	for _, s := range steady {
-		f, err := nemesis.Build(s)
-		if err != nil {
-			return nil, err
-		}
-		heal, _, err := f.Inject(ctx, nenv)
-		if err != nil {
-			return nil, err
-		}
-		healSteady = append(healSteady, heal)
-	}
-
 	if err := r.ready(ctx); err != nil {
 		return nil, err
 	}
-	// Time zero is now, not before the set-up: fault times and the
-	// history count from the start of the traffic.
-	r.rec = checker.NewRecorder()
-	r.rec.Add(meta)
-	stopStalls := watchStalls(r.rec)
-	defer func() { stopStalls() }()
-	// The servers' key events go to this recorder, so they start now.
-	obs, observed := r.startObservers(ctx, cl.Nodes())
-	defer func() { closeObservers(obs) }()
-	if topo.sentinel != nil {
-		r.followSentinel(topo.sentinel)
-	}
+	w := r.watch(ctx, plan, topo)
+	defer w.close()
 	start := time.Now()
-	runCtx, stop := context.WithTimeout(ctx, spec.Duration)
-	defer stop()
-	tl.start(runCtx, spec.Faults)
-
-	var attempts atomic.Int64
-	var acquired atomic.Int64
-	var wg sync.WaitGroup
-	for _, c := range r.clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.clientLoop(runCtx, c, &attempts, &acquired)
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	waitClients := func() bool {
-		for {
-			select {
-			case <-done:
-				return true
-			case <-tick.C:
-				if cfg.Progress != nil {
-					cfg.Progress(Progress{Scenario: spec.Name, Impl: cfg.Impl, Elapsed: time.Since(start), Total: spec.Duration, Acquired: acquired.Load()})
-				}
-			case <-runCtx.Done():
-				return false
-			}
-		}
-	}
-	if !waitClients() {
-		// The run's time is up: faults heal first (a paused client must be
-		// able to finish), then clients finish the cycle they are in (a
-		// critical section ends with its release), within a grace period
-		// that covers one more wait and hold; then they are cancelled.
-		tl.stopAndHeal()
-		grace := time.NewTimer(r.grace())
-		select {
-		case <-done:
-		case <-grace.C:
-			for _, c := range r.clients {
-				c.cancel()
-			}
-			<-done
-		case <-ctx.Done():
-			for _, c := range r.clients {
-				c.cancel()
-			}
-			<-done
-		}
-		grace.Stop()
-	}
-	tl.stopAndHeal()
+	r.playTraffic(ctx, tl, start)
 	for _, h := range healSteady {
 		_ = h()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("run interrupted: %w", err)
 	}
-	// The observers' last events are in before the history is taken.
-	closeObservers(obs)
-	obs = nil
-	stopStalls()
-	stopStalls = func() {}
-	for k := 0; k < spec.Keys; k++ {
-		key := keyName(k)
-		r.rec.Add(checker.Op{Type: checker.Invoke, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key})
-		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key, N: r.res.read(key, 0)})
-	}
-	procs := r.processStats()
-	// The end record: every client has stopped and every fault has healed.
-	// A history file without it was cut short.
-	h := r.rec.End(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FEnd})
-	res := checker.Check(h, copts)
-	var fo *FailoverTimes
-	if topo.sentinel != nil {
-		nameMasters(&res, h)
-		fo = failoverTimes(h)
-		cfg.Log.Info("sentinel failover", "scenario", spec.Name, "impl", cfg.Impl, "times", fo.String())
-	}
-	var cov *Coverage
-	if len(spec.Failpoints) > 0 || spec.Explore != nil {
-		cov = coverage(hub)
-	}
-	// A random mode is gated on the find rate measured for the locks its
-	// spec lists. For a lock whose expectation comes from its claims that
-	// rate is unknown (a quorum lock loses the race only when its votes
-	// fell a certain way), so its run is exploratory: a miss is reported,
-	// not counted as a regression; an unexpected violation still is.
-	gated := spec.IsGated() && !(spec.Mode == "random" && exp.Source == FromClaims)
-	return &Outcome{Points: cov, Client: spec.Workload.Client, Observer: observed, CheckOptions: copts, Scenario: spec.Name, Impl: cfg.Impl, Seed: seed, Backend: cl.Kind(), Mode: spec.Mode,
-		Gated: gated, Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
-		Claims: claims, Result: res, Elapsed: time.Since(start), History: h, Spec: spec, Processes: procs, Failover: fo}, nil
+	h := r.finish(w)
+	return r.outcome(plan, topo, w, h, time.Since(start)), nil
 }
 
 // ready waits, before the run's clock starts, for lockers that start

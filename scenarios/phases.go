@@ -1,0 +1,246 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+)
+
+// The phases of one run (runOnce), each a function of its own.
+
+// newRun is a run of plan, before anything starts.
+func newRun(spec *Spec, cfg Config, plan *Plan) *run {
+	cfg.Impl = plan.Impl
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	debugLog.Store(cfg.Log)
+	r := &run{spec: spec, cfg: cfg, info: plan.info, rec: checker.NewRecorder(), log: cfg.Log,
+		rng: rand.New(rand.NewPCG(plan.Seed, 0x6c6f636b73746f72)), plan: plan}
+	r.res = newResource(plan.Check.Fenced)
+	r.hub = lockimpl.NewHub()
+	r.hub.Seed = plan.Seed
+	return r
+}
+
+// startClients makes each client: its clock, failpoints, connections
+// through its host's links, and the lock on trial. On error the clients
+// made so far are closed.
+func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology) error {
+	spec := r.spec
+	if len(spec.Failpoints) > 0 {
+		r.hub.OnHit = func(client int, point string, fired []int) {
+			if CmdPoint(point) && len(fired) == 0 {
+				return // every command would flood the history; the witness names the lock's steps
+			}
+			c := r.clients[client]
+			r.rec.Add(checker.Op{Type: checker.Ok, Process: int(c.process.Load()), Client: client, F: checker.FStep, Value: point, Fired: fired})
+		}
+	}
+	r.nextPID.Store(int64(spec.Clients))
+	for i := 0; i < spec.Clients; i++ {
+		c := &runClient{id: i, host: topo.hostOf(i), clock: lockimpl.NewSkewClock(plan.ClockOffsets[i]), fp: lockimpl.NewFailpoints(r.hub, i)}
+		c.process.Store(int64(i))
+		c.ctx, c.cancel = context.WithCancel(ctx)
+		env := lockimpl.Env{Client: i, Clock: c.clock, FP: c.fp, Log: r.cfg.Log,
+			Rand: rand.New(rand.NewPCG(plan.Seed, uint64(i)+1)), Sleep: c.pause.sleep,
+			Renewal:   func(key, token string) func(error) { return c.rec.renewal(key, token) },
+			RoundTrip: 2 * (spec.Network.Latency + spec.Network.Jitter)}
+		c.rdb = topo.connect(i, c.host, spec.ClientTimeout, &c.pause, func(node string) redis.Hook {
+			return &cmdHook{node: node, fp: c.fp, crash: func(err error) { r.markCrashed(c, err) }, dead: c.crashed.Load}
+		})
+		for _, rdb := range c.rdb {
+			env.Nodes = append(env.Nodes, rdb)
+		}
+		var err error
+		c.locker, err = r.info.New(env, plan.Options)
+		if err != nil {
+			r.closeClients()
+			return fmt.Errorf("%s: %w", r.cfg.Impl, err)
+		}
+		c.rec = &recordingLocker{r: r, c: c, locker: c.locker}
+		r.clients = append(r.clients, c)
+	}
+	return nil
+}
+
+// arm attaches the spec's failpoints and the explorer to the clients and
+// puts the steady network condition on the links; the timeline it returns
+// plays the scheduled faults. healSteady lifts the steady condition.
+func (r *run) arm(ctx context.Context, topo *topology) (tl *timeline, healSteady []nemesis.Heal, err error) {
+	spec := r.spec
+	nenv := &nemesis.Env{Net: topo.net, Cluster: topo.cl, ClientHost: topo.hostOf, Clients: spec.Clients, Control: r,
+		Rand: rand.New(rand.NewPCG(r.plan.Seed, 0x6e656d6573697300)), Replicas: topo.replicas}
+	tl = newTimeline(r, nenv)
+	if spec.Explore != nil {
+		r.hub.Explore = newExplorer(r, tl, *spec.Explore).hit
+		r.hub.Arm()
+	}
+	for i, fp := range spec.Failpoints {
+		a := fp.Action
+		a.ID = i
+		if fp.Fault != nil {
+			fs := *fp.Fault
+			a.Do = func(ctx context.Context) error { return tl.injectNow(ctx, fs) }
+		}
+		if fp.Client == -1 {
+			for _, c := range r.clients {
+				c.fp.Attach(fp.Point, a)
+			}
+			continue
+		}
+		r.clients[fp.Client].fp.Attach(fp.Point, a)
+	}
+	// The steady network condition is a latency fault from time zero to the end.
+	if spec.Network.Latency > 0 {
+		f, err := nemesis.Build(nemesis.Spec{Kind: "latency", Latency: spec.Network.Latency, Jitter: spec.Network.Jitter})
+		if err != nil {
+			return nil, nil, err
+		}
+		heal, _, err := f.Inject(ctx, nenv)
+		if err != nil {
+			return nil, nil, err
+		}
+		healSteady = append(healSteady, heal)
+	}
+	return tl, healSteady, nil
+}
+
+// watching is what records the run beside its clients: the harness's
+// stall monitor and the servers' observers.
+type watching struct {
+	stopStalls func()
+	obs        []*observer
+	observed   string // what the observers watch, or why none
+}
+
+// close stops whatever still watches (an early return).
+func (w *watching) close() {
+	closeObservers(w.obs)
+	w.obs = nil
+	if w.stopStalls != nil {
+		w.stopStalls()
+		w.stopStalls = nil
+	}
+}
+
+// watch starts the clock: time zero is now, not before the set-up, so
+// fault times and the history count from the start of the traffic. The
+// header is the history's first entry; the stall monitor, the servers'
+// key events and the Sentinels' events go to the same recorder.
+func (r *run) watch(ctx context.Context, plan *Plan, topo *topology) *watching {
+	r.rec = checker.NewRecorder()
+	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
+		Meta: r.meta(plan.Seed, topo.cl.Kind(), plan.Check, plan.Expectation)})
+	w := &watching{stopStalls: watchStalls(r.rec)}
+	w.obs, w.observed = r.startObservers(ctx, topo.cl.Nodes())
+	if topo.sentinel != nil {
+		r.followSentinel(topo.sentinel)
+	}
+	return w
+}
+
+// playTraffic runs the clients and the fault timeline for the spec's
+// duration, then lets the clients finish the cycle they are in.
+func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
+	spec, cfg := r.spec, r.cfg
+	runCtx, stop := context.WithTimeout(ctx, spec.Duration)
+	defer stop()
+	tl.start(runCtx, spec.Faults)
+	var attempts, acquired atomic.Int64
+	var wg sync.WaitGroup
+	for _, c := range r.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.clientLoop(runCtx, c, &attempts, &acquired)
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			tl.stopAndHeal()
+			return
+		case <-tick.C:
+			if cfg.Progress != nil {
+				cfg.Progress(Progress{Scenario: spec.Name, Impl: cfg.Impl, Elapsed: time.Since(start), Total: spec.Duration, Acquired: acquired.Load()})
+			}
+		case <-runCtx.Done():
+			r.stopTraffic(ctx, tl, done)
+			return
+		}
+	}
+}
+
+// stopTraffic ends a run whose time is up: faults heal first (a paused
+// client must be able to finish), then clients finish the cycle they are
+// in (a critical section ends with its release), within a grace period
+// that covers one more wait and hold; then they are cancelled.
+func (r *run) stopTraffic(ctx context.Context, tl *timeline, done <-chan struct{}) {
+	tl.stopAndHeal()
+	grace := time.NewTimer(r.grace())
+	defer grace.Stop()
+	select {
+	case <-done:
+		return
+	case <-grace.C:
+	case <-ctx.Done():
+	}
+	for _, c := range r.clients {
+		c.cancel()
+	}
+	<-done
+}
+
+// finish completes the history once every client stopped: the observers'
+// last events, the counters' final values and the end record (a history
+// file without it was cut short).
+func (r *run) finish(w *watching) checker.History {
+	w.close()
+	for k := 0; k < r.spec.Keys; k++ {
+		key := keyName(k)
+		r.rec.Add(checker.Op{Type: checker.Invoke, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key})
+		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key, N: r.res.read(key, 0)})
+	}
+	return r.rec.End(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FEnd})
+}
+
+// outcome checks the history and says what the run found.
+func (r *run) outcome(plan *Plan, topo *topology, w *watching, h checker.History, elapsed time.Duration) *Outcome {
+	spec, exp := r.spec, plan.Expectation
+	res := checker.Check(h, plan.Check)
+	var fo *FailoverTimes
+	if topo.sentinel != nil {
+		nameMasters(&res, h)
+		fo = failoverTimes(h)
+		r.log.Info("sentinel failover", "scenario", spec.Name, "impl", r.cfg.Impl, "times", fo.String())
+	}
+	var cov *Coverage
+	if len(spec.Failpoints) > 0 || spec.Explore != nil {
+		cov = coverage(r.hub)
+	}
+	// A random mode is gated on the find rate measured for the locks its
+	// spec lists. For a lock whose expectation comes from its claims that
+	// rate is unknown (a quorum lock loses the race only when its votes
+	// fell a certain way), so its run is exploratory: a miss is reported,
+	// not counted as a regression; an unexpected violation still is.
+	gated := spec.IsGated() && !(spec.Mode == "random" && exp.Source == FromClaims)
+	return &Outcome{Points: cov, Client: spec.Workload.Client, Observer: w.observed, CheckOptions: plan.Check,
+		Scenario: spec.Name, Impl: r.cfg.Impl, Seed: plan.Seed, Backend: topo.cl.Kind(), Mode: spec.Mode,
+		Gated: gated, Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
+		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Spec: spec, Processes: r.processStats(), Failover: fo}
+}
