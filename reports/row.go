@@ -63,6 +63,9 @@ type Row struct {
 	// Evidence is the row's story in one sentence (the table's last column).
 	Evidence string `json:"evidence"`
 	Replay   string `json:"replay"`
+	// StoppedAfterMs, when set, says the run stopped this long after its
+	// first overlap instead of running its whole duration.
+	StoppedAfterMs *float64 `json:"stopped_after_ms,omitempty"`
 	// ElapsedS is the run's wall time in seconds.
 	ElapsedS float64 `json:"elapsed_s,omitempty"`
 	// PointsHit and PointsFaulted are the point coverage (distinct lock
@@ -105,6 +108,11 @@ func FromOutcome(o *scenarios.Outcome) Row {
 		row.PointsHit, row.PointsFaulted = &hit, &faulted
 	}
 	row.SetResult(r)
+	if o.StoppedAfter > 0 {
+		ms := round2(float64(o.StoppedAfter) / 1e6)
+		row.StoppedAfterMs = &ms
+		row.Evidence += fmt.Sprintf("; stopped %s after the first overlap", span(int64(o.StoppedAfter)))
+	}
 	if s := o.Elapsed.Seconds(); s > 0 {
 		row.ElapsedS = round2(s)
 	}

@@ -28,6 +28,9 @@ func newRun(spec *Spec, cfg Config, plan *Plan) *run {
 	r := &run{spec: spec, cfg: cfg, info: plan.info, rec: checker.NewRecorder(), log: cfg.Log,
 		rng: rand.New(rand.NewPCG(plan.Seed, 0x6c6f636b73746f72)), plan: plan}
 	r.res = newResource(plan.Check.Fenced)
+	if !cfg.FullDuration && !plan.Check.Fenced {
+		r.overlaps = newOverlapWatch()
+	}
 	r.hub = lockimpl.NewHub()
 	r.hub.Seed = plan.Seed
 	return r
@@ -170,11 +173,24 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 	go func() { wg.Wait(); close(done) }()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	var found <-chan struct{}
+	if r.overlaps != nil {
+		found = r.overlaps.found
+	}
 	for {
 		select {
 		case <-done:
 			tl.stopAndHeal()
 			return
+		case <-found:
+			// The verdict is settled: the traffic ends a grace from now.
+			found = nil
+			grace := r.earlyStopGrace()
+			t := time.AfterFunc(grace, func() {
+				r.stoppedAfter = grace
+				stop()
+			})
+			defer t.Stop()
 		case <-tick.C:
 			if cfg.Progress != nil {
 				cfg.Progress(Progress{Scenario: spec.Name, Impl: cfg.Impl, Elapsed: time.Since(start), Total: spec.Duration, Acquired: acquired.Load()})
@@ -242,5 +258,6 @@ func (r *run) outcome(plan *Plan, topo *topology, w *watching, h checker.History
 	return &Outcome{Points: cov, Client: spec.Workload.Client, Observer: w.observed, CheckOptions: plan.Check,
 		Scenario: spec.Name, Impl: r.cfg.Impl, Seed: plan.Seed, Backend: topo.cl.Kind(), Mode: spec.Mode,
 		Gated: gated, Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
-		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Spec: spec, Processes: r.processStats(), Failover: fo}
+		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Spec: spec, Processes: r.processStats(), Failover: fo,
+		StoppedAfter: r.stoppedAfter}
 }

@@ -44,6 +44,10 @@ type Config struct {
 	Log *slog.Logger
 	// Progress, when set, is called about once a second with the run's state.
 	Progress func(p Progress)
+	// FullDuration keeps the whole duration of a run whose verdict is
+	// already settled (by default an unsafe run stops a grace after its
+	// first overlap).
+	FullDuration bool
 	// ObserverDelay, when its latency is set, puts each server observer's
 	// connection behind a proxy of its own with that latency and jitter:
 	// the servers' key events then reach the harness late, as on a loaded
@@ -89,6 +93,10 @@ type Outcome struct {
 	Elapsed time.Duration   `json:"elapsed_ns"`
 	// CheckOptions are the checker settings the verdict was reached with.
 	CheckOptions checker.Options `json:"checker_options"`
+	// StoppedAfter, when set, says the run stopped this long after its
+	// first overlap instead of running its whole duration (the verdict was
+	// settled; Config.FullDuration).
+	StoppedAfter time.Duration `json:"stopped_after_ns,omitempty"`
 	// Points is the point coverage (distinct lock points hit, and how many
 	// had a fault injected) when the run armed its points (failpoints or
 	// exploration in the spec); nil otherwise, as unarmed points are not
@@ -180,6 +188,10 @@ type run struct {
 	rng     *rand.Rand
 	hub     *lockimpl.Hub
 	plan    *Plan
+	// overlaps, unless the run keeps its whole duration, ends the traffic
+	// a grace after the first overlap; stoppedAfter is that grace when it did.
+	overlaps     *overlapWatch
+	stoppedAfter time.Duration
 }
 
 // Run executes spec against cfg.Impl and checks the history. A returned
@@ -365,6 +377,9 @@ func (r *run) add(c *runClient, t checker.Type, f, key string, mod func(*checker
 		mod(&op)
 	}
 	r.rec.Add(op)
+	if r.overlaps != nil {
+		r.overlaps.observe(c.id, t, f, key)
+	}
 }
 
 // newProcess gives c a fresh process id after an unknown outcome: the old

@@ -52,6 +52,7 @@ type runFlags struct {
 	onlyDiff  bool
 	baseline  string
 	dryRun    bool
+	full      bool
 	limits    scenarios.Limits
 }
 
@@ -79,6 +80,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.IntVar(&f.parallel, "parallel", 3, "scenario runs at once (each has its own servers and ports)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print each run's compiled plan (lock and options, topology, clients, clocks, faults, failpoints, checker options, expectation) and start nothing")
 	fs.BoolVar(&f.dryRun, "plan", false, "same as --dry-run")
+	fs.BoolVar(&f.full, "full-duration", false, "run every scenario its whole duration (by default an unsafe run stops two TTLs after its first overlap: its verdict is settled)")
 	f.limits = scenarios.DefaultLimits()
 	fs.IntVar(&f.limits.MaxNodes, "max-nodes", f.limits.MaxNodes, "refuse specs with more Redis nodes than this")
 	fs.IntVar(&f.limits.MaxHosts, "max-hosts", f.limits.MaxHosts, "refuse specs with more client hosts than this")
@@ -248,7 +250,8 @@ func cmdRun(ctx context.Context, args []string) error {
 	prog := newProgress(tty, len(jobs))
 	runs := make([]scenarios.Job, len(jobs))
 	for i, j := range jobs {
-		runs[i] = scenarios.Job{Spec: j.spec, Config: scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: backend, Log: log, Baseline: base, Progress: prog.update}}
+		runs[i] = scenarios.Job{Spec: j.spec, Config: scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: backend, Log: log, Baseline: base, Progress: prog.update,
+			FullDuration: f.full}}
 	}
 	results, errs := scenarios.RunMany(ctx, runs, f.parallel, nil, func(i int, out *scenarios.Outcome, _ error) {
 		prog.done(jobs[i].spec.Name, jobs[i].impl, out)

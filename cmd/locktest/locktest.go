@@ -80,6 +80,9 @@ type Battery struct {
 	// harness (scenarios.Config.ObserverDelay): a battery run with it
 	// checks that no verdict rests on the events arriving in time.
 	ObserverDelay scenarios.Delay
+	// FullDuration runs every scenario its whole duration (by default an
+	// unsafe run stops a grace after its first overlap).
+	FullDuration bool
 }
 
 // Report is what a battery found.
@@ -132,7 +135,7 @@ func Check(ctx context.Context, lock lockimpl.Info, b Battery) (*Report, error) 
 		for _, impl := range runsOf(spec, lock.Name) {
 			info := lock
 			jobs = append(jobs, scenarios.Job{Spec: spec, Config: scenarios.Config{Impl: impl, Info: &info, Seed: b.Seed,
-				Backend: backend, Log: b.Log, Baseline: b.Baseline, ObserverDelay: b.ObserverDelay}})
+				Backend: backend, Log: b.Log, Baseline: b.Baseline, ObserverDelay: b.ObserverDelay, FullDuration: b.FullDuration}})
 		}
 	}
 	start := time.Now()

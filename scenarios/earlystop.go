@@ -1,0 +1,67 @@
+package scenarios
+
+import (
+	"sync"
+	"time"
+
+	"github.com/lockstorm/lockstorm/checker"
+)
+
+// Stopping when the verdict is settled. An unsafe verdict cannot change
+// once two clients both held a key: the rest of the run adds nothing but
+// time. The runner watches the operations as they are recorded for a
+// definite overlap (an acquire ok while another client's hold of the key
+// is open: from its acquire ok to its release invoke, crash or abandon, as
+// the checker counts holds), and ends the traffic a grace after it, so the
+// witness's aftermath (the stale write, the late release) is still in the
+// history. The checker still judges the whole history; the detector only
+// decides when to stop. Never with a fenced resource (its overlaps may be
+// safe), and never for safe, inconclusive or deadlock runs, which keep
+// their whole duration.
+type overlapWatch struct {
+	mu      sync.Mutex
+	holders map[string]map[int]int // key → client → open holds (reentrant)
+	found   chan struct{}          // closed at the first overlap
+	at      time.Time
+}
+
+func newOverlapWatch() *overlapWatch {
+	return &overlapWatch{holders: map[string]map[int]int{}, found: make(chan struct{})}
+}
+
+// observe sees one client operation as it is recorded.
+func (w *overlapWatch) observe(client int, t checker.Type, f, key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case f == checker.FAcquire && t == checker.Ok:
+		hs := w.holders[key]
+		if hs == nil {
+			hs = map[int]int{}
+			w.holders[key] = hs
+		}
+		for other, n := range hs {
+			if other != client && n > 0 && w.at.IsZero() {
+				w.at = time.Now()
+				close(w.found)
+			}
+		}
+		hs[client]++
+	case f == checker.FRelease && t == checker.Invoke:
+		if hs := w.holders[key]; hs[client] > 0 {
+			hs[client]--
+		}
+	case f == checker.FAbandon:
+		delete(w.holders[key], client)
+	case f == checker.FCrash:
+		for _, hs := range w.holders {
+			delete(hs, client)
+		}
+	}
+}
+
+// earlyStopGrace is how long a run goes on after its first overlap: two
+// TTLs (the late release, the next holder's stale write), at least 300 ms.
+func (r *run) earlyStopGrace() time.Duration {
+	return max(2*r.spec.Lock.TTL, 300*time.Millisecond)
+}
