@@ -26,7 +26,7 @@ func TestQuorumScenariosCatchBrokenRedlock(t *testing.T) {
 		{"quorum-split", map[string]string{"quorum": "half"}},
 		{"quorum-restarts", map[string]string{"quorum": "half"}},
 		{"quorum-slow-replies", map[string]string{"validity": "unchecked"}},
-		{"quorum-slow-extend", map[string]string{"validity": "unchecked"}},
+		{"quorum-slow-extend", map[string]string{"quorum": "half"}},
 	} {
 		for _, broken := range []bool{false, true} {
 			for seed := uint64(1); seed <= 3; seed++ {

@@ -190,7 +190,7 @@ func (r *run) holdExtending(ctx context.Context, c *runClient, key string, lease
 		if hold <= 0 || ctx.Err() != nil || r.leaseOver(c, lease) {
 			break // a careful holder whose lease is over extends nothing
 		}
-		res, err := c.rec.extend(ctx, key, lease, r.spec.Lock.TTL)
+		res, err := r.extendOnce(ctx, c, key, lease)
 		if r.crashedBy(c, err) {
 			if err == nil {
 				err = c.ctx.Err()
@@ -202,6 +202,20 @@ func (r *run) holdExtending(ctx context.Context, c *runClient, key string, lease
 		}
 	}
 	return r.work(ctx, c, lease, hold)
+}
+
+// extendOnce extends lease once. A careful client gives the call no more
+// time than its lease has left (as a redsync user passes a context whose
+// deadline is Until()): an extend that cannot answer before the lease ends
+// is an unknown outcome, and the holder gives up rather than wait on it.
+func (r *run) extendOnce(ctx context.Context, c *runClient, key string, lease *lockimpl.Lease) (result, error) {
+	if r.spec.Workload.Client == Careful && lease.Validity > 0 {
+		left := lease.Validity - c.clock.Now().Sub(lease.Acquired)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, max(left, 0))
+		defer cancel()
+	}
+	return c.rec.extend(ctx, key, lease, r.spec.Lock.TTL)
 }
 
 // leaseOver says a careful client's lease has run out on its own clock.

@@ -35,7 +35,11 @@ func fakeClient(mode string) {
 		switch f[0] {
 		case "hello":
 			points = len(f) > 2 && f[2] == "points=on"
-			say("hello 1 name=fake nodes=1 points=fake/p topology=single expiry=server release=owner-checked fencing=true")
+			hello := "hello 1 name=fake nodes=1 points=fake/p topology=single expiry=server release=owner-checked fencing=true"
+			if mode == "extender" {
+				hello += " extend=true"
+			}
+			say(hello)
 		case "acquire":
 			if points {
 				say("point fake/p")
@@ -62,6 +66,12 @@ func fakeClient(mode string) {
 				say("fail held by someone")
 			case "lost":
 				say("error read tcp: i/o timeout")
+			}
+		case "extend":
+			if f[2] == "tok-mine" && f[3] == "500" {
+				say("ok validity=480")
+			} else {
+				say("fail not ours")
 			}
 		case "release":
 			if f[2] == "tok-mine" || strings.HasPrefix(f[2], "tok-") && mode == "good" {
@@ -124,6 +134,38 @@ func TestProbe(t *testing.T) {
 	t.Setenv("LOCKSTORM_TEST_CLIENT", "")
 	if _, err := Probe(context.Background(), []string{"/bin/true"}); err == nil {
 		t.Error("a program that exits without hello was accepted")
+	}
+}
+
+// TestExtend: a client that says extend=true in its hello is sent extend
+// requests (CanExtend), its replies map onto the error contract, and its
+// validity updates the lease; one that does not say so is sent none.
+func TestExtend(t *testing.T) {
+	for _, mode := range []string{"good", "extender"} {
+		t.Setenv("LOCKSTORM_TEST_CLIENT", mode)
+		h, err := Probe(context.Background(), []string{os.Args[0]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lk, err := NewInfo([]string{os.Args[0]}, h).New(testEnv(t, nil), lockimpl.Options{WaitTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { lk.(*Locker).Close() })
+		if got := lockimpl.CanExtend(lk); got != (mode == "extender") {
+			t.Fatalf("%s: CanExtend %v", mode, got)
+		}
+		if mode != "extender" {
+			continue
+		}
+		lease := &lockimpl.Lease{Key: "k", Token: "tok-mine"}
+		if err := lk.(lockimpl.Extender).Extend(context.Background(), lease, 500*time.Millisecond); err != nil || lease.Validity != 480*time.Millisecond {
+			t.Errorf("Extend: %v, validity %v", err, lease.Validity)
+		}
+		other := &lockimpl.Lease{Key: "k", Token: "tok-other"}
+		if err := lk.(lockimpl.Extender).Extend(context.Background(), other, 500*time.Millisecond); !errors.Is(err, lockimpl.ErrNotHeld) {
+			t.Errorf("Extend of another's lock: %v, want ErrNotHeld", err)
+		}
 	}
 }
 
