@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstorm/lockstorm/cmd/locktest"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
-	"github.com/lockstorm/lockstorm/cmd/locktest"
 )
 
 // TestBattery runs every lockstorm scenario against each library. The
