@@ -9,7 +9,7 @@ SHIM := build/clockshim.so
 # build it themselves into the user's cache.
 export LOCKSTORM_CLOCKSHIM := $(CURDIR)/$(SHIM)
 
-.PHONY: all build scenarios test gate noisy redis-server stress-ng chromium clients vet clean
+.PHONY: all build scenarios test gate bench-gate noisy redis-server stress-ng chromium clients vet clean
 
 all: build
 
@@ -112,6 +112,13 @@ test: redis-server stress-ng chromium clients vet $(SHIM)
 SEED ?= 0
 gate: build
 	./$(BIN) run --all --gated --only-diff --junit build/junit.xml --seed $(SEED)
+
+# The bench guards itself: the quick rows' ratios (lockstorm against raw
+# porcupine, redis-benchmark, proxied against direct, the recorder against
+# sizeof(Op)) against the committed baseline; exit 1 on a regression past
+# the tolerances written in it.
+bench-gate: build
+	./$(BIN) bench --quick --only 1,2,5 --sizes 100000 --compare .ci/bench-baseline.json
 
 # The gate and the examples battery on a noisy machine: one core kept busy
 # by stress-ng for the whole target (killed however it ends). Users' CI

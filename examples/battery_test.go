@@ -36,8 +36,8 @@ func TestBattery(t *testing.T) {
 	}
 }
 
-// TestBatterySlowObserver runs the battery against the libraries that
-// retry and span nodes with every server observer's events 5-95 ms late
+// TestBatterySlowObserver runs the battery against the library that
+// retries and spans nodes with every server observer's events 5-95 ms late
 // (issue 17): the verdicts are the battery's own, and not one release is
 // flagged as a false success because its events arrived late (contention ×
 // redsync-5 once was: a failed try's set and cleanup, the winning sets
@@ -50,7 +50,9 @@ func TestBatterySlowObserver(t *testing.T) {
 		}
 	}
 	delay := scenarios.Delay{Latency: 50 * time.Millisecond, Jitter: 45 * time.Millisecond}
-	for _, lock := range []lockimpl.Info{Redlock, Redislock} {
+	// redsync on five masters: retries with one value and cleans up its
+	// failed tries, the pattern that was once flagged.
+	for _, lock := range []lockimpl.Info{Redlock} {
 		t.Run(lock.Name, func(t *testing.T) {
 			rep := locktest.Run(t, lock, locktest.Battery{Parallel: 3, Scenarios: names, ObserverDelay: delay})
 			unjudged, synced := 0, 0

@@ -89,7 +89,9 @@ func TestFaultsInHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := Run(context.Background(), spec, Config{Impl: "set-nx-px", Backend: cluster.RedisServer})
+	// The whole duration: an unsafe run would otherwise stop before its
+	// later faults are played.
+	out, err := Run(context.Background(), spec, Config{Impl: "set-nx-px", Backend: cluster.RedisServer, FullDuration: true})
 	if err != nil {
 		t.Fatal(err)
 	}

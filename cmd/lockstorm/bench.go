@@ -28,6 +28,7 @@ var benchGroups = map[string]string{
 
 type benchFlags struct {
 	json       bool
+	compare    string
 	quick      bool
 	only       multi
 	suite      bool
@@ -56,6 +57,7 @@ func parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.StringVar(&f.sizes, "sizes", "", "check-rate history sizes, comma-separated (default 10000,100000,1000000)")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole bench to this file")
 	fs.StringVar(&f.memprofile, "memprofile", "", "write a heap (alloc) profile at the end to this file")
+	fs.StringVar(&f.compare, "compare", "", "compare the ratios with this baseline file (.ci/bench-baseline.json) and exit 1 when one regressed past its tolerance (goals then only inform)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stdout)
@@ -223,6 +225,20 @@ func cmdBench(ctx context.Context, args []string) error {
 	}
 	if err != nil {
 		return &exitError{2, err}
+	}
+	if f.compare != "" {
+		out := io.Writer(os.Stdout)
+		if f.json {
+			out = os.Stderr // keep stdout one JSON object
+		}
+		bad, err := compareBench(out, rep, f.compare)
+		if err != nil {
+			return &exitError{2, fmt.Errorf("bench: --compare: %w", err)}
+		}
+		if bad > 0 {
+			return &exitError{1, fmt.Errorf("bench: %d ratio(s) regressed past the baseline's tolerance", bad)}
+		}
+		return nil
 	}
 	if n := rep.Missed(); n > 0 {
 		return &exitError{1, fmt.Errorf("bench: %d row(s) missed their goal or failed", n)}
