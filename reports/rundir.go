@@ -25,6 +25,9 @@ type Summary struct {
 	Row     Row             `json:"row"`
 	Result  checker.Result  `json:"result"`
 	Options checker.Options `json:"checker_options"`
+	// Version is the lockstorm that ran it (`lockstorm replay` says when
+	// it differs from its own).
+	Version string `json:"lockstorm_version,omitempty"`
 }
 
 // Files in a run folder.
@@ -76,7 +79,7 @@ func WriteRunDir(root string, o *scenarios.Outcome, when time.Time) (string, err
 			return "", err
 		}
 	}
-	sum := Summary{Row: FromOutcome(o), Result: o.Result, Options: o.CheckOptions}
+	sum := Summary{Row: FromOutcome(o), Result: o.Result, Options: o.CheckOptions, Version: LockstormVersion()}
 	b, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
 		return "", err

@@ -58,7 +58,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usage("usage: lockstorm list | run | check | report | bench | baseline  (lockstorm CMD -h for flags)")
+		return usage("usage: lockstorm list | run | check | replay | report | bench | baseline  (lockstorm CMD -h for flags)")
 	}
 	switch args[0] {
 	case "list":
@@ -73,9 +73,11 @@ func run(ctx context.Context, args []string) error {
 		return cmdBaseline(ctx, args[1:])
 	case "report":
 		return cmdReport(args[1:])
+	case "replay":
+		return cmdReplay(ctx, args[1:])
 	case "-h", "--help", "help":
-		fmt.Println("usage: lockstorm list | run | check | report | bench | baseline  (lockstorm CMD -h for flags)")
+		fmt.Println("usage: lockstorm list | run | check | replay | report | bench | baseline  (lockstorm CMD -h for flags)")
 		return nil
 	}
-	return usage("unknown command %q (want list, run, check, report, bench or baseline)", args[0])
+	return usage("unknown command %q (want list, run, check, replay, report, bench or baseline)", args[0])
 }
