@@ -19,25 +19,32 @@ import (
 func cmdReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	out := fs.String("o", "", "write the page here (default DIR/index.html)")
+	out := fs.String("o", "", "write the page here (default DIR/index.html, the first DIR's)")
+	format := fs.String("format", "table", "the merged table: table, markdown or json")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println("usage: lockstorm report [-o FILE] DIR   (DIR holds run folders, as lockstorm run --out DIR keeps them)")
+			fmt.Println("usage: lockstorm report [-o FILE] DIR...   (DIRs hold run folders, as lockstorm run --out DIR keeps them; shards' results.jsonl are merged)")
 			return nil
 		}
 		return usage("report: %v", err)
 	}
-	if fs.NArg() != 1 {
-		return usage("usage: lockstorm report [-o FILE] DIR")
+	if fs.NArg() < 1 {
+		return usage("usage: lockstorm report [-o FILE] DIR...")
 	}
-	dir := fs.Arg(0)
+	dirs := fs.Args()
 	path := *out
 	if path == "" {
-		path = filepath.Join(dir, reports.IndexFile)
+		path = filepath.Join(dirs[0], reports.IndexFile)
 	}
-	runs, info, err := loadRunFolders(dir, filepath.Dir(path))
-	if err != nil {
-		return &exitError{2, fmt.Errorf("report: %w", err)}
+	var runs []reports.SuiteRun
+	var info reports.SuiteInfo
+	for _, dir := range dirs {
+		r, in, err := loadRunFolders(dir, filepath.Dir(path))
+		if err != nil {
+			return &exitError{2, fmt.Errorf("report: %w", err)}
+		}
+		runs = append(runs, r...)
+		info = mergeInfo(info, in, len(dirs) > 1)
 	}
 	if err := reports.WriteSuiteFile(path, runs, info); err != nil {
 		return &exitError{2, fmt.Errorf("report: %w", err)}
@@ -46,7 +53,53 @@ func cmdReport(args []string) error {
 		return &exitError{2, err}
 	}
 	fmt.Printf("\nsuite page: %s (%d runs)\n", path, len(runs))
+	// Shards write every row (kept folders or not): the merged table, found
+	// k of N per cell, and an exit as the gate's.
+	rows, err := readResults(dirs)
+	if err != nil {
+		return &exitError{2, fmt.Errorf("report: %w", err)}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	aggs := reports.Aggregate(rows)
+	sort.SliceStable(aggs, func(i, j int) bool {
+		if aggs[i].Scenario != aggs[j].Scenario {
+			return aggs[i].Scenario < aggs[j].Scenario
+		}
+		return aggs[i].Impl < aggs[j].Impl
+	})
+	fmt.Println()
+	if err := reports.WriteAggregate(os.Stdout, aggs, *format); err != nil {
+		return &exitError{2, err}
+	}
+	unexpected := 0
+	for _, r := range rows {
+		if !r.AsExpected && !r.Missed() {
+			unexpected++
+		}
+	}
+	fmt.Printf("merged: %d runs from %d folder(s), %d cells, %d unexpected\n", len(rows), len(dirs), len(aggs), unexpected)
+	if unexpected > 0 {
+		return &exitError{1, errors.New("")}
+	}
 	return nil
+}
+
+// mergeInfo combines the suite facts of several folders.
+func mergeInfo(a, b reports.SuiteInfo, many bool) reports.SuiteInfo {
+	if a.Title == "" {
+		a = b
+		if many {
+			a.Title = "lockstorm report: merged shards"
+		}
+		return a
+	}
+	a.Seeds = max(a.Seeds, b.Seeds)
+	if b.Date.After(a.Date) {
+		a.Date = b.Date
+	}
+	return a
 }
 
 // loadRunFolders reads every run folder directly under dir. A scenario ×
@@ -118,6 +171,9 @@ func loadRunFolders(dir, root string) ([]reports.SuiteRun, reports.SuiteInfo, er
 		return a.Seed < b.Seed
 	})
 	if len(runs) == 0 {
+		if _, err := os.Stat(filepath.Join(dir, ResultsFile)); err == nil {
+			return nil, info, nil // a shard whose runs were all as expected kept none
+		}
 		return nil, info, fmt.Errorf("%s has no run folders (folders with %s)", dir, reports.SummaryFile)
 	}
 	for b := range backends {

@@ -53,6 +53,7 @@ type runFlags struct {
 	baseline  string
 	dryRun    bool
 	full      bool
+	shard     string
 	limits    scenarios.Limits
 }
 
@@ -80,6 +81,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.IntVar(&f.parallel, "parallel", 3, "scenario runs at once (each has its own servers and ports)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print each run's compiled plan (lock and options, topology, clients, clocks, faults, failpoints, checker options, expectation) and start nothing")
 	fs.BoolVar(&f.dryRun, "plan", false, "same as --dry-run")
+	fs.StringVar(&f.shard, "shard", "", "run the K-th of N disjoint slices of the jobs (scenario × impl × seed), e.g. 0/4; also from JOB_COMPLETION_INDEX or LOCKSTORM_SHARD with LOCKSTORM_SHARDS; writes OUT/results.jsonl for lockstorm report")
 	fs.BoolVar(&f.full, "full-duration", false, "run every scenario its whole duration (by default an unsafe run stops two TTLs after its first overlap: its verdict is settled)")
 	f.limits = scenarios.DefaultLimits()
 	fs.IntVar(&f.limits.MaxNodes, "max-nodes", f.limits.MaxNodes, "refuse specs with more Redis nodes than this")
@@ -240,7 +242,17 @@ func cmdRun(ctx context.Context, args []string) error {
 			fmt.Fprintln(os.Stderr, "lockstorm: no redis-server on PATH: using the embedded backend (miniredis); install redis-server for real servers")
 		}
 	}
+	sh, err := parseShard(f.shard)
+	if err != nil {
+		return usage("run: %v", err)
+	}
+	if jobs = sh.pick(jobs); sh.n > 1 {
+		fmt.Fprintf(os.Stderr, "lockstorm: shard %d of %d: %d jobs\n", sh.k, sh.n, len(jobs))
+	}
 	if len(jobs) == 0 {
+		if sh.n > 1 {
+			return writeResults(f.out, nil) // an empty slice of a small sweep
+		}
 		return usage("run: nothing to run on the %s backend", backend)
 	}
 	if f.dryRun {
@@ -304,6 +316,11 @@ func cmdRun(ctx context.Context, args []string) error {
 	// The verdicts are printed first; the files are written after, and a
 	// failed write is reported below the table (exit 2) instead of
 	// swallowing the verdicts.
+	if sh.n > 1 || f.shard != "" {
+		if err := writeResults(f.out, rows); err != nil {
+			return &exitError{2, fmt.Errorf("--shard: %w", err)}
+		}
+	}
 	verdictErr := printVerdicts(f, rows, mismatch, missed)
 	if f.format != reports.FormatJSON {
 		fmt.Fprintln(os.Stdout, summaryLine(rows, time.Since(started)))
