@@ -55,3 +55,42 @@ func TestStarvationNetOfHarnessStalls(t *testing.T) {
 		})
 	}
 }
+
+// TestOverlapOnlyThroughHarnessStalls: an overlap that disappears when the
+// holds are shortened by the harness's own stalls inside them proves
+// nothing about the lock (a correct lock's 5 ms critical section outlived
+// its lease only because the harness was not running).
+func TestOverlapOnlyThroughHarnessStalls(t *testing.T) {
+	hist := func(b *builder) {
+		// c1 holds from 1 ms to 405 ms; c2 acquires at 250 ms, after c1's
+		// lease expired.
+		b.op(0, 1, Ok, 1, 1, FAcquire, k0, val("t1"))
+		b.op(405, 406, Ok, 1, 1, FRelease, k0, val("t1"))
+		b.op(240, 250, Ok, 2, 2, FAcquire, k0, val("t2"))
+		b.op(260, 261, Ok, 2, 2, FRelease, k0, val("t2"))
+	}
+	for _, tc := range []struct {
+		name    string
+		stall   [2]float64 // end, length (ms); zero: none
+		verdict string
+	}{
+		{"no stall: unsafe", [2]float64{}, Unsafe},
+		{"a 350 ms stall inside c1's hold: inconclusive", [2]float64{380, 350}, Inconclusive},
+		{"a 100 ms stall: still an overlap without it", [2]float64{380, 100}, Unsafe},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b builder
+			hist(&b)
+			if tc.stall[1] > 0 {
+				b.add(tc.stall[0], Ok, NemesisProcess, -1, FStall, "", func(o *Op) { o.N = msT(tc.stall[1]) })
+			}
+			r := Check(b.sorted(), Options{})
+			if r.Verdict != tc.verdict {
+				t.Errorf("verdict %s: %s", r.Verdict, r.Reason)
+			}
+			if tc.verdict == Inconclusive && !strings.Contains(r.Reason, "none without the harness's stalls") {
+				t.Errorf("reason %q", r.Reason)
+			}
+		})
+	}
+}
