@@ -210,14 +210,14 @@ type Result struct {
 	// stalls inside it: the figure the deadlock verdict compares with the
 	// bound. HarnessStalls, HarnessStallMaxMs and HarnessStallTotalMs are
 	// the times the harness's process was not scheduled (FStall entries).
-	StarvedNetMs        float64 `json:"starved_net_ms,omitempty"`
+	StarvedNetMs float64 `json:"starved_net_ms,omitempty"`
 	// OverlapsWithoutStalls counts the overlapping pairs left when every
 	// hold is shortened by the harness's stalls inside it (Overlaps when
 	// there were none): 0 while Overlaps > 0 makes the run inconclusive.
-	OverlapsWithoutStalls int `json:"overlaps_without_stalls"`
-	HarnessStalls       int     `json:"harness_stalls,omitempty"`
-	HarnessStallMaxMs   float64 `json:"harness_stall_max_ms,omitempty"`
-	HarnessStallTotalMs float64 `json:"harness_stall_total_ms,omitempty"`
+	OverlapsWithoutStalls int     `json:"overlaps_without_stalls"`
+	HarnessStalls         int     `json:"harness_stalls,omitempty"`
+	HarnessStallMaxMs     float64 `json:"harness_stall_max_ms,omitempty"`
+	HarnessStallTotalMs   float64 `json:"harness_stall_total_ms,omitempty"`
 	// DurationNs is the time of the history's last entry.
 	DurationNs int64 `json:"duration_ns"`
 }
