@@ -414,7 +414,7 @@ func TestRunDirRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := Summary{Row: FromOutcome(o), Result: o.Result, Options: o.CheckOptions}
+			want := Summary{Row: FromOutcome(o), Result: o.Result, Options: o.CheckOptions, Version: LockstormVersion()}
 			if sum == nil || !reflect.DeepEqual(*sum, want) {
 				t.Errorf("summary round trip:\n got %+v\nwant %+v", sum, want)
 			}
