@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
 )
@@ -21,6 +22,10 @@ type faultWindow struct {
 	Open bool
 }
 
+// timelineStallMin: shorter harness stalls are counted in the result but
+// not drawn (a busy machine has many of 10-50 ms).
+const timelineStallMin = 50 * time.Millisecond
+
 // faultWindows pairs nemesis start/stop entries by fault id; a fault with no
 // stop lasts to the end of the history.
 func faultWindows(h checker.History) []faultWindow {
@@ -29,6 +34,13 @@ func faultWindows(h checker.History) []faultWindow {
 	var end int64
 	for _, op := range h {
 		end = max(end, op.Time)
+		if op.Process == checker.NemesisProcess && op.F == checker.FStall && op.N >= int64(timelineStallMin) {
+			// The harness's own stall, drawn like a fault: nothing it
+			// recorded in that stretch is timed finer than the stall.
+			out = append(out, faultWindow{ID: -1, Desc: fmt.Sprintf("harness stalled %.0f ms", float64(op.N)/1e6),
+				From: op.Time - op.N, To: op.Time})
+			continue
+		}
 		if op.Process != checker.NemesisProcess || op.Type != checker.Ok {
 			continue
 		}

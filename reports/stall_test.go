@@ -1,0 +1,22 @@
+package reports
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/lockstorm/lockstorm/checker"
+)
+
+// The harness's own stalls of 50 ms or more are drawn like faults; shorter
+// ones are only counted.
+func TestTimelineHarnessStalls(t *testing.T) {
+	h := checker.History{
+		{Process: checker.NemesisProcess, Client: -1, F: checker.FStall, Type: checker.Ok, N: 20e6, Time: 1e9},
+		{Process: checker.NemesisProcess, Client: -1, F: checker.FStall, Type: checker.Ok, N: 530e6, Time: 2.1e9},
+	}
+	got := faultWindows(h)
+	want := []faultWindow{{ID: -1, Desc: "harness stalled 530 ms", From: 1.57e9, To: 2.1e9}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("windows %v, want %v", got, want)
+	}
+}
