@@ -102,13 +102,37 @@ func StartRedisServers(ctx context.Context, o Options) (*Servers, error) {
 		s.procs = append(s.procs, p)
 	}
 	for _, p := range s.procs {
-		if err := p.Start(ctx); err != nil {
+		if err := p.startOnFreePort(ctx); err != nil {
 			s.Close()
 			return nil, err
 		}
 		o.Log.Debug("redis-server started", "node", p.Name, "addr", p.Addr, "pid", p.Pid())
 	}
 	return s, nil
+}
+
+// startOnFreePort starts p and, when another process took its port between
+// FreePort's probe and the server's bind (parallel test binaries, a busy
+// CI machine), moves it to a fresh port and tries again: before the first
+// start nobody knows the address yet.
+func (p *Process) startOnFreePort(ctx context.Context) error {
+	var err error
+	for try := 0; try < 4; try++ {
+		if err = p.Start(ctx); err == nil || !strings.Contains(err.Error(), "Address already in use") {
+			return err
+		}
+		port, perr := FreePort()
+		if perr != nil {
+			return errors.Join(err, perr)
+		}
+		for i, a := range p.Args {
+			if a == "--port" && i+1 < len(p.Args) {
+				p.Args[i+1] = strconv.Itoa(port)
+			}
+		}
+		p.Port, p.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	}
+	return err
 }
 
 // newProcess prepares (does not start) a server named name on a free port

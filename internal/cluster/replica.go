@@ -34,7 +34,7 @@ func (s *Servers) AddReplica(ctx context.Context, masterAddr string) (*Process, 
 	// Registered before it starts, so that Close stops it whatever happens.
 	s.replicas = append(s.replicas, p)
 	s.mu.Unlock()
-	if err := p.Start(ctx); err != nil {
+	if err := p.startOnFreePort(ctx); err != nil {
 		return nil, err
 	}
 	if err := p.ReplicaOf(masterAddr); err != nil {
