@@ -1,6 +1,6 @@
 # lockstorm — see README.md. The two commands a newcomer runs:
 #   make scenarios   run every scenario and print the verdict table
-#   make test        run the tests (installs redis-server and chromium when missing and root)
+#   make test        run the tests (installs redis-server, stress-ng and chromium when missing and root)
 SHELL := /bin/bash
 GO ?= go
 BIN := build/lockstorm
