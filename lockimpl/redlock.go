@@ -214,6 +214,12 @@ func (l *redlock) Acquire(ctx context.Context, key string) (*Lease, error) {
 // releaseAll runs the compare-and-delete on every node in parallel, each
 // bounded by the node timeout.
 func (l *redlock) releaseAll(ctx context.Context, key, tok string) []nodeResult {
+	return l.onEveryNode(ctx, compareAndDelete, []string{key}, tok)
+}
+
+// onEveryNode runs script on every node in parallel, each bounded by the
+// node timeout; a node said yes when the script returned 1.
+func (l *redlock) onEveryNode(ctx context.Context, script *redis.Script, keys []string, args ...any) []nodeResult {
 	res := make([]nodeResult, len(l.nodes))
 	var wg sync.WaitGroup
 	for i, c := range l.nodes {
@@ -223,7 +229,7 @@ func (l *redlock) releaseAll(ctx context.Context, key, tok string) []nodeResult 
 			var n int64
 			err := withTimeout(ctx, l.o.NodeTimeout, func(ctx context.Context) error {
 				var err error
-				n, err = compareAndDelete.Run(ctx, c, []string{key}, tok).Int64()
+				n, err = script.Run(ctx, c, keys, args...).Int64()
 				return err
 			})
 			res[i] = classifyNode(err == nil && n == 1, err)
@@ -271,22 +277,7 @@ func (l *redlock) Release(ctx context.Context, lease *Lease) error {
 // yeses is not an extension: the lock holds only on a majority.
 func (l *redlock) Extend(ctx context.Context, lease *Lease, ttl time.Duration) error {
 	start := l.env.Clock.Mono()
-	res := make([]nodeResult, len(l.nodes))
-	var wg sync.WaitGroup
-	for i, c := range l.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var n int64
-			err := withTimeout(ctx, l.o.NodeTimeout, func(ctx context.Context) error {
-				var err error
-				n, err = compareAndPexpire.Run(ctx, c, []string{lease.Key}, lease.Token, ttl.Milliseconds()).Int64()
-				return err
-			})
-			res[i] = classifyNode(err == nil && n == 1, err)
-		}()
-	}
-	wg.Wait()
+	res := l.onEveryNode(ctx, compareAndPexpire, []string{lease.Key}, lease.Token, ttl.Milliseconds())
 	// The validity runs from now: the keys were extended at the earliest
 	// at start, so they last until start + ttl at the latest.
 	validity := ttl - (l.env.Clock.Mono() - start) - (ttl/100 + 2*time.Millisecond)
