@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -153,6 +154,46 @@ type timeline struct {
 // sections, so the file stays small on long runs; when the overlap is too
 // short to see at that scale a second panel zooms on it.
 func WriteTimeline(w io.Writer, h checker.History, res checker.Result, title string) error {
+	t, lo, hi, omitted := newTimeline(h, res)
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n", esc(title))
+	b.WriteString(tlCSS)
+	b.WriteString("</head><body>\n")
+	fmt.Fprintf(&b, "<h1>%s <span class=\"verdict v-%s\">%s</span></h1>\n", esc(title), esc(res.Verdict), esc(res.Verdict))
+	fmt.Fprintf(&b, "<p class=\"reason\">%s</p>\n", esc(res.Reason))
+	wt := t.wt
+	if wt != nil {
+		fmt.Fprintf(&b, "<p class=\"witness\" id=\"witness\">%s</p>\n", esc(wt.Text))
+	}
+	writeLegend(&b, t)
+
+	if wt != nil {
+		fmt.Fprintf(&b, "<h2>Around the violation: %s – %s of %s</h2>\n", ms(lo), ms(hi), ms(t.end))
+	} else {
+		fmt.Fprintf(&b, "<h2>%s – %s of %s</h2>\n", ms(lo), ms(hi), ms(t.end))
+	}
+	t.panel(&b, "overview", lo, hi)
+	if wt != nil && (wt.ToNs-wt.FromNs)*40 < hi-lo {
+		pad := max((wt.ToNs-wt.FromNs)*2, (hi-lo)/200, 1000)
+		zlo, zhi := max(0, wt.FromNs-pad), wt.ToNs+pad
+		fmt.Fprintf(&b, "<h2>Zoom on the overlap: %s – %s</h2>\n", ms(zlo), ms(zhi))
+		t.panel(&b, "zoom", zlo, zhi)
+	}
+	fmt.Fprintf(&b, "<p class=\"note\">%d critical sections drawn", len(t.holds))
+	if omitted > 0 {
+		fmt.Fprintf(&b, "; %d more in this window omitted (the ones farthest from the violation)", omitted)
+	}
+	fmt.Fprintf(&b, ". Times are from the start of the run. Hover a bar for its details.</p>\n")
+	writeTables(&b, t)
+	b.WriteString("</body></html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// newTimeline gathers what the panels draw: the holds in the view window
+// [lo, hi] (at most maxBars, omitted says how many more), the fault windows,
+// Sentinel marks, server events, and one lane per (key, client).
+func newTimeline(h checker.History, res checker.Result) (t *timeline, lo, hi int64, omitted int) {
 	var end int64
 	for _, op := range h {
 		end = max(end, op.Time)
@@ -163,54 +204,64 @@ func WriteTimeline(w io.Writer, h checker.History, res checker.Result, title str
 	}
 	wt := res.Witness
 	lo, hi, c0, c1 := viewWindow(all, res, end)
+	shown, omitted := nearestHolds(all, wt, lo, hi, c0, c1)
 
-	var shown []checker.Hold
-	for _, hd := range all {
-		if hd.To >= lo && hd.From <= hi {
-			shown = append(shown, hd)
-		}
-	}
-	omitted := 0
-	if len(shown) > maxBars {
-		// Keep the witness and the holds nearest the violation.
-		dist := func(hd checker.Hold) int64 {
-			if isWitness(wt, hd) {
-				return -1
-			}
-			switch {
-			case hd.To < c0:
-				return c0 - hd.To
-			case hd.From > c1:
-				return hd.From - c1
-			}
-			return 0
-		}
-		sort.SliceStable(shown, func(i, j int) bool { return dist(shown[i]) < dist(shown[j]) })
-		omitted = len(shown) - maxBars
-		shown = shown[:maxBars]
-		sort.SliceStable(shown, func(i, j int) bool { return shown[i].From < shown[j].From })
-	}
-
-	t := &timeline{holds: shown, faults: faultWindows(h), marks: sentinelMarks(h), laneIdx: map[tlLane]int{}, wt: wt, end: end}
+	t = &timeline{holds: shown, faults: faultWindows(h), marks: sentinelMarks(h), laneIdx: map[tlLane]int{}, wt: wt, end: end}
 	for _, op := range h {
 		if op.Process == checker.ServerProcess && op.F == checker.FServer {
 			t.server = append(t.server, op)
 		}
 	}
-	for _, hd := range shown {
-		l := tlLane{hd.Key, hd.Client}
+	t.layLanes()
+	return t, lo, hi, omitted
+}
+
+// nearestHolds keeps the holds that reach into [lo, hi]; past maxBars it
+// keeps the witness and the holds nearest the violation [c0, c1].
+func nearestHolds(all []checker.Hold, wt *checker.Witness, lo, hi, c0, c1 int64) (shown []checker.Hold, omitted int) {
+	for _, hd := range all {
+		if hd.To >= lo && hd.From <= hi {
+			shown = append(shown, hd)
+		}
+	}
+	if len(shown) <= maxBars {
+		return shown, 0
+	}
+	dist := func(hd checker.Hold) int64 {
+		if isWitness(wt, hd) {
+			return -1
+		}
+		switch {
+		case hd.To < c0:
+			return c0 - hd.To
+		case hd.From > c1:
+			return hd.From - c1
+		}
+		return 0
+	}
+	sort.SliceStable(shown, func(i, j int) bool { return dist(shown[i]) < dist(shown[j]) })
+	omitted = len(shown) - maxBars
+	shown = shown[:maxBars]
+	sort.SliceStable(shown, func(i, j int) bool { return shown[i].From < shown[j].From })
+	return shown, omitted
+}
+
+// layLanes gives each (key, client) of the shown holds and of the witness a
+// lane (the witness lanes exist even if a hold was clipped away), sorted by
+// key then client, and lists the keys in lane order.
+func (t *timeline) layLanes() {
+	add := func(l tlLane) {
 		if _, ok := t.laneIdx[l]; !ok {
 			t.laneIdx[l] = -1
 			t.lanes = append(t.lanes, l)
 		}
 	}
-	if wt != nil { // the witness lanes exist even if a hold was clipped away
-		for _, l := range []tlLane{{wt.Key, wt.A.Client}, {wt.Key, wt.B.Client}} {
-			if _, ok := t.laneIdx[l]; !ok {
-				t.laneIdx[l] = -1
-				t.lanes = append(t.lanes, l)
-			}
-		}
+	for _, hd := range t.holds {
+		add(tlLane{hd.Key, hd.Client})
+	}
+	if wt := t.wt; wt != nil {
+		add(tlLane{wt.Key, wt.A.Client})
+		add(tlLane{wt.Key, wt.B.Client})
 	}
 	sort.Slice(t.lanes, func(i, j int) bool {
 		if t.lanes[i].key != t.lanes[j].key {
@@ -224,39 +275,6 @@ func WriteTimeline(w io.Writer, h checker.History, res checker.Result, title str
 			t.keys = append(t.keys, l.key)
 		}
 	}
-
-	var b strings.Builder
-	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n", esc(title))
-	b.WriteString(tlCSS)
-	b.WriteString("</head><body>\n")
-	fmt.Fprintf(&b, "<h1>%s <span class=\"verdict v-%s\">%s</span></h1>\n", esc(title), esc(res.Verdict), esc(res.Verdict))
-	fmt.Fprintf(&b, "<p class=\"reason\">%s</p>\n", esc(res.Reason))
-	if wt != nil {
-		fmt.Fprintf(&b, "<p class=\"witness\" id=\"witness\">%s</p>\n", esc(wt.Text))
-	}
-	writeLegend(&b, t)
-
-	if wt != nil {
-		fmt.Fprintf(&b, "<h2>Around the violation: %s – %s of %s</h2>\n", ms(lo), ms(hi), ms(end))
-	} else {
-		fmt.Fprintf(&b, "<h2>%s – %s of %s</h2>\n", ms(lo), ms(hi), ms(end))
-	}
-	t.panel(&b, "overview", lo, hi)
-	if wt != nil && (wt.ToNs-wt.FromNs)*40 < hi-lo {
-		pad := max((wt.ToNs-wt.FromNs)*2, (hi-lo)/200, 1000)
-		zlo, zhi := max(0, wt.FromNs-pad), wt.ToNs+pad
-		fmt.Fprintf(&b, "<h2>Zoom on the overlap: %s – %s</h2>\n", ms(zlo), ms(zhi))
-		t.panel(&b, "zoom", zlo, zhi)
-	}
-	fmt.Fprintf(&b, "<p class=\"note\">%d critical sections drawn", len(shown))
-	if omitted > 0 {
-		fmt.Fprintf(&b, "; %d more in this window omitted (the ones farthest from the violation)", omitted)
-	}
-	fmt.Fprintf(&b, ". Times are from the start of the run. Hover a bar for its details.</p>\n")
-	writeTables(&b, t)
-	b.WriteString("</body></html>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 const tlCSS = `<style>
@@ -314,79 +332,120 @@ func writeLegend(b *strings.Builder, t *timeline) {
 	b.WriteString("</div>\n")
 }
 
-// panel draws the lanes over [lo, hi] as one SVG.
+// panel draws the lanes over [lo, hi] as one SVG: the lanes and keys, the
+// time axis, fault windows, Sentinel events, the servers' key events, the
+// critical sections and the overlap, in that order (later layers on top).
 func (t *timeline) panel(b *strings.Builder, id string, lo, hi int64) {
-	if hi <= lo {
-		hi = lo + 1
-	}
-	var faults []faultWindow
-	for _, f := range t.faults {
-		if f.To >= lo && f.From <= hi {
-			faults = append(faults, f)
-		}
-	}
-	const maxFaultRows = 6
-	frows := min(len(faults), maxFaultRows)
-	ovRow := 0.0
-	if t.wt != nil {
-		ovRow = tlRowH
-	}
-	plotTop := tlAxisH + tlRowH*float64(frows) + ovRow
-	keyIdx := make(map[string]int, len(t.keys))
-	for k, key := range t.keys {
-		keyIdx[key] = k
-	}
-	laneY := func(i int) float64 { // top of lane i, below its key's header
-		return plotTop + tlKeyH*float64(keyIdx[t.lanes[i].key]+1) + tlLaneH*float64(i)
-	}
-	plotBottom := plotTop + tlKeyH*float64(len(t.keys)) + tlLaneH*float64(len(t.lanes))
-	height := plotBottom + tlBottom
-	width := tlLabelW + tlPlotW + tlRight
-	x := func(ns int64) float64 {
-		ns = min(max(ns, lo), hi)
-		return tlLabelW + tlPlotW*float64(ns-lo)/float64(hi-lo)
-	}
-
+	g := t.geometry(id, lo, hi)
 	fmt.Fprintf(b, "<svg id=\"%s\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
-		id, width, height, width, height)
+		id, g.width, g.height, g.width, g.height)
 	if id == "overview" {
 		b.WriteString(`<defs><pattern id="hatch" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">` +
 			`<rect width="8" height="8" fill="#f5b041" fill-opacity=".22"/><rect width="3" height="8" fill="#f5b041" fill-opacity=".5"/></pattern></defs>` + "\n")
 	}
-	// Lane backgrounds, key headers and labels.
-	for i, l := range t.lanes {
-		if i > 0 && t.lanes[i-1].key == l.key {
+	g.drawLanes(b)
+	g.drawAxis(b)
+	g.drawFaultWindows(b)
+	g.drawSentinelEvents(b)
+	g.drawServerEvents(b)
+	g.drawHolds(b)
+	g.drawOverlap(b)
+	b.WriteString("</svg>\n")
+}
+
+// panelGeom is one panel's layout: where each lane, row and time falls.
+type panelGeom struct {
+	*timeline
+	id            string
+	lo, hi        int64
+	faults        []faultWindow // the windows that reach into [lo, hi]
+	frows         int           // fault label rows above the plot
+	plotTop       float64
+	plotBottom    float64
+	width, height float64
+	keyIdx        map[string]int
+}
+
+func (t *timeline) geometry(id string, lo, hi int64) *panelGeom {
+	if hi <= lo {
+		hi = lo + 1
+	}
+	g := &panelGeom{timeline: t, id: id, lo: lo, hi: hi, keyIdx: make(map[string]int, len(t.keys))}
+	for _, f := range t.faults {
+		if f.To >= lo && f.From <= hi {
+			g.faults = append(g.faults, f)
+		}
+	}
+	const maxFaultRows = 6
+	g.frows = min(len(g.faults), maxFaultRows)
+	ovRow := 0.0
+	if t.wt != nil {
+		ovRow = tlRowH
+	}
+	g.plotTop = tlAxisH + tlRowH*float64(g.frows) + ovRow
+	for k, key := range t.keys {
+		g.keyIdx[key] = k
+	}
+	g.plotBottom = g.plotTop + tlKeyH*float64(len(t.keys)) + tlLaneH*float64(len(t.lanes))
+	g.height = g.plotBottom + tlBottom
+	g.width = tlLabelW + tlPlotW + tlRight
+	return g
+}
+
+// laneY is the top of lane i, below its key's header.
+func (g *panelGeom) laneY(i int) float64 {
+	return g.plotTop + tlKeyH*float64(g.keyIdx[g.timeline.lanes[i].key]+1) + tlLaneH*float64(i)
+}
+
+// x places a time on the plot, clamped to the panel's window.
+func (g *panelGeom) x(ns int64) float64 {
+	ns = min(max(ns, g.lo), g.hi)
+	return tlLabelW + tlPlotW*float64(ns-g.lo)/float64(g.hi-g.lo)
+}
+
+// drawLanes draws the key headers, the lane backgrounds and their labels.
+func (g *panelGeom) drawLanes(b *strings.Builder) {
+	ls := g.timeline.lanes
+	for i, l := range ls {
+		if i > 0 && ls[i-1].key == l.key {
 			continue
 		}
-		key, y := l.key, laneY(i)-tlKeyH
+		key, y := l.key, g.laneY(i)-tlKeyH
 		fmt.Fprintf(b, "<text class=\"key\" x=\"4\" y=\"%.0f\">%s</text><line class=\"axis\" x1=\"0\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\"/>\n",
-			y+13, esc(key), width-tlRight, y+tlKeyH-1, y+tlKeyH-1)
+			y+13, esc(key), g.width-tlRight, y+tlKeyH-1, y+tlKeyH-1)
 	}
-	for i, l := range t.lanes {
-		y := laneY(i)
+	for i, l := range ls {
+		y := g.laneY(i)
 		cls := "lbl"
-		if t.wt != nil && l.key == t.wt.Key && (l.client == t.wt.A.Client || l.client == t.wt.B.Client) {
+		if g.wt != nil && l.key == g.wt.Key && (l.client == g.wt.A.Client || l.client == g.wt.B.Client) {
 			cls += " wl"
 		}
 		fmt.Fprintf(b, "<rect class=\"lane%d\" x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\"/><text class=\"%s\" x=\"16\" y=\"%.0f\">client c%d</text>\n",
 			i%2, tlLabelW, y, tlPlotW, tlLaneH, cls, y+14, l.client)
 	}
-	// Time axis: grid lines and tick labels above and below.
-	step := niceStep(hi - lo)
+}
+
+// drawAxis draws the grid lines and tick labels above and below the plot.
+func (g *panelGeom) drawAxis(b *strings.Builder) {
+	step := niceStep(g.hi - g.lo)
 	dec := max(0, int(math.Ceil(-math.Log10(float64(step)/1e6))))
-	for tk := (lo + step - 1) / step * step; tk <= hi; tk += step {
-		xx := x(tk)
+	for tk := (g.lo + step - 1) / step * step; tk <= g.hi; tk += step {
+		xx := g.x(tk)
 		lbl := fmt.Sprintf("%.*f ms", dec, float64(tk)/1e6)
-		fmt.Fprintf(b, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\"/>", xx, xx, tlAxisH-4, plotBottom)
+		fmt.Fprintf(b, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\"/>", xx, xx, tlAxisH-4, g.plotBottom)
 		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text><text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n",
-			xx, tlAxisH-8, lbl, xx, plotBottom+15, lbl)
+			xx, tlAxisH-8, lbl, xx, g.plotBottom+15, lbl)
 	}
 	fmt.Fprintf(b, "<line class=\"axis\" x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\"/>\n", tlLabelW, tlLabelW+tlPlotW, tlAxisH-4, tlAxisH-4)
-	// Fault windows: shaded over every lane, one label row each.
-	for i, f := range faults {
-		x0, x1 := x(f.From), x(f.To)
-		top := plotTop
-		if i < frows {
+}
+
+// drawFaultWindows shades each fault window over every lane, with a label row
+// each for the first few.
+func (g *panelGeom) drawFaultWindows(b *strings.Builder) {
+	for i, f := range g.faults {
+		x0, x1 := g.x(f.From), g.x(f.To)
+		top := g.plotTop
+		if i < g.frows {
 			top = tlAxisH + tlRowH*float64(i)
 		}
 		to := ms(f.To)
@@ -394,8 +453,8 @@ func (t *timeline) panel(b *strings.Builder, id string, lo, hi int64) {
 			to = "end (never healed)"
 		}
 		fmt.Fprintf(b, "<rect class=\"fault\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\"><title>fault %d: %s, %s – %s</title></rect>\n",
-			x0, top, max(x1-x0, 2), plotBottom-top, f.ID, esc(f.Desc), ms(f.From), to)
-		if i < frows {
+			x0, top, max(x1-x0, 2), g.plotBottom-top, f.ID, esc(f.Desc), ms(f.From), to)
+		if i < g.frows {
 			lbl := fmt.Sprintf("fault %d: %s (%s – %s)", f.ID, f.Desc, ms(f.From), to)
 			anchor, lx := "start", x0+4
 			if x0 > tlLabelW+tlPlotW*0.6 {
@@ -404,29 +463,31 @@ func (t *timeline) panel(b *strings.Builder, id string, lo, hi int64) {
 			fmt.Fprintf(b, "<text class=\"flbl\" x=\"%.1f\" y=\"%.0f\" text-anchor=\"%s\">%s</text>\n", lx, top+12, anchor, esc(lbl))
 		}
 	}
-	// Sentinel events: a dashed line down the plot and a triangle on top.
-	for _, m := range t.marks {
-		if m.At < lo || m.At > hi {
+}
+
+// drawSentinelEvents draws a dashed line down the plot and a triangle on top
+// for each Sentinel event in the window.
+func (g *panelGeom) drawSentinelEvents(b *strings.Builder) {
+	for _, m := range g.marks {
+		if m.At < g.lo || m.At > g.hi {
 			continue
 		}
-		xx := x(m.At)
+		xx := g.x(m.At)
 		fmt.Fprintf(b, "<g class=\"sent\"><title>%s: %s</title><line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\"/><text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">▲</text></g>\n",
-			ms(m.At), esc(m.Text), xx, xx, plotTop, plotBottom, xx, plotTop+10)
+			ms(m.At), esc(m.Text), xx, xx, g.plotTop, g.plotBottom, xx, g.plotTop+10)
 	}
-	// The servers' key events: a tick on the key's header row each.
+}
+
+// drawServerEvents draws the servers' key events, a tick each on the key's
+// header row, at most maxServerTicks so a long run stays drawable.
+func (g *panelGeom) drawServerEvents(b *strings.Builder) {
 	const maxServerTicks = 3000
 	ticks := 0
-	for _, op := range t.server {
-		if op.Time < lo || op.Time > hi || ticks >= maxServerTicks {
+	for _, op := range g.server {
+		if op.Time < g.lo || op.Time > g.hi || ticks >= maxServerTicks {
 			continue
 		}
-		first := -1
-		for i, l := range t.lanes {
-			if l.key == op.Key {
-				first = i
-				break
-			}
-		}
+		first := slices.IndexFunc(g.timeline.lanes, func(l tlLane) bool { return l.key == op.Key })
 		if first < 0 {
 			continue
 		}
@@ -444,62 +505,71 @@ func (t *timeline) panel(b *strings.Builder, id string, lo, hi int64) {
 		if op.Owner != "" {
 			owner = ", value " + op.Owner
 		}
-		y := laneY(first) - tlKeyH
+		y := g.laneY(first) - tlKeyH
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.0f" width="2" height="%.0f" fill="%s"><title>%s: %s %s at %s%s</title></rect>`+"\n",
-			x(op.Time)-1, y+3, tlKeyH-6, col, esc(op.Node), esc(op.Value), esc(op.Key), ms(op.Time), esc(owner))
+			g.x(op.Time)-1, y+3, tlKeyH-6, col, esc(op.Node), esc(op.Value), esc(op.Key), ms(op.Time), esc(owner))
 	}
-	// Critical sections.
-	for _, hd := range t.holds {
-		if hd.To < lo || hd.From > hi {
+}
+
+// drawHolds draws the critical sections, the witness's two darker, and a cross
+// where a client crashed holding the lock.
+func (g *panelGeom) drawHolds(b *strings.Builder) {
+	for _, hd := range g.timeline.holds {
+		if hd.To < g.lo || hd.From > g.hi {
 			continue
 		}
-		i, ok := t.laneIdx[tlLane{hd.Key, hd.Client}]
+		i, ok := g.laneIdx[tlLane{hd.Key, hd.Client}]
 		if !ok {
 			continue
 		}
 		cls := "hold"
-		if isWitness(t.wt, hd) {
+		if isWitness(g.wt, hd) {
 			cls += " w"
 		}
-		x0, x1 := x(hd.From), x(hd.To)
-		y := laneY(i)
+		x0, x1 := g.x(hd.From), g.x(hd.To)
+		y := g.laneY(i)
 		fence := ""
 		if hd.Fence != 0 {
 			fence = fmt.Sprintf(", fence %d", hd.Fence)
 		}
 		fmt.Fprintf(b, "<rect class=\"%s\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\"><title>c%d (p%d) held %s %s – %s, ended by %s%s</title></rect>\n",
 			cls, x0, y+4, max(x1-x0, 1.5), tlLaneH-8, hd.Client, hd.Process, esc(hd.Key), ms(hd.From), ms(hd.To), esc(hd.End), fence)
-		if hd.End == "crash" && hd.To <= hi {
+		if hd.End == "crash" && hd.To <= g.hi {
 			fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.0f\" fill=\"#000\">✕</text>\n", x1+1, y+14)
 		}
 	}
-	// The overlap: a red box over the two witness lanes, dashed lines down
-	// the whole panel, and its label.
-	if wt := t.wt; wt != nil {
-		ia, oka := t.laneIdx[tlLane{wt.Key, wt.A.Client}]
-		ib, okb := t.laneIdx[tlLane{wt.Key, wt.B.Client}]
-		if oka && okb {
-			x0, x1 := x(wt.FromNs), x(wt.ToNs)
-			if x1-x0 < 4 { // too short to see: widen around its centre
-				c := (x0 + x1) / 2
-				x0, x1 = c-2, c+2
-			}
-			ya, yb := laneY(min(ia, ib)), laneY(max(ia, ib))+tlLaneH
-			oy := tlAxisH + tlRowH*float64(frows)
-			fmt.Fprintf(b, "<line class=\"ovl\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\"/><line class=\"ovl\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\"/>\n",
-				x0, x0, oy+tlRowH-2, plotBottom, x1, x1, oy+tlRowH-2, plotBottom)
-			fmt.Fprintf(b, "<rect class=\"ov\" id=\"overlap-%s\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\"><title>overlap on %s: %s – %s</title></rect>\n",
-				id, x0, ya+1, x1-x0, yb-ya-2, esc(wt.Key), ms(wt.FromNs), ms(wt.ToNs))
-			lbl := fmt.Sprintf("▼ overlap: c%d and c%d both held %s, %s – %s (%s)", wt.A.Client, wt.B.Client, wt.Key,
-				ms(wt.FromNs), ms(wt.ToNs), ms(wt.ToNs-wt.FromNs))
-			anchor, lx := "start", x0-5
-			if x0 > tlLabelW+tlPlotW*0.55 {
-				anchor, lx = "end", x1+5
-			}
-			fmt.Fprintf(b, "<text class=\"ovt\" x=\"%.1f\" y=\"%.0f\" text-anchor=\"%s\">%s</text>\n", lx, oy+12, anchor, esc(lbl))
-		}
+}
+
+// drawOverlap draws the violation: a red box over the two witness lanes, dashed
+// lines down the whole panel, and its label.
+func (g *panelGeom) drawOverlap(b *strings.Builder) {
+	wt := g.wt
+	if wt == nil {
+		return
 	}
-	b.WriteString("</svg>\n")
+	ia, oka := g.laneIdx[tlLane{wt.Key, wt.A.Client}]
+	ib, okb := g.laneIdx[tlLane{wt.Key, wt.B.Client}]
+	if !oka || !okb {
+		return
+	}
+	x0, x1 := g.x(wt.FromNs), g.x(wt.ToNs)
+	if x1-x0 < 4 { // too short to see: widen around its centre
+		c := (x0 + x1) / 2
+		x0, x1 = c-2, c+2
+	}
+	ya, yb := g.laneY(min(ia, ib)), g.laneY(max(ia, ib))+tlLaneH
+	oy := tlAxisH + tlRowH*float64(g.frows)
+	fmt.Fprintf(b, "<line class=\"ovl\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\"/><line class=\"ovl\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\"/>\n",
+		x0, x0, oy+tlRowH-2, g.plotBottom, x1, x1, oy+tlRowH-2, g.plotBottom)
+	fmt.Fprintf(b, "<rect class=\"ov\" id=\"overlap-%s\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\"><title>overlap on %s: %s – %s</title></rect>\n",
+		g.id, x0, ya+1, x1-x0, yb-ya-2, esc(wt.Key), ms(wt.FromNs), ms(wt.ToNs))
+	lbl := fmt.Sprintf("▼ overlap: c%d and c%d both held %s, %s – %s (%s)", wt.A.Client, wt.B.Client, wt.Key,
+		ms(wt.FromNs), ms(wt.ToNs), ms(wt.ToNs-wt.FromNs))
+	anchor, lx := "start", x0-5
+	if x0 > tlLabelW+tlPlotW*0.55 {
+		anchor, lx = "end", x1+5
+	}
+	fmt.Fprintf(b, "<text class=\"ovt\" x=\"%.1f\" y=\"%.0f\" text-anchor=\"%s\">%s</text>\n", lx, oy+12, anchor, esc(lbl))
 }
 
 func writeTables(b *strings.Builder, t *timeline) {
