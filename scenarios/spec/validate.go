@@ -143,6 +143,36 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 	bad := func(field, msg string, args ...any) error {
 		return &SpecError{File: s.File, Line: doc.lineOf(field), Field: field, Msg: fmt.Sprintf(msg, args...)}
 	}
+	// The order of the stages is the order of the errors a user meets: the
+	// shape of the fields first, then what they mean together.
+	stages := []func() error{
+		func() error { return s.checkShape(doc, bad) },
+		func() error { return s.checkTopology(bad) },
+		func() error { return s.checkBounds(lim, bad) },
+		func() error { return s.checkWorkload(bad) },
+		func() error { return s.checkVariants(doc, bad) },
+		func() error { return s.checkNames(bad) },
+		func() error { return s.checkFaults(bad) },
+	}
+	for _, stage := range stages {
+		if err := stage(); err != nil {
+			return err
+		}
+	}
+	if n := s.historyEstimate(); n > lim.MaxHistory {
+		return bad("duration", "this run could record about %d history entries (%d clients for %v), above the limit of %d: shorten it, bound it with ops or workload.cycles, or raise --max-history", n, s.Clients, s.Duration, lim.MaxHistory)
+	}
+	for _, name := range s.matrix() {
+		if err := s.CheckImpl(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkShape refuses a missing name, an unknown mode, negative durations and
+// counts, and zeros written out where zero would silently mean the default.
+func (s *Spec) checkShape(doc *yamlDoc, bad func(string, string, ...any) error) error {
 	if s.Name == "" {
 		return bad("name", "missing")
 	}
@@ -190,6 +220,12 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 	if err := optionNegatives("lock", s.Lock, bad); err != nil {
 		return err
 	}
+	return nil
+}
+
+// checkTopology checks replicas, Sentinel and min_replicas, and fills in
+// Sentinel's defaults.
+func (s *Spec) checkTopology(bad func(string, string, ...any) error) error {
 	if s.Replicas > 1 {
 		return bad("replicas", "at most 1 replica per master")
 	}
@@ -230,6 +266,12 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 			return bad("min_replicas.max_lag", "Redis counts it in whole seconds: want 1s, 2s, ..., got %v", m.MaxLag)
 		}
 	}
+	return nil
+}
+
+// checkBounds applies the defaults of clients, keys and client_timeout and
+// refuses a run past the machine's limits.
+func (s *Spec) checkBounds(lim Limits, bad func(string, string, ...any) error) error {
 	if s.Duration > lim.MaxDuration {
 		return bad("duration", "%v is above the limit of %v (raise it with --max-duration)", s.Duration, lim.MaxDuration)
 	}
@@ -251,6 +293,12 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 	if s.Nodes > lim.MaxNodes {
 		return bad("nodes", "%d nodes is above the limit of %d redis-server processes (raise it with --max-nodes)", s.Nodes, lim.MaxNodes)
 	}
+	return nil
+}
+
+// checkWorkload checks the client loop: extends, critical sections, the
+// client's kind and the resource.
+func (s *Spec) checkWorkload(bad func(string, string, ...any) error) error {
 	if s.Workload.ExtendEvery > 0 && s.Lock.TTL <= 0 {
 		return bad("workload.extend_every", "extends renew to lock.ttl: set lock.ttl")
 	}
@@ -269,6 +317,12 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 	default:
 		return bad("workload.resource", "%s", enumMsg(s.Workload.Resource, "counter", "fenced"))
 	}
+	return nil
+}
+
+// checkVariants checks that each variant runs exactly one of impl or exec,
+// does not shadow an implementation, and sets no option to an invalid value.
+func (s *Spec) checkVariants(doc *yamlDoc, bad func(string, string, ...any) error) error {
 	for _, name := range sortedKeys(s.Variants) {
 		v := s.Variants[name]
 		hasExec := doc.has("variants." + name + ".exec")
@@ -296,6 +350,12 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// checkNames checks every name the spec refers to: impls, clock offsets' clients,
+// expected verdicts and derive rules.
+func (s *Spec) checkNames(bad func(string, string, ...any) error) error {
 	for i, name := range s.Impls {
 		_, o, err := s.Resolve(name)
 		if err != nil {
@@ -322,6 +382,11 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 	if err := s.validateRules(bad); err != nil {
 		return err
 	}
+	return nil
+}
+
+// checkFaults checks the network, every fault, failpoint and exploration.
+func (s *Spec) checkFaults(bad func(string, string, ...any) error) error {
 	if s.Network.Latency > 0 || s.Network.Jitter > 0 {
 		if _, err := nemesis.Build(nemesis.Spec{Kind: "latency", Latency: s.Network.Latency, Jitter: s.Network.Jitter}); err != nil {
 			var fe *nemesis.FieldError
@@ -355,14 +420,6 @@ func (s *Spec) validate(doc *yamlDoc, lim Limits) error {
 			if msg := s.pointMsg(p, true); msg != "" {
 				return bad(fmt.Sprintf("explore.points.%d", i), "%s", msg)
 			}
-		}
-	}
-	if n := s.historyEstimate(); n > lim.MaxHistory {
-		return bad("duration", "this run could record about %d history entries (%d clients for %v), above the limit of %d: shorten it, bound it with ops or workload.cycles, or raise --max-history", n, s.Clients, s.Duration, lim.MaxHistory)
-	}
-	for _, name := range s.matrix() {
-		if err := s.CheckImpl(name); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -752,6 +809,12 @@ func (s *Spec) CheckImpl(name string) error {
 	if conns := s.Clients * connsPerNode; conns > redisMaxClients {
 		return bad("clients", "%d clients open up to %d connections to each node; redis-server accepts %d (maxclients)", s.Clients, conns, redisMaxClients)
 	}
+	return s.checkTargetsOn(name, nodes, bad)
+}
+
+// checkTargetsOn refuses a fault, failpoint or command point that names a
+// node or host the implementation does not have when it runs on nodes nodes.
+func (s *Spec) checkTargetsOn(name string, nodes int, bad func(string, string, ...any) error) error {
 	noNode := func(field, n string) error {
 		return bad(field, "no node %s: %s runs on %d node%s (set nodes: to give every implementation the same topology)", n, name, nodes, plural(nodes))
 	}

@@ -282,93 +282,127 @@ func (d *yamlDoc) check(n ast.Node, t reflect.Type, path string) error {
 	}
 	switch {
 	case t == oneOfType:
-		// One scalar or a list of scalars (a rule's claim values).
-		items := []ast.Node{n}
-		if seq, ok := n.(*ast.SequenceNode); ok {
-			items = seq.Values
-		}
-		for _, it := range items {
-			switch d.resolve(it).Type() {
-			case ast.StringType, ast.BoolType, ast.LiteralType:
-			default:
-				return bad("cannot use %s here: want a value or a list of values", describeNode(d.resolve(it)))
-			}
-		}
-		return nil
+		return d.checkOneOf(n, bad)
 	case t == durationType:
-		s, ok := n.(*ast.StringNode)
-		if !ok {
-			if n.Type() == ast.IntegerType || n.Type() == ast.FloatType {
-				return bad("cannot use %s as a duration: give a unit (e.g. %ss or %sms)", scalarText(n), scalarText(n), scalarText(n))
-			}
-			return bad("cannot use %s as a duration (e.g. 500ms, 2s, 1m)", describeNode(n))
-		}
-		if _, err := time.ParseDuration(s.Value); err != nil {
-			return bad("cannot use %q as a duration (e.g. 500ms, 2s, 1m)", s.Value)
-		}
-		return nil
+		return checkDuration(n, bad)
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		if n.Type() != ast.MappingType && n.Type() != ast.MappingValueType {
-			return bad("cannot use %s here: want a mapping of fields", describeNode(n))
-		}
-		fields := yamlFields(t)
-		for _, mv := range d.entries(n) {
-			key := scalarText(d.resolve(mv.Key))
-			p := join(path, key)
-			var ft reflect.Type
-			var names []string
-			for _, f := range fields {
-				names = append(names, f.name)
-				if f.name == key {
-					ft = f.typ
-				}
-			}
-			d.lines[p] = nodeLine(mv.Key)
-			if ft == nil {
-				msg := "unknown field"
-				if s := nearest(key, names); s != "" {
-					msg += fmt.Sprintf(" (did you mean %s?)", s)
-				} else {
-					msg += fmt.Sprintf(" (known: %s)", strings.Join(names, ", "))
-				}
-				return &SpecError{File: d.file, Line: nodeLine(mv.Key), Field: p, Msg: msg}
-			}
-			if err := d.check(mv.Value, ft, p); err != nil {
-				return err
-			}
-		}
-		return nil
+		return d.checkStruct(n, t, path, bad)
 	case reflect.Slice:
-		seq, ok := n.(*ast.SequenceNode)
-		if !ok {
-			return bad("cannot use %s here: want a list", describeNode(n))
-		}
-		for i, v := range seq.Values {
-			p := join(path, strconv.Itoa(i))
-			d.lines[p] = nodeLine(v)
-			if err := d.check(v, t.Elem(), p); err != nil {
-				return err
-			}
-		}
-		return nil
+		return d.checkSlice(n, t, path, bad)
 	case reflect.Map:
-		if n.Type() != ast.MappingType && n.Type() != ast.MappingValueType {
-			return bad("cannot use %s here: want a mapping", describeNode(n))
+		return d.checkMap(n, t, path, bad)
+	}
+	return checkScalar(n, t, bad)
+}
+
+// checkOneOf accepts one scalar or a list of scalars (a rule's claim values).
+func (d *yamlDoc) checkOneOf(n ast.Node, bad func(format string, args ...any) error) error {
+	items := []ast.Node{n}
+	if seq, ok := n.(*ast.SequenceNode); ok {
+		items = seq.Values
+	}
+	for _, it := range items {
+		switch d.resolve(it).Type() {
+		case ast.StringType, ast.BoolType, ast.LiteralType:
+		default:
+			return bad("cannot use %s here: want a value or a list of values", describeNode(d.resolve(it)))
 		}
-		for _, mv := range d.entries(n) {
-			k := d.resolve(mv.Key)
-			p := join(path, scalarText(k))
-			d.lines[p] = nodeLine(mv.Key)
-			if err := d.check(k, t.Key(), p); err != nil {
-				return err
-			}
-			if err := d.check(mv.Value, t.Elem(), p); err != nil {
-				return err
+	}
+	return nil
+}
+
+// checkDuration wants a string Go parses as a duration; a bare number has no
+// unit, so it is refused with the unit to add.
+func checkDuration(n ast.Node, bad func(format string, args ...any) error) error {
+	s, ok := n.(*ast.StringNode)
+	if !ok {
+		if n.Type() == ast.IntegerType || n.Type() == ast.FloatType {
+			return bad("cannot use %s as a duration: give a unit (e.g. %ss or %sms)", scalarText(n), scalarText(n), scalarText(n))
+		}
+		return bad("cannot use %s as a duration (e.g. 500ms, 2s, 1m)", describeNode(n))
+	}
+	if _, err := time.ParseDuration(s.Value); err != nil {
+		return bad("cannot use %q as a duration (e.g. 500ms, 2s, 1m)", s.Value)
+	}
+	return nil
+}
+
+// checkStruct walks a mapping's fields against the struct's YAML fields,
+// recording each field's line; an unknown field is refused with a suggestion.
+func (d *yamlDoc) checkStruct(n ast.Node, t reflect.Type, path string, bad func(format string, args ...any) error) error {
+	if n.Type() != ast.MappingType && n.Type() != ast.MappingValueType {
+		return bad("cannot use %s here: want a mapping of fields", describeNode(n))
+	}
+	fields := yamlFields(t)
+	for _, mv := range d.entries(n) {
+		key := scalarText(d.resolve(mv.Key))
+		p := join(path, key)
+		var ft reflect.Type
+		var names []string
+		for _, f := range fields {
+			names = append(names, f.name)
+			if f.name == key {
+				ft = f.typ
 			}
 		}
-		return nil
+		d.lines[p] = nodeLine(mv.Key)
+		if ft == nil {
+			msg := "unknown field"
+			if s := nearest(key, names); s != "" {
+				msg += fmt.Sprintf(" (did you mean %s?)", s)
+			} else {
+				msg += fmt.Sprintf(" (known: %s)", strings.Join(names, ", "))
+			}
+			return &SpecError{File: d.file, Line: nodeLine(mv.Key), Field: p, Msg: msg}
+		}
+		if err := d.check(mv.Value, ft, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSlice walks a list's items against the element type.
+func (d *yamlDoc) checkSlice(n ast.Node, t reflect.Type, path string, bad func(format string, args ...any) error) error {
+	seq, ok := n.(*ast.SequenceNode)
+	if !ok {
+		return bad("cannot use %s here: want a list", describeNode(n))
+	}
+	for i, v := range seq.Values {
+		p := join(path, strconv.Itoa(i))
+		d.lines[p] = nodeLine(v)
+		if err := d.check(v, t.Elem(), p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkMap walks a mapping's keys and values against the map's types.
+func (d *yamlDoc) checkMap(n ast.Node, t reflect.Type, path string, bad func(format string, args ...any) error) error {
+	if n.Type() != ast.MappingType && n.Type() != ast.MappingValueType {
+		return bad("cannot use %s here: want a mapping", describeNode(n))
+	}
+	for _, mv := range d.entries(n) {
+		k := d.resolve(mv.Key)
+		p := join(path, scalarText(k))
+		d.lines[p] = nodeLine(mv.Key)
+		if err := d.check(k, t.Key(), p); err != nil {
+			return err
+		}
+		if err := d.check(mv.Value, t.Elem(), p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkScalar checks text, booleans, integers (in range for their Go type)
+// and numbers.
+func checkScalar(n ast.Node, t reflect.Type, bad func(format string, args ...any) error) error {
+	switch t.Kind() {
 	case reflect.String:
 		switch n.Type() {
 		case ast.StringType, ast.LiteralType:
