@@ -101,41 +101,49 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	if fs.NArg() > 0 {
 		return nil, usage("run: unexpected argument %q", fs.Arg(0))
 	}
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// check refuses flag values that cannot run and output paths that could not
+// be written, before anything starts: a run must not be carried out only to
+// lose its results. It expands --all into the scenario list.
+func (f *runFlags) check() error {
 	if f.json {
 		f.format = reports.FormatJSON
 	}
 	switch f.format {
 	case reports.FormatTable, reports.FormatMarkdown, reports.FormatJSON:
 	default:
-		return nil, usage("run: --format %q: want table, markdown or json", f.format)
+		return usage("run: --format %q: want table, markdown or json", f.format)
 	}
 	switch f.keep {
 	case reports.KeepFailures, reports.KeepAll, reports.KeepNone:
 	default:
-		return nil, usage("run: --keep %q: want failures, all or none", f.keep)
+		return usage("run: --keep %q: want failures, all or none", f.keep)
 	}
 	if f.seeds < 1 {
-		return nil, usage("run: --seeds must be at least 1")
+		return usage("run: --seeds must be at least 1")
 	}
 	if f.parallel < 1 {
-		return nil, usage("run: --parallel must be at least 1")
+		return usage("run: --parallel must be at least 1")
 	}
 	if _, err := cluster.Resolve(f.backend); err != nil {
-		return nil, usage("run: --backend: %v", err)
+		return usage("run: --backend: %v", err)
 	}
 	if f.limits.MaxNodes < 1 || f.limits.MaxHosts < 1 || f.limits.MaxDuration <= 0 || f.limits.MinEvery < 0 || f.limits.MaxHistory < 1 || f.limits.OpenFiles < 0 {
-		return nil, usage("run: --max-nodes, --max-hosts, --max-duration and --max-history must be positive, --min-every and --open-files not negative")
+		return usage("run: --max-nodes, --max-hosts, --max-duration and --max-history must be positive, --min-every and --open-files not negative")
 	}
-	// Outputs are checked before anything starts: a run must not be
-	// carried out only to lose its results.
 	if f.keep != reports.KeepNone {
 		if err := checkOutDir("run: --out", f.out); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if f.junit != "" {
 		if err := checkOutFile("run: --junit", f.junit); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if f.all {
@@ -144,9 +152,9 @@ func parseRunFlags(args []string) (*runFlags, error) {
 		}
 	}
 	if len(f.scenarios) == 0 {
-		return nil, usage("run: --scenario or --all is required (lockstorm list shows the scenarios)")
+		return usage("run: --scenario or --all is required (lockstorm list shows the scenarios)")
 	}
-	return f, nil
+	return nil
 }
 
 type job struct {
@@ -162,20 +170,9 @@ func cmdRun(ctx context.Context, args []string) error {
 	}
 	started := time.Now()
 	backend, _ := cluster.Resolve(f.backend)
-	// Client programs answer hello before anything starts: a broken one is
-	// bad input, and what it declares names it and sets its expectations.
-	external := map[string]bool{} // locks that run as client processes
-	for _, line := range f.execs {
-		argv, err := execlock.Split(line)
-		if err != nil {
-			return usage("run: --exec: %v", err)
-		}
-		info, err := execlock.Register(ctx, argv)
-		if err != nil {
-			return usage("run: --exec: %v", err)
-		}
-		f.impls = append(f.impls, info.Name)
-		external[info.Name] = true
+	external, err := registerExecs(ctx, f)
+	if err != nil {
+		return err
 	}
 	// Everything is loaded and validated before anything starts.
 	var base *scenarios.Baseline
@@ -184,64 +181,11 @@ func cmdRun(ctx context.Context, args []string) error {
 			return &exitError{2, err}
 		}
 	}
-	var jobs []job
-	for _, name := range f.scenarios {
-		spec, err := scenarios.LoadWith(name, f.limits)
-		if err != nil {
-			return &exitError{2, err}
-		}
-		if f.gatedOnly && !spec.IsGated() {
-			continue
-		}
-		if why := spec.Unsupported(backend); why != "" {
-			fmt.Fprintf(os.Stderr, "lockstorm: skipping %s on the %s backend: %s\n", spec.Name, backend, why)
-			continue
-		}
-		impls := f.impls
-		if len(impls) == 0 {
-			impls = spec.Impls
-		}
-		if len(impls) == 0 {
-			return usage("run: scenario %s lists no impls; give --impl", spec.Name)
-		}
-		for _, impl := range impls {
-			// The client protocol hands a process node addresses
-			// (LOCKSTORM_NODES), not Sentinels to ask: it cannot follow a
-			// Sentinel failover, so the run would judge a connection
-			// error, not the lock.
-			if external[impl] && spec.Sentinel != nil {
-				fmt.Fprintf(os.Stderr, "lockstorm: skipping %s × %s: a client process is given node addresses, not Sentinels (the protocol has no Sentinel discovery)\n", spec.Name, impl)
-				continue
-			}
-			if _, _, err := spec.Resolve(impl); err != nil {
-				return usage("run: --impl: %v", err)
-			}
-			// An --impl the spec does not name was not checked at load:
-			// its options and topology are checked here, before anything starts.
-			if err := spec.CheckImpl(impl); err != nil {
-				return &exitError{2, fmt.Errorf("run: --impl %s: %w", impl, err)}
-			}
-			for k := 0; k < f.seeds; k++ {
-				seed := f.seed
-				if f.seeds > 1 {
-					seed = max(f.seed, 1) + uint64(k)
-				}
-				jobs = append(jobs, job{spec, impl, seed})
-			}
-		}
+	jobs, err := loadJobs(f, backend, external)
+	if err != nil {
+		return err
 	}
-	level := slog.LevelWarn
-	if f.verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	if backend == cluster.Embedded {
-		if f.backend == cluster.Embedded {
-			fmt.Fprintln(os.Stderr, "lockstorm: using the embedded backend (miniredis)")
-		} else {
-			fmt.Fprintln(os.Stderr, "lockstorm: no redis-server on PATH: using the embedded backend (miniredis); install redis-server for real servers")
-		}
-	}
+	log := runLogger(f, backend)
 	sh, err := parseShard(f.shard)
 	if err != nil {
 		return usage("run: %v", err)
@@ -258,8 +202,107 @@ func cmdRun(ctx context.Context, args []string) error {
 	if f.dryRun {
 		return printPlans(os.Stdout, jobs, backend, base, f.format == "json" || f.json)
 	}
-	tty := isTerminal(os.Stderr)
-	prog := newProgress(tty, len(jobs))
+	results, errs := runJobs(ctx, f, jobs, backend, base, log)
+	for i := range results {
+		if errs[i] != nil {
+			return &exitError{2, fmt.Errorf("%s × %s: %w", jobs[i].spec.Name, jobs[i].impl, errs[i])}
+		}
+	}
+	return report(f, jobs, results, backend, started, sh)
+}
+
+// registerExecs asks each --exec client program its hello before anything
+// starts: a broken one is bad input, and what it declares names it and sets
+// its expectations. It returns the names of the locks that run as processes.
+func registerExecs(ctx context.Context, f *runFlags) (map[string]bool, error) {
+	external := map[string]bool{}
+	for _, line := range f.execs {
+		argv, err := execlock.Split(line)
+		if err != nil {
+			return nil, usage("run: --exec: %v", err)
+		}
+		info, err := execlock.Register(ctx, argv)
+		if err != nil {
+			return nil, usage("run: --exec: %v", err)
+		}
+		f.impls = append(f.impls, info.Name)
+		external[info.Name] = true
+	}
+	return external, nil
+}
+
+// loadJobs loads and validates every scenario and crosses it with its locks
+// and seeds; a scenario the backend cannot run is skipped, saying why.
+func loadJobs(f *runFlags, backend string, external map[string]bool) ([]job, error) {
+	var jobs []job
+	for _, name := range f.scenarios {
+		spec, err := scenarios.LoadWith(name, f.limits)
+		if err != nil {
+			return nil, &exitError{2, err}
+		}
+		if f.gatedOnly && !spec.IsGated() {
+			continue
+		}
+		if why := spec.Unsupported(backend); why != "" {
+			fmt.Fprintf(os.Stderr, "lockstorm: skipping %s on the %s backend: %s\n", spec.Name, backend, why)
+			continue
+		}
+		impls := f.impls
+		if len(impls) == 0 {
+			impls = spec.Impls
+		}
+		if len(impls) == 0 {
+			return nil, usage("run: scenario %s lists no impls; give --impl", spec.Name)
+		}
+		for _, impl := range impls {
+			// The client protocol hands a process node addresses
+			// (LOCKSTORM_NODES), not Sentinels to ask: it cannot follow a
+			// Sentinel failover, so the run would judge a connection
+			// error, not the lock.
+			if external[impl] && spec.Sentinel != nil {
+				fmt.Fprintf(os.Stderr, "lockstorm: skipping %s × %s: a client process is given node addresses, not Sentinels (the protocol has no Sentinel discovery)\n", spec.Name, impl)
+				continue
+			}
+			if _, _, err := spec.Resolve(impl); err != nil {
+				return nil, usage("run: --impl: %v", err)
+			}
+			// An --impl the spec does not name was not checked at load:
+			// its options and topology are checked here, before anything starts.
+			if err := spec.CheckImpl(impl); err != nil {
+				return nil, &exitError{2, fmt.Errorf("run: --impl %s: %w", impl, err)}
+			}
+			for k := 0; k < f.seeds; k++ {
+				seed := f.seed
+				if f.seeds > 1 {
+					seed = max(f.seed, 1) + uint64(k)
+				}
+				jobs = append(jobs, job{spec, impl, seed})
+			}
+		}
+	}
+	return jobs, nil
+}
+
+// runLogger is the runs' logger (warnings, or everything with -v); it also
+// says when the embedded backend stands in for redis-server.
+func runLogger(f *runFlags, backend string) *slog.Logger {
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	if backend == cluster.Embedded {
+		if f.backend == cluster.Embedded {
+			fmt.Fprintln(os.Stderr, "lockstorm: using the embedded backend (miniredis)")
+		} else {
+			fmt.Fprintln(os.Stderr, "lockstorm: no redis-server on PATH: using the embedded backend (miniredis); install redis-server for real servers")
+		}
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// runJobs runs the jobs f.parallel at a time, with progress on stderr.
+func runJobs(ctx context.Context, f *runFlags, jobs []job, backend string, base *scenarios.Baseline, log *slog.Logger) ([]*scenarios.Outcome, []error) {
+	prog := newProgress(isTerminal(os.Stderr), len(jobs))
 	runs := make([]scenarios.Job, len(jobs))
 	for i, j := range jobs {
 		runs[i] = scenarios.Job{Spec: j.spec, Config: scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: backend, Log: log, Baseline: base, Progress: prog.update,
@@ -272,50 +315,25 @@ func cmdRun(ctx context.Context, args []string) error {
 	if afterRuns != nil {
 		afterRuns()
 	}
-	var rows []reports.Row
-	var cases []reports.JUnitCase
-	var suite []reports.SuiteRun
-	mismatch, missed := 0, 0
+	return results, errs
+}
+
+// report prints the verdicts, then writes the suite page, the shard's
+// results, the run folders and JUnit. The verdicts come first: a failed
+// write is reported below the table (exit 2) instead of swallowing them.
+func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend string, started time.Time, sh shard) error {
 	now := time.Now()
-	var kept []int // indices of results whose run folder is kept
-	for i, out := range results {
-		if errs[i] != nil {
-			return &exitError{2, fmt.Errorf("%s × %s: %w", jobs[i].spec.Name, jobs[i].impl, errs[i])}
-		}
-		row := reports.FromOutcome(out)
-		switch {
-		case row.Missed():
-			missed++
-		case !row.AsExpected:
-			mismatch++
-		}
-		if reports.ShouldKeep(f.keep, out) {
-			row.RunDir = reports.RunDirPath(f.out, out, now)
-			kept = append(kept, i)
-		}
-		rows = append(rows, row)
-		cases = append(cases, reports.JUnitCase{Row: row, Seconds: out.Elapsed.Seconds()})
-		if len(jobs) > 1 && f.keep != reports.KeepNone {
-			suite = append(suite, reports.NewSuiteRun(row, out.History, out.Result, f.out))
-		}
-	}
-	if len(suite) > 0 {
+	rows, cases, kept, mismatch, missed := collectRows(f, results, now)
+	if len(jobs) > 1 && f.keep != reports.KeepNone {
 		// A suite gets a page linking every run folder it kept.
-		if err := os.MkdirAll(f.out, 0o755); err != nil {
-			return &exitError{2, err}
-		}
-		index := filepath.Join(f.out, reports.IndexFile)
-		if err := reports.WriteSuiteFile(index, suite, reports.SuiteInfo{Backend: backend, Seeds: f.seeds, Date: now,
-			Version: reports.LockstormVersion(), Wall: time.Since(started)}); err != nil {
+		index, err := writeSuitePage(f, rows, results, backend, now, started)
+		if err != nil {
 			return &exitError{2, err}
 		}
 		if f.format != reports.FormatJSON {
 			defer fmt.Fprintf(os.Stdout, "\nsuite page: %s\n", index)
 		}
 	}
-	// The verdicts are printed first; the files are written after, and a
-	// failed write is reported below the table (exit 2) instead of
-	// swallowing the verdicts.
 	if sh.n > 1 || f.shard != "" {
 		if err := writeResults(f.out, rows); err != nil {
 			return &exitError{2, fmt.Errorf("--shard: %w", err)}
@@ -324,8 +342,6 @@ func cmdRun(ctx context.Context, args []string) error {
 	verdictErr := printVerdicts(f, rows, mismatch, missed)
 	if f.format != reports.FormatJSON {
 		fmt.Fprintln(os.Stdout, summaryLine(rows, time.Since(started)))
-	}
-	if f.format != reports.FormatJSON {
 		printProcessStats(os.Stdout, results, jobs)
 	}
 	var writeErrs []error
@@ -343,6 +359,42 @@ func cmdRun(ctx context.Context, args []string) error {
 		return &exitError{2, fmt.Errorf("the verdicts above were not all saved: %w", errors.Join(writeErrs...))}
 	}
 	return verdictErr
+}
+
+// collectRows turns outcomes into rows and JUnit cases, counts the
+// unexpected verdicts (DIFF) and misses, and picks the run folders to keep.
+func collectRows(f *runFlags, results []*scenarios.Outcome, now time.Time) (rows []reports.Row, cases []reports.JUnitCase, kept []int, mismatch, missed int) {
+	for i, out := range results {
+		row := reports.FromOutcome(out)
+		switch {
+		case row.Missed():
+			missed++
+		case !row.AsExpected:
+			mismatch++
+		}
+		if reports.ShouldKeep(f.keep, out) {
+			row.RunDir = reports.RunDirPath(f.out, out, now)
+			kept = append(kept, i)
+		}
+		rows = append(rows, row)
+		cases = append(cases, reports.JUnitCase{Row: row, Seconds: out.Elapsed.Seconds()})
+	}
+	return rows, cases, kept, mismatch, missed
+}
+
+// writeSuitePage writes the suite page (index.html) linking every run.
+func writeSuitePage(f *runFlags, rows []reports.Row, results []*scenarios.Outcome, backend string, now, started time.Time) (string, error) {
+	suite := make([]reports.SuiteRun, len(rows))
+	for i, out := range results {
+		suite[i] = reports.NewSuiteRun(rows[i], out.History, out.Result, f.out)
+	}
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return "", err
+	}
+	index := filepath.Join(f.out, reports.IndexFile)
+	err := reports.WriteSuiteFile(index, suite, reports.SuiteInfo{Backend: backend, Seeds: f.seeds, Date: now,
+		Version: reports.LockstormVersion(), Wall: time.Since(started)})
+	return index, err
 }
 
 // afterRuns, when set by a test, runs once every job has finished and
