@@ -91,136 +91,27 @@ func startSentinelTopology(ctx context.Context, spec *Spec, cfg Config, nodes in
 			t.Close()
 		}
 	}()
-	var data, all []string // data servers (n, r), every server
-	for i := 1; i <= nodes; i++ {
-		data = append(data, fmt.Sprintf("n%d", i), fmt.Sprintf("r%d", i))
-		ss.masters = append(ss.masters, fmt.Sprintf("n%d", i))
+	b := &sentinelBuild{t: t, ss: ss, spec: spec, cfg: cfg, real: map[string]string{}}
+	// Each step needs the one before: routers give the announced addresses
+	// the servers are started with, replicas need their masters' real
+	// addresses, Sentinels the replicas, and the clients' links everything.
+	steps := []struct {
+		stage string
+		run   func() error
+	}{
+		{"backend", func() error { return b.startRouters(nodes) }},
+		{"servers", func() error { return b.startServers(ctx, nodes) }},
+		{"replicas", func() error { return b.startReplicas(ctx) }},
+		{"sentinels", func() error { return b.startSentinels(ctx) }},
+		{"subscribe", func() error { return b.linkAndSubscribe(ctx) }},
 	}
-	all = append(all, data...)
-	for k := 1; k <= spec.Sentinel.Sentinels; k++ {
-		all = append(all, fmt.Sprintf("s%d", k))
-	}
-	for _, name := range all {
-		r, err := t.net.AddRouter(name)
-		if err != nil {
+	for _, st := range steps {
+		if err := st.run(); err != nil {
 			return nil, err
 		}
-		ss.announced[name], ss.byAddr[r.Addr] = r.Addr, name
-		t.net.SetSource(sourceIP(name), name)
-	}
-	extra := func(name string) []string {
-		_, port, _ := net.SplitHostPort(ss.announced[name])
-		args := []string{"--protected-mode", "no", "--bind-source-addr", sourceIP(name),
-			"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", port}
-		if m := spec.MinReplicas; m != nil {
-			args = append(args, "--min-replicas-to-write", strconv.Itoa(m.ToWrite),
-				"--min-replicas-max-lag", strconv.Itoa(int(m.MaxLag/time.Second)))
-		}
-		return args
-	}
-	if err := stage("backend"); err != nil {
-		return nil, err
-	}
-	cl, err := cluster.Start(ctx, cluster.RedisServer, cluster.Options{Nodes: nodes, Log: cfg.Log,
-		ServerClock: nemesis.UsesServerClock(spec.AllFaults()), ExtraArgs: extra})
-	if err != nil {
-		return nil, fmt.Errorf("start redis-server backend: %w", err)
-	}
-	t.cl = cl
-	if err := stage("servers"); err != nil {
-		return nil, err
-	}
-	servers := cl.(*cluster.Servers)
-	ss.servers = servers
-	real := map[string]string{}
-	for _, n := range cl.Nodes() {
-		real[n.Name] = n.Addr
-	}
-	t.hosts = spec.Hosts
-	if t.hosts == 0 {
-		t.hosts = min(spec.Clients, 64)
-	}
-	hosts := t.hosts
-	t.hostOf = func(c int) string { return fmt.Sprintf("h%d", c%hosts+1) }
-	// Replicas first (their real addresses are needed for the links), then
-	// the links to them; replication waits for its link r_i>n_i.
-	var reps []*cluster.Process
-	for _, m := range ss.masters {
-		if _, err := t.net.AddLink("r"+m[1:], m, real[m]); err != nil {
+		if err := stage(st.stage); err != nil {
 			return nil, err
 		}
-		rep, err := servers.AddReplica(ctx, ss.announced[m])
-		if err != nil {
-			return nil, fmt.Errorf("replica of %s: %w", m, err)
-		}
-		real[rep.Name] = rep.Addr
-		t.replicas[m] = rep
-		reps = append(reps, rep)
-		// The old master replicates from the promoted replica once Sentinel
-		// demotes it.
-		if _, err := t.net.AddLink(m, rep.Name, rep.Addr); err != nil {
-			return nil, err
-		}
-	}
-	for _, rep := range reps {
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := rep.WaitLinkUp(wctx)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("replica %s: %w", rep.Name, err)
-		}
-	}
-	if err := stage("replicas"); err != nil {
-		return nil, err
-	}
-	// Sentinels: their real ports exist once started, but the links from
-	// the others to them are only used after the hello messages, so each
-	// Sentinel's links are made before the next starts... and all before
-	// anyone waits on them.
-	for k := 1; k <= spec.Sentinel.Sentinels; k++ {
-		name := fmt.Sprintf("s%d", k)
-		for _, srv := range data {
-			if _, err := t.net.AddLink(name, srv, real[srv]); err != nil {
-				return nil, err
-			}
-		}
-		var masters []cluster.Node
-		for _, m := range ss.masters {
-			masters = append(masters, cluster.Node{Name: m, Addr: ss.announced[m]})
-		}
-		s, err := servers.AddSentinel(ctx, cluster.SentinelOptions{Masters: masters, Quorum: spec.Sentinel.Quorum,
-			DownAfter: spec.Sentinel.DownAfter, FailoverTimeout: spec.Sentinel.FailoverTimeout,
-			SourceAddr: sourceIP(name), Announce: ss.announced[name]})
-		if err != nil {
-			return nil, fmt.Errorf("sentinel %s: %w", name, err)
-		}
-		real[name] = s.Addr
-		ss.sentinels = append(ss.sentinels, s)
-	}
-	if err := stage("sentinels"); err != nil {
-		return nil, err
-	}
-	for _, a := range ss.sentinels {
-		for _, b := range ss.sentinels {
-			if a != b {
-				if _, err := t.net.AddLink(a.Name, b.Name, b.Addr); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	for h := 1; h <= hosts; h++ {
-		for _, srv := range all {
-			if _, err := t.net.AddLink(fmt.Sprintf("h%d", h), srv, real[srv]); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := ss.subscribe(ctx); err != nil {
-		return nil, fmt.Errorf("sentinel events: %w", err)
-	}
-	if err := stage("subscribe"); err != nil {
-		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
@@ -232,6 +123,165 @@ func startSentinelTopology(ctx context.Context, spec *Spec, cfg Config, nodes in
 	}
 	cfg.Log.Info("sentinel topology up", "masters", nodes, "sentinels", len(ss.sentinels), "quorum", spec.Sentinel.Quorum)
 	return t, nil
+}
+
+// sentinelBuild is the state shared by the steps that build a Sentinel
+// topology: the servers' names and their real addresses as they appear.
+type sentinelBuild struct {
+	t         *topology
+	ss        *sentinelSet
+	spec      *Spec
+	cfg       Config
+	data, all []string          // data servers (n, r), every server
+	real      map[string]string // server name -> its real address
+	servers   *cluster.Servers
+}
+
+// startRouters gives every server a router (the address others know it by) and a
+// loopback source address, so the links can tell who is connecting.
+func (b *sentinelBuild) startRouters(nodes int) error {
+	t, ss := b.t, b.ss
+	for i := 1; i <= nodes; i++ {
+		b.data = append(b.data, fmt.Sprintf("n%d", i), fmt.Sprintf("r%d", i))
+		ss.masters = append(ss.masters, fmt.Sprintf("n%d", i))
+	}
+	b.all = append(b.all, b.data...)
+	for k := 1; k <= b.spec.Sentinel.Sentinels; k++ {
+		b.all = append(b.all, fmt.Sprintf("s%d", k))
+	}
+	for _, name := range b.all {
+		r, err := t.net.AddRouter(name)
+		if err != nil {
+			return err
+		}
+		ss.announced[name], ss.byAddr[r.Addr] = r.Addr, name
+		t.net.SetSource(sourceIP(name), name)
+	}
+	return nil
+}
+
+// startServers starts the masters, each announcing its router's address so
+// replicas and Sentinels reach it through the links.
+func (b *sentinelBuild) startServers(ctx context.Context, nodes int) error {
+	ss, spec := b.ss, b.spec
+	extra := func(name string) []string {
+		_, port, _ := net.SplitHostPort(ss.announced[name])
+		args := []string{"--protected-mode", "no", "--bind-source-addr", sourceIP(name),
+			"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", port}
+		if m := spec.MinReplicas; m != nil {
+			args = append(args, "--min-replicas-to-write", strconv.Itoa(m.ToWrite),
+				"--min-replicas-max-lag", strconv.Itoa(int(m.MaxLag/time.Second)))
+		}
+		return args
+	}
+	cl, err := cluster.Start(ctx, cluster.RedisServer, cluster.Options{Nodes: nodes, Log: b.cfg.Log,
+		ServerClock: nemesis.UsesServerClock(spec.AllFaults()), ExtraArgs: extra})
+	if err != nil {
+		return fmt.Errorf("start redis-server backend: %w", err)
+	}
+	b.t.cl = cl
+	b.servers = cl.(*cluster.Servers)
+	ss.servers = b.servers
+	for _, n := range cl.Nodes() {
+		b.real[n.Name] = n.Addr
+	}
+	t := b.t
+	t.hosts = spec.Hosts
+	if t.hosts == 0 {
+		t.hosts = min(spec.Clients, 64)
+	}
+	hosts := t.hosts
+	t.hostOf = func(c int) string { return fmt.Sprintf("h%d", c%hosts+1) }
+	return nil
+}
+
+// startReplicas starts one replica per master. Replicas come first (their real
+// addresses are needed for the links), then the links to them; replication
+// waits for its link r_i>n_i.
+func (b *sentinelBuild) startReplicas(ctx context.Context) error {
+	t, ss := b.t, b.ss
+	var reps []*cluster.Process
+	for _, m := range ss.masters {
+		if _, err := t.net.AddLink("r"+m[1:], m, b.real[m]); err != nil {
+			return err
+		}
+		rep, err := b.servers.AddReplica(ctx, ss.announced[m])
+		if err != nil {
+			return fmt.Errorf("replica of %s: %w", m, err)
+		}
+		b.real[rep.Name] = rep.Addr
+		t.replicas[m] = rep
+		reps = append(reps, rep)
+		// The old master replicates from the promoted replica once Sentinel
+		// demotes it.
+		if _, err := t.net.AddLink(m, rep.Name, rep.Addr); err != nil {
+			return err
+		}
+	}
+	for _, rep := range reps {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := rep.WaitLinkUp(wctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("replica %s: %w", rep.Name, err)
+		}
+	}
+	return nil
+}
+
+// startSentinels starts the Sentinels. Their real ports exist once started, but
+// the links from the others to them are only used after the hello messages,
+// so each Sentinel's links are made before the next starts... and all before
+// anyone waits on them.
+func (b *sentinelBuild) startSentinels(ctx context.Context) error {
+	t, ss, sn := b.t, b.ss, b.spec.Sentinel
+	for k := 1; k <= sn.Sentinels; k++ {
+		name := fmt.Sprintf("s%d", k)
+		for _, srv := range b.data {
+			if _, err := t.net.AddLink(name, srv, b.real[srv]); err != nil {
+				return err
+			}
+		}
+		var masters []cluster.Node
+		for _, m := range ss.masters {
+			masters = append(masters, cluster.Node{Name: m, Addr: ss.announced[m]})
+		}
+		s, err := b.servers.AddSentinel(ctx, cluster.SentinelOptions{Masters: masters, Quorum: sn.Quorum,
+			DownAfter: sn.DownAfter, FailoverTimeout: sn.FailoverTimeout,
+			SourceAddr: sourceIP(name), Announce: ss.announced[name]})
+		if err != nil {
+			return fmt.Errorf("sentinel %s: %w", name, err)
+		}
+		b.real[name] = s.Addr
+		ss.sentinels = append(ss.sentinels, s)
+	}
+	return nil
+}
+
+// linkAndSubscribe links the Sentinels to each other and every client host
+// to every server, then follows the Sentinels' events.
+func (b *sentinelBuild) linkAndSubscribe(ctx context.Context) error {
+	t, ss := b.t, b.ss
+	for _, a := range ss.sentinels {
+		for _, s := range ss.sentinels {
+			if a != s {
+				if _, err := t.net.AddLink(a.Name, s.Name, s.Addr); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for h := 1; h <= t.hosts; h++ {
+		for _, srv := range b.all {
+			if _, err := t.net.AddLink(fmt.Sprintf("h%d", h), srv, b.real[srv]); err != nil {
+				return err
+			}
+		}
+	}
+	if err := ss.subscribe(ctx); err != nil {
+		return fmt.Errorf("sentinel events: %w", err)
+	}
+	return nil
 }
 
 // subscribe follows every Sentinel's own event stream (PSUBSCRIBE * on a
