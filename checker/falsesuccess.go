@@ -93,9 +93,10 @@ const (
 
 func checkFalseSuccesses(a *analysis) falseSuccessResult {
 	var res falseSuccessResult
-	if a.events == 0 || len(a.releases) == 0 {
+	if a.events == 0 || len(a.releaseRefs) == 0 {
 		return res
 	}
+	a.ownersOf()
 	streams := map[string][]*Op{} // node → its key events and syncs, in its order
 	var nodes []string
 	for _, op := range a.server {
@@ -105,7 +106,7 @@ func checkFalseSuccesses(a *analysis) falseSuccessResult {
 		streams[op.Node] = append(streams[op.Node], op)
 	}
 	sort.Strings(nodes)
-	for _, r := range a.releases {
+	for _, r := range a.releases() {
 		if r.token == "" || a.owners[r.token] == ambiguousOwner {
 			continue
 		}
