@@ -177,10 +177,20 @@ func (a *analysis) key(name string) int {
 	return len(a.keys) - 1
 }
 
+// ordered says h is ordered by time.
+func ordered(h History) bool {
+	for i := 1; i < len(h); i++ {
+		if h[i].Time < h[i-1].Time {
+			return false
+		}
+	}
+	return true
+}
+
 // sortedByTime returns h ordered by time. The Recorder stamps times under
 // its lock, so recorded histories are already ordered and are not copied.
 func sortedByTime(h History) History {
-	if sort.SliceIsSorted(h, func(i, j int) bool { return h[i].Time < h[j].Time }) {
+	if ordered(h) {
 		return h
 	}
 	s := append(History(nil), h...)
@@ -191,8 +201,14 @@ func sortedByTime(h History) History {
 // analyze derives holds, unknown acquires, writes and waits per key in one
 // pass. Processes are sequential: a completion belongs to the operation the
 // process has in flight. Entries that break this are counted as malformed.
-func analyze(h History) *analysis {
-	h = sortedByTime(h)
+func analyze(h History) *analysis { return analyzeOrdered(h, false) }
+
+// analyzeOrdered is analyze; sorted says h is known to be ordered by time
+// (validate found it so), which spares a walk over the whole history.
+func analyzeOrdered(h History, sorted bool) *analysis {
+	if !sorted {
+		h = sortedByTime(h)
+	}
 	a := &analysis{keyIdx: map[string]int{}, perClient: map[int]*[2]int{}, h: h,
 		extending: map[[2]int64]int32{}}
 	procs := map[int]*procState{}

@@ -64,8 +64,8 @@ const maxProblems = 50
 // lines are problems too, and problems name the file's lines.
 func CheckParsed(p Parsed, o Options) Result {
 	o = o.withDefaults()
-	h, problems := Validate(p)
-	a := analyze(h)
+	h, problems, sorted := validate(p)
+	a := analyzeOrdered(h, sorted)
 	res := Result{FirstViolationNs: -1, DurationNs: a.end, Malformed: len(problems) + a.malformed}
 	res.Problems = problems[:min(len(problems), maxProblems)]
 	ev := gatherEvidence(h, a)
@@ -316,7 +316,7 @@ func Violation(h History, o Options) (porcupine.Model, porcupine.LinearizationIn
 	if found == nil {
 		return model, porcupine.LinearizationInfo{}, porcupine.Ok, fmt.Errorf("checker bug: no piece holds the overlap on %s", best.Key)
 	}
-	res, info := porcupine.CheckOperationsVerbose(model, pieceOps(kd, *found), o.Timeout)
+	res, info := porcupine.CheckOperationsVerbose(model, pieceOps(kd, *found, clientIDs()), o.Timeout)
 	return model, info, res, nil
 }
 
@@ -359,7 +359,7 @@ func contextPiece(h History, o Options) (porcupine.Model, porcupine.Linearizatio
 			chosen = &p
 		}
 	})
-	_, info := porcupine.CheckOperationsVerbose(model, pieceOps(kd, *chosen), o.Timeout)
+	_, info := porcupine.CheckOperationsVerbose(model, pieceOps(kd, *chosen, clientIDs()), o.Timeout)
 	return model, info
 }
 

@@ -113,42 +113,42 @@ func splitKey(k int, kd *keyData, ov *keyOverlaps, emit func(piece)) {
 	flush(len(hs), Infinity)
 }
 
-// pieceOps builds porcupine's operations for one piece.
-func pieceOps(kd *keyData, p piece) []porcupine.Operation {
-	client := clientIDs()
+// pieceOps builds porcupine's operations for one piece; client numbers
+// processes for a visualization (nil: none).
+func pieceOps(kd *keyData, p piece, client func(int) int) []porcupine.Operation {
 	lo, hi := p.lo, p.hi
 	if p.overlap && 2*(hi-lo)+(p.uhi-p.ulo) > maxPieceOps {
 		if a, b, ok := firstPair(kd.holds[lo:hi]); ok {
 			a, b = a+lo, b+lo
 			ha, hb := &kd.holds[a], &kd.holds[b]
 			wlo, whi := min(ha.invoke, hb.invoke), max(ha.To, hb.To)
-			ops := make([]porcupine.Operation, 0, 4)
+			ob := newOpsBuilder(4+maxOverlapUnknowns, client)
 			for _, i := range []int{a, b} {
 				hr := &kd.holds[i]
-				ops = holdOps(ops, hr, max(hr.invoke, p.cutBefore), min(max(hr.relDone, hr.To), p.cutAfter), client)
+				ob.hold(hr, max(hr.invoke, p.cutBefore), min(max(hr.relDone, hr.To), p.cutAfter))
 			}
 			for i, n := p.ulo, 0; i < p.uhi && n < maxOverlapUnknowns; i++ {
 				if u := &kd.unknowns[i]; u.invoke >= wlo && u.invoke <= whi {
-					ops = append(ops, unknownOp(u, kd.name, client))
+					ob.unknown(u, kd.name)
 					n++
 				}
 			}
-			return ops
+			return ob.ops
 		}
-	}
-	ops := make([]porcupine.Operation, 0, 2*(hi-lo)+(p.uhi-p.ulo))
-	for i := lo; i < hi; i++ {
-		hr := &kd.holds[i]
-		ops = holdOps(ops, hr, max(hr.invoke, p.cutBefore), min(max(hr.relDone, hr.To), p.cutAfter), client)
 	}
 	uhi := p.uhi
 	if p.overlap {
 		uhi = min(uhi, p.ulo+maxOverlapUnknowns)
 	}
-	for i := p.ulo; i < uhi; i++ {
-		ops = append(ops, unknownOp(&kd.unknowns[i], kd.name, client))
+	ob := newOpsBuilder(2*(hi-lo)+(uhi-p.ulo), client)
+	for i := lo; i < hi; i++ {
+		hr := &kd.holds[i]
+		ob.hold(hr, max(hr.invoke, p.cutBefore), min(max(hr.relDone, hr.To), p.cutAfter))
 	}
-	return ops
+	for i := p.ulo; i < uhi; i++ {
+		ob.unknown(&kd.unknowns[i], kd.name)
+	}
+	return ob.ops
 }
 
 // firstPair finds the first overlapping pair of holds sorted by From.
@@ -187,7 +187,7 @@ func checkPieces(a *analysis, ovs []keyOverlaps, timeout time.Duration) linResul
 			defer wg.Done()
 			var r linResult
 			for p := range jobs {
-				ops := pieceOps(a.keys[p.key], p)
+				ops := pieceOps(a.keys[p.key], p, nil)
 				cr := checkPiece(model, ops, timeout)
 				r.pieces++
 				switch cr {

@@ -76,9 +76,72 @@ func (p Parsed) line(i int) int {
 	return i + 1
 }
 
-// operation lists the functions that are operations (an invoke, then one
-// completion); every other function is an event, recorded once.
-var operation = map[string]bool{FAcquire: true, FRelease: true, FRead: true, FWrite: true}
+// isOperation says f is an operation (an invoke, then one completion);
+// every other function is an event, recorded once.
+func isOperation(f string) bool {
+	switch f {
+	case FAcquire, FRelease, FRead, FWrite:
+		return true
+	}
+	return false
+}
+
+// byProcess maps process (or client) ids to values: a slice for the small
+// non-negative ids runners use, a map for any other. A map per lookup was
+// a good part of the passes' time, once per entry.
+type byProcess[T any] struct {
+	dense []T
+	has   []bool
+	other map[int]T
+}
+
+// denseProcesses bounds the ids byProcess keeps in its slice.
+const denseProcesses = 1 << 16
+
+func (m *byProcess[T]) get(id int) (T, bool) {
+	if id >= 0 && id < len(m.dense) {
+		return m.dense[id], m.has[id]
+	}
+	v, ok := m.other[id]
+	return v, ok
+}
+
+func (m *byProcess[T]) set(id int, v T) {
+	if id >= 0 && id < denseProcesses {
+		if id >= len(m.dense) {
+			n := max(2*len(m.dense), id+1, 16)
+			m.dense = append(m.dense, make([]T, n-len(m.dense))...)
+			m.has = append(m.has, make([]bool, n-len(m.has))...)
+		}
+		m.dense[id], m.has[id] = v, true
+		return
+	}
+	if m.other == nil {
+		m.other = map[int]T{}
+	}
+	m.other[id] = v
+}
+
+func (m *byProcess[T]) del(id int) {
+	if id >= 0 && id < len(m.dense) {
+		var zero T
+		m.dense[id], m.has[id] = zero, false
+		return
+	}
+	delete(m.other, id)
+}
+
+// each calls f for every id set: the slice's in order, then the map's.
+func (m *byProcess[T]) each(f func(id int, v T)) {
+	for id, ok := range m.has {
+		if ok {
+			f(id, m.dense[id])
+		}
+	}
+	for id, v := range m.other {
+		f(id, v)
+	}
+}
 
 // dupFinder finds an entry's first earlier equal (by every field but
 // the few a runner never sets twice differently: see sameEntry). Equal
@@ -93,29 +156,24 @@ type dupFinder struct {
 	h History
 	// ordered by time: prev[i] is the entry before i of its process at its
 	// time (-1: none); last is each process's latest entry.
-	prev  []int32
-	last  []int32 // by process id, for ids 0 to len-1; position+1, 0: none
-	other map[int]int32
+	prev []int32
+	last byProcess[int32]
 	// otherwise: an open-addressing table of positions+1 (0: empty).
 	seed  maphash.Seed
 	slots []int32
 	mask  uint64
 }
 
-// denseProcesses bounds the process ids dupFinder indexes by a slice.
-const denseProcesses = 1 << 16
-
-func newDupFinder(h History) *dupFinder {
+// newDupFinder: sorted says h is ordered by time.
+func newDupFinder(h History, sorted bool) *dupFinder {
 	d := &dupFinder{h: h}
-	for i := 1; i < len(h); i++ {
-		if h[i].Time < h[i-1].Time {
-			n := 16
-			for n < 2*len(h) {
-				n *= 2
-			}
-			d.seed, d.slots, d.mask = maphash.MakeSeed(), make([]int32, n), uint64(n-1)
-			return d
+	if !sorted {
+		n := 16
+		for n < 2*len(h) {
+			n *= 2
 		}
+		d.seed, d.slots, d.mask = maphash.MakeSeed(), make([]int32, n), uint64(n-1)
+		return d
 	}
 	d.prev = make([]int32, len(h))
 	return d
@@ -135,23 +193,9 @@ func (d *dupFinder) firstOrAdd(i int) int {
 	if d.slots != nil {
 		return d.fromTable(i)
 	}
-	pid := op.Process
-	var j int32 = -1
-	if pid >= 0 && pid < denseProcesses {
-		if pid >= len(d.last) {
-			d.last = append(d.last, make([]int32, pid+1-len(d.last))...)
-		}
-		j, d.last[pid] = d.last[pid]-1, int32(i+1)
-	} else {
-		if d.other == nil {
-			d.other = map[int]int32{}
-		}
-		if k, ok := d.other[pid]; ok {
-			j = k
-		}
-		d.other[pid] = int32(i)
-	}
-	if j >= 0 && d.h[j].Time != op.Time {
+	j, ok := d.last.get(op.Process)
+	d.last.set(op.Process, int32(i))
+	if !ok || d.h[j].Time != op.Time {
 		j = -1
 	}
 	d.prev[i] = j
@@ -227,21 +271,30 @@ func (t *indexTable) set(index, i int) {
 // without a gap, and ends with the end record; without the end record the
 // history was cut short.
 func Validate(p Parsed) (History, []Problem) {
+	h, problems, _ := validate(p)
+	return h, problems
+}
+
+// validate is Validate, and says whether the history it returns is ordered
+// by time (so the pass need not check it again).
+func validate(p Parsed) (History, []Problem, bool) {
 	h := p.History
 	problems := append([]Problem(nil), p.Problems...)
 	bad := func(i int, format string, args ...any) {
 		problems = append(problems, Problem{p.line(i), fmt.Sprintf(format, args...)})
 	}
-	runner := false
+	runner, sorted := false, true
 	for i := range h {
 		if h[i].Process == FinalProcess && (h[i].F == FMeta || h[i].F == FEnd) {
 			runner = true
-			break
+		}
+		if i > 0 && h[i].Time < h[i-1].Time {
+			sorted = false
 		}
 	}
 
 	skip := make([]bool, len(h))
-	seen := newDupFinder(h)
+	seen := newDupFinder(h, sorted)
 	var seenIndex indexTable
 	if runner {
 		seenIndex.dense = make([]int32, len(h))
@@ -250,7 +303,7 @@ func Validate(p Parsed) (History, []Problem) {
 		f, key string
 		at     int // position of the invoke
 	}
-	open := map[int]inflight{} // by value: one allocation per invoke was the next cost
+	var open byProcess[inflight] // by value: one allocation per invoke was the next cost
 	broken := map[int]bool{}
 	endAt := -1
 	next := 0 // the index the next entry should have (runner histories)
@@ -310,18 +363,18 @@ func Validate(p Parsed) (History, []Problem) {
 			}
 			continue
 		}
-		if !operation[op.F] {
+		if !isOperation(op.F) {
 			continue // an event (step, lost, abandon, crash...): no invoke
 		}
 		pid := op.Process
-		cur, inFlight := open[pid]
+		cur, inFlight := open.get(pid)
 		if op.Type == Invoke {
 			if inFlight {
 				bad(i, "process %d invokes %s %s, but its %s %s invoked at line %d never completed",
 					pid, op.F, op.Key, cur.f, cur.key, p.line(cur.at))
 				broken[pid] = true
 			}
-			open[pid] = inflight{op.F, op.Key, i}
+			open.set(pid, inflight{op.F, op.Key, i})
 			continue
 		}
 		switch {
@@ -332,9 +385,9 @@ func Validate(p Parsed) (History, []Problem) {
 			bad(i, "%s %s of process %d completes (%s), but the operation in flight is %s %s invoked at line %d",
 				op.F, op.Key, pid, op.Type, cur.f, cur.key, p.line(cur.at))
 			broken[pid] = true
-			delete(open, pid)
+			open.del(pid)
 		default:
-			delete(open, pid)
+			open.del(pid)
 		}
 	}
 	if runner && endAt < 0 && len(h) > 0 {
@@ -343,7 +396,7 @@ func Validate(p Parsed) (History, []Problem) {
 	}
 	sortProblems(problems)
 	if len(problems) == 0 {
-		return h, nil
+		return h, nil, sorted
 	}
 	well := make(History, 0, len(h))
 	for i := range h {
@@ -351,7 +404,7 @@ func Validate(p Parsed) (History, []Problem) {
 			well = append(well, h[i])
 		}
 	}
-	return well, problems
+	return well, problems, sorted
 }
 
 // sortProblems orders problems by line, stably (insertion sort: problems

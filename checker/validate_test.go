@@ -223,7 +223,7 @@ func TestDupFinder(t *testing.T) {
 		{"unsorted, duplicates", withDups(false), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := newDupFinder(tc.h)
+			d := newDupFinder(tc.h, ordered(tc.h))
 			if got := d.slots != nil; got != tc.table {
 				t.Fatalf("hash table used: %v, want %v", got, tc.table)
 			}
