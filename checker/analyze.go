@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sort"
+	"sync"
 )
 
 // holdRec is a Hold with what the model and the liveness checks need besides.
@@ -163,6 +164,15 @@ type analysis struct {
 	// pairs an extend's invoke with its completion by (client, N).
 	extends   extendCounts
 	extending map[[2]int64]int32 // position of the invoke
+
+	// What the checks read besides: the validated history in its own
+	// order, its problems, and the options.
+	input    History
+	problems []Problem
+	opts     Options
+	// ovs is the overlap pass per key (see overlaps).
+	overlapOnce sync.Once
+	ovs         []keyOverlaps
 }
 
 // extendCounts counts extends and renewals by outcome.
@@ -466,6 +476,11 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 			}
 		}
 		kd.countDupFences()
+		// By From (they are, being recorded in time order): the overlap
+		// pass and the liveness checks rely on it and run concurrently.
+		if !sort.SliceIsSorted(kd.holds, func(i, j int) bool { return kd.holds[i].From < kd.holds[j].From }) {
+			sort.SliceStable(kd.holds, func(i, j int) bool { return kd.holds[i].From < kd.holds[j].From })
+		}
 		sort.Slice(kd.wants, func(i, j int) bool { return kd.wants[i].from < kd.wants[j].from })
 		sort.SliceStable(kd.unknowns, func(i, j int) bool { return kd.unknowns[i].invoke < kd.unknowns[j].invoke })
 	}

@@ -361,3 +361,51 @@ func pastTense(ev string) string {
 	}
 	return ev
 }
+
+// falseSuccessCheck judges the releases and extends acknowledged ok by
+// the servers' key events, and reports the extends and the observers.
+type falseSuccessCheck struct{}
+
+func (falseSuccessCheck) name() string { return "false success" }
+
+func (falseSuccessCheck) run(a *analysis) finding {
+	f := falseSuccessFinding{falseSuccessResult: checkFalseSuccesses(a), extends: a.extends, events: a.events}
+	f.syncs, f.lagMaxMs, f.lagP99Ms = observerLag(a)
+	return f
+}
+
+// falseSuccessFinding is the false-success check's findings, with the
+// extends' outcomes and the observers' figures.
+type falseSuccessFinding struct {
+	falseSuccessResult
+	extends            extendCounts
+	events, syncs      int
+	lagMaxMs, lagP99Ms float64
+}
+
+func (f falseSuccessFinding) apply(r *Result) {
+	if fs := f.found; len(fs) > 0 {
+		r.FalseSuccesses, r.FalseSuccess = len(fs), fs[0].text
+	}
+	r.FalseSuccessUnjudged, r.FalseSuccessUnjudgedWhy = f.unjudged, f.unjudgedWhy
+	for _, fs := range f.found {
+		if fs.f == FExtend {
+			r.ExtendFalseSuccesses++
+		}
+		if fs.foreign {
+			if r.ForeignRenewals++; r.ForeignRenewal == "" {
+				r.ForeignRenewal = fs.text
+			}
+		}
+	}
+	r.Extends, r.ExtendsOK, r.ExtendsFailed, r.ExtendsUnknown = f.extends.invoked, f.extends.ok, f.extends.fail, f.extends.unknown
+	r.ServerEvents = f.events
+	r.ObserverSyncs, r.ObserverLagMaxMs, r.ObserverLagP99Ms = f.syncs, f.lagMaxMs, f.lagP99Ms
+}
+
+func (f falseSuccessFinding) firstViolation() (int64, string) {
+	if len(f.found) == 0 {
+		return -1, ""
+	}
+	return f.found[0].at, ViolationFalseSuccess
+}

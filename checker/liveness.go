@@ -231,3 +231,35 @@ func overlap(ivs []interval, from, to int64) int64 {
 	}
 	return n
 }
+
+// livenessCheck measures acquisitions, latency, hand-off, fairness,
+// starvation and the harness's own stalls.
+type livenessCheck struct{}
+
+func (livenessCheck) name() string { return "liveness" }
+
+func (livenessCheck) run(a *analysis) finding {
+	f := livenessFinding{livenessResult: checkLiveness(a, int64(a.opts.DeadlockBound)),
+		acquired: a.acquired, attempts: a.attempts, unknown: a.unknown}
+	f.stalls, f.stallMaxMs, f.stallTotalMs = stallFigures(a.stalls)
+	return f
+}
+
+// livenessFinding is the liveness check's figures; compose reads its
+// starvation for the deadlock verdict.
+type livenessFinding struct {
+	livenessResult
+	acquired, attempts, unknown int
+	stalls                      int
+	stallMaxMs, stallTotalMs    float64
+}
+
+func (lv livenessFinding) apply(r *Result) {
+	r.Acquired, r.Attempts, r.Unknown = lv.acquired, lv.attempts, lv.unknown
+	r.AcquireP50Ms, r.AcquireP99Ms = lv.p50, lv.p99
+	r.HandoffP50Ms, r.HandoffMaxMs = lv.handoffP50, lv.hoMax
+	r.Fairness, r.LongestWaitMs = lv.fairness, lv.longestWait
+	r.LongestStarvedMs, r.StarvedKey, r.StarvedFromNs = lv.starved, lv.starvedKey, lv.starvedFrom
+	r.HarnessStalls, r.HarnessStallMaxMs, r.HarnessStallTotalMs = lv.stalls, lv.stallMaxMs, lv.stallTotalMs
+	r.StarvedNetMs = lv.net
+}

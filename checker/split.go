@@ -215,3 +215,22 @@ func checkPieces(a *analysis, ovs []keyOverlaps, timeout time.Duration) linResul
 	wg.Wait()
 	return res
 }
+
+// mutexCheck is porcupine's verdict on the mutex model, piece by piece.
+type mutexCheck struct{}
+
+func (mutexCheck) name() string { return "mutual exclusion (porcupine)" }
+
+func (mutexCheck) run(a *analysis) finding { return checkPieces(a, a.overlaps(), a.opts.Timeout) }
+
+func (lin linResult) apply(r *Result) {
+	r.Pieces, r.TimedOutPieces, r.Disagreements = lin.pieces, lin.timedOut, lin.disagree
+	switch {
+	case lin.illegal > 0:
+		r.Linearizable = LinIllegal
+	case lin.timedOut > 0:
+		r.Linearizable = LinUnknown
+	default:
+		r.Linearizable = LinOK
+	}
+}
