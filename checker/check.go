@@ -64,8 +64,16 @@ const maxProblems = 50
 // lines are problems too, and problems name the file's lines.
 func CheckParsed(p Parsed, o Options) Result {
 	o = o.withDefaults()
+	// The pass runs beside the validation, on the whole history: a
+	// history without problems (nearly every one) is its own well-formed
+	// part, and one with problems is passed again on that part.
+	whole := make(chan *analysis, 1)
+	go func() { whole <- analyze(p.History) }()
 	h, problems, sorted := validate(p)
-	a := analyzeOrdered(h, sorted)
+	a := <-whole
+	if len(problems) > 0 {
+		a = analyzeOrdered(h, sorted)
+	}
 	a.input, a.problems, a.opts, a.stampTokens = h, problems, o, o.StampTokens
 	return compose(a, runChecks(a))
 }
