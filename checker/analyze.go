@@ -108,11 +108,27 @@ type ownerRef struct{ at, client int32 }
 
 type procState struct {
 	id, client int
+	lastKey    int     // the key of its last operation (-1: none)
+	counts     *[2]int // its client's attempts and acquisitions (stats)
+	perClient  map[int]*[2]int
 	op         curOp
 	busy       bool // op is in flight
 	holds      map[int]*heldKey
 	steps      []string
 	crashed    bool
+}
+
+// stats is the client's attempts and acquisitions (analysis.perClient),
+// looked up once per process.
+func (p *procState) stats() *[2]int {
+	if p.counts == nil {
+		p.counts = p.perClient[p.client]
+		if p.counts == nil {
+			p.counts = new([2]int)
+			p.perClient[p.client] = p.counts
+		}
+	}
+	return p.counts
 }
 
 // want is a client's open wish for a key: from its first acquire attempt to
@@ -221,15 +237,21 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 	}
 	a := &analysis{keyIdx: map[string]int{}, perClient: map[int]*[2]int{}, h: h,
 		extending: map[[2]int64]int32{}}
-	procs := map[int]*procState{}
+	// Processes and wants by id in slices (byProcess): a map lookup per
+	// entry, several for the wants, was over a third of the pass.
+	var procs byProcess[*procState]
 	// inherit: after an info completion the client continues under a new
 	// process id; the holds of the old process (an info write inside a
 	// critical section) pass to the client's next process, which releases.
 	inherit := map[int]*procState{}
-	wants := map[int]*want{}
+	var wants byProcess[*want] // by client
+	wantOf := func(client int) *want {
+		w, _ := wants.get(client)
+		return w
+	}
 
 	closeWant := func(client int, t int64) {
-		w := wants[client]
+		w := wantOf(client)
 		if w == nil {
 			return
 		}
@@ -240,7 +262,7 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 			t = w.start
 		}
 		a.keys[w.key].wants = append(a.keys[w.key].wants, interval{w.start, t})
-		delete(wants, client)
+		wants.del(client)
 	}
 	endHold := func(p *procState, k int, t int64, how string) {
 		hk := p.holds[k]
@@ -252,26 +274,17 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 		delete(p.holds, k)
 	}
 	proc := func(op *Op) *procState {
-		p := procs[op.Process]
+		p, _ := procs.get(op.Process)
 		if p == nil {
-			p = &procState{id: op.Process, client: op.Client, holds: map[int]*heldKey{}}
+			p = &procState{id: op.Process, client: op.Client, holds: map[int]*heldKey{}, lastKey: -1, perClient: a.perClient}
 			if old := inherit[op.Client]; old != nil {
 				p.holds, old.holds = old.holds, map[int]*heldKey{}
 				delete(inherit, op.Client)
 			}
-			procs[op.Process] = p
+			procs.set(op.Process, p)
 		}
 		return p
 	}
-	client := func(c int) *[2]int {
-		s := a.perClient[c]
-		if s == nil {
-			s = new([2]int)
-			a.perClient[c] = s
-		}
-		return s
-	}
-
 	for i := range h {
 		op := &h[i]
 		if op.Time > a.end {
@@ -332,7 +345,7 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 		// A client's next action decides whether a failed attempt was
 		// retried (the want continues) or abandoned.
 		if op.Type == Invoke {
-			if w := wants[p.client]; w != nil && w.tentative {
+			if w := wantOf(p.client); w != nil && w.tentative {
 				if op.F == FAcquire && op.Key == a.keys[w.key].name {
 					w.tentative = false
 				} else {
@@ -340,7 +353,11 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 				}
 			}
 		}
-		k := a.key(op.Key)
+		k := p.lastKey
+		if k < 0 || a.keys[k].name != op.Key { // a process mostly stays on one key
+			k = a.key(op.Key)
+			p.lastKey = k
+		}
 		kd := a.keys[k]
 		if op.Type == Invoke {
 			if p.busy {
@@ -351,12 +368,12 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 			switch op.F {
 			case FAcquire:
 				a.attempts++
-				client(p.client)[0]++
+				p.stats()[0]++
 				c.acq = len(kd.acquires)
 				kd.acquires = append(kd.acquires, acqRec{process: p.id, client: p.client, invoke: op.Time, done: -1})
 				p.steps = p.steps[:0]
-				if wants[p.client] == nil {
-					wants[p.client] = &want{key: k, start: op.Time}
+				if wantOf(p.client) == nil {
+					wants.set(p.client, &want{key: k, start: op.Time})
 				}
 			case FRelease:
 				if hk := p.holds[k]; hk != nil && hk.count > 0 {
@@ -397,7 +414,7 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 					a.ownerRefs = append(a.ownerRefs, ownerRef{int32(i), int32(p.client)})
 				}
 				a.acquired++
-				client(p.client)[1]++
+				p.stats()[1]++
 				a.latencies = append(a.latencies, op.Time-ar.invoke)
 				if op.Fence > 0 {
 					if n := len(kd.fences); n > 0 && op.Fence <= kd.fences[n-1].fence {
@@ -422,7 +439,7 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 					}
 					kd.holds = append(kd.holds, hr)
 				}
-				if w := wants[p.client]; w != nil && w.key == k {
+				if w := wantOf(p.client); w != nil && w.key == k {
 					w.tentative = false
 					closeWant(p.client, op.Time)
 				}
@@ -430,7 +447,7 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 				if op.Type == Info {
 					kd.unknowns = append(kd.unknowns, unknownAcq{process: p.id, client: p.client, invoke: ar.invoke})
 				}
-				if w := wants[p.client]; w != nil && w.key == k {
+				if w := wantOf(p.client); w != nil && w.key == k {
 					w.tentative = true
 					if op.Type == Fail {
 						w.lastFail = op.Time
@@ -454,21 +471,21 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 		}
 	}
 	// The end of the history: what is still in flight never completed.
-	for _, p := range procs {
+	procs.each(func(_ int, p *procState) {
 		if p.busy {
 			a.abandon(p)
 		}
 		for k := range p.holds {
 			endHold(p, k, a.end, "end")
 		}
-	}
-	for c, w := range wants {
+	})
+	wants.each(func(c int, w *want) {
 		if w.tentative {
 			closeWant(c, 0)
 		} else {
 			closeWant(c, a.end)
 		}
-	}
+	})
 	for _, kd := range a.keys {
 		for i := range kd.holds {
 			if kd.holds[i].To < 0 { // held by a process that was inherited and never seen again
