@@ -266,11 +266,64 @@ var (
 
 const noCode = 255
 
-func code[T comparable](table []T, v T) uint8 {
-	for i, c := range table {
-		if c == v {
-			return uint8(i)
-		}
+// typeCode and funcCode are the positions in recTypes and recFuncs (a
+// switch: a walk over the table comparing strings was a fifth of Add).
+func typeCode(t Type) uint8 {
+	switch t {
+	case "":
+		return 0
+	case Invoke:
+		return 1
+	case Ok:
+		return 2
+	case Fail:
+		return 3
+	case Info:
+		return 4
+	}
+	return noCode
+}
+
+func funcCode(f string) uint8 {
+	switch f {
+	case "":
+		return 0
+	case FAcquire:
+		return 1
+	case FRelease:
+		return 2
+	case FExtend:
+		return 3
+	case FRead:
+		return 4
+	case FWrite:
+		return 5
+	case FStep:
+		return 6
+	case FLost:
+		return 7
+	case FCrash:
+		return 8
+	case FAbandon:
+		return 9
+	case FStart:
+		return 10
+	case FStop:
+		return 11
+	case FEnd:
+		return 12
+	case FMeta:
+		return 13
+	case FServer:
+		return 14
+	case FSync:
+		return 15
+	case FStall:
+		return 16
+	case FSentinel:
+		return 17
+	case FMaster:
+		return 18
 	}
 	return noCode
 }
@@ -278,7 +331,7 @@ func code[T comparable](table []T, v T) uint8 {
 func pack(op *Op) recOp {
 	r := recOp{time: op.Time, n: op.N, fence: op.Fence, process: op.Process, client: op.Client,
 		key: op.Key, value: op.Value, err: op.Error, errorReply: op.ErrorReply,
-		typ: code(recTypes, op.Type), f: code(recFuncs, op.F)}
+		typ: typeCode(op.Type), f: funcCode(op.F)}
 	if r.typ == noCode || r.f == noCode || op.Node != "" || op.Owner != "" || op.Targets != nil || op.Fired != nil || op.Meta != nil {
 		r.rare = &rareFields{typ: op.Type, f: op.F, node: op.Node, owner: op.Owner, targets: op.Targets, fired: op.Fired, meta: op.Meta}
 	}

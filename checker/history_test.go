@@ -6,6 +6,24 @@ import (
 	"testing"
 )
 
+// TestRecorderCodes: the codes of the compact form name the tables'
+// entries, every one.
+func TestRecorderCodes(t *testing.T) {
+	for i, ty := range recTypes {
+		if c := typeCode(ty); int(c) != i {
+			t.Errorf("type %q: code %d, want %d", ty, c, i)
+		}
+	}
+	for i, f := range recFuncs {
+		if c := funcCode(f); int(c) != i {
+			t.Errorf("function %q: code %d, want %d", f, c, i)
+		}
+	}
+	if typeCode("weird") != noCode || funcCode("custom") != noCode {
+		t.Error("a string outside the tables got a code")
+	}
+}
+
 // TestRecorderKeepsEveryField: the Recorder's compact form gives back
 // every field of every kind of entry (the constants it codes, strings it
 // does not know, the rare fields behind their pointer), stamped with its
