@@ -156,6 +156,16 @@ func newOpsBuilder(n int, client func(int) int) *opsBuilder {
 	return &opsBuilder{ops: make([]porcupine.Operation, 0, n), ins: make([]MutexInput, 0, n), client: client}
 }
 
+// reset empties b for n operations, reusing its arrays when they are big
+// enough (the previous operations must no longer be in use).
+func (b *opsBuilder) reset(n int) {
+	if cap(b.ins) < n {
+		b.ops, b.ins = make([]porcupine.Operation, 0, n), make([]MutexInput, 0, n)
+		return
+	}
+	b.ops, b.ins = b.ops[:0], b.ins[:0]
+}
+
 func (b *opsBuilder) add(in MutexInput, call, ret int64) {
 	if len(b.ins) == cap(b.ins) {
 		// A fresh array: the operations already built keep pointing into

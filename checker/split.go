@@ -116,39 +116,45 @@ func splitKey(k int, kd *keyData, ov *keyOverlaps, emit func(piece)) {
 // pieceOps builds porcupine's operations for one piece; client numbers
 // processes for a visualization (nil: none).
 func pieceOps(kd *keyData, p piece, client func(int) int) []porcupine.Operation {
+	ob := newOpsBuilder(0, client)
+	ob.piece(kd, p)
+	return ob.ops
+}
+
+// piece builds the operations of one piece in b, reusing its arrays.
+func (b *opsBuilder) piece(kd *keyData, p piece) {
 	lo, hi := p.lo, p.hi
 	if p.overlap && 2*(hi-lo)+(p.uhi-p.ulo) > maxPieceOps {
-		if a, b, ok := firstPair(kd.holds[lo:hi]); ok {
-			a, b = a+lo, b+lo
-			ha, hb := &kd.holds[a], &kd.holds[b]
+		if a, bi, ok := firstPair(kd.holds[lo:hi]); ok {
+			a, bi = a+lo, bi+lo
+			ha, hb := &kd.holds[a], &kd.holds[bi]
 			wlo, whi := min(ha.invoke, hb.invoke), max(ha.To, hb.To)
-			ob := newOpsBuilder(4+maxOverlapUnknowns, client)
-			for _, i := range []int{a, b} {
+			b.reset(4 + maxOverlapUnknowns)
+			for _, i := range []int{a, bi} {
 				hr := &kd.holds[i]
-				ob.hold(hr, max(hr.invoke, p.cutBefore), min(max(hr.relDone, hr.To), p.cutAfter))
+				b.hold(hr, max(hr.invoke, p.cutBefore), min(max(hr.relDone, hr.To), p.cutAfter))
 			}
 			for i, n := p.ulo, 0; i < p.uhi && n < maxOverlapUnknowns; i++ {
 				if u := &kd.unknowns[i]; u.invoke >= wlo && u.invoke <= whi {
-					ob.unknown(u, kd.name)
+					b.unknown(u, kd.name)
 					n++
 				}
 			}
-			return ob.ops
+			return
 		}
 	}
 	uhi := p.uhi
 	if p.overlap {
 		uhi = min(uhi, p.ulo+maxOverlapUnknowns)
 	}
-	ob := newOpsBuilder(2*(hi-lo)+(uhi-p.ulo), client)
+	b.reset(2*(hi-lo) + (uhi - p.ulo))
 	for i := lo; i < hi; i++ {
 		hr := &kd.holds[i]
-		ob.hold(hr, max(hr.invoke, p.cutBefore), min(max(hr.relDone, hr.To), p.cutAfter))
+		b.hold(hr, max(hr.invoke, p.cutBefore), min(max(hr.relDone, hr.To), p.cutAfter))
 	}
 	for i := p.ulo; i < uhi; i++ {
-		ob.unknown(&kd.unknowns[i], kd.name)
+		b.unknown(&kd.unknowns[i], kd.name)
 	}
-	return ob.ops
 }
 
 // firstPair finds the first overlapping pair of holds sorted by From.
@@ -186,9 +192,15 @@ func checkPieces(a *analysis, ovs []keyOverlaps, timeout time.Duration) linResul
 		go func() {
 			defer wg.Done()
 			var r linResult
+			ob := newOpsBuilder(0, nil) // reused piece after piece
 			for p := range jobs {
-				ops := pieceOps(a.keys[p.key], p, nil)
-				cr := checkPiece(model, ops, timeout)
+				ob.piece(a.keys[p.key], p)
+				cr := checkPiece(model, ob.ops, timeout)
+				if cr == porcupine.Unknown {
+					// Porcupine returns on its timeout without waiting
+					// for its search, which may still read the inputs.
+					ob = newOpsBuilder(0, nil)
+				}
 				r.pieces++
 				switch cr {
 				case porcupine.Illegal:
