@@ -1,7 +1,10 @@
 package checker
 
 import (
+	"cmp"
+	"slices"
 	"sort"
+	"sync"
 )
 
 // holdRec is a Hold with what the model and the liveness checks need besides.
@@ -49,6 +52,17 @@ type keyData struct {
 	final    int64
 	dupAt    int64 // time of the first duplicated fence, -1: none
 	dups     int
+	// fences are the fences granted, in order; fencesUp says each was
+	// above the one before (then none was granted twice: countDupFences).
+	fences   []grant
+	fencesUp bool
+}
+
+// grant is one acquire ok with a fence.
+type grant struct {
+	fence   int64
+	process int
+	at      int64
 }
 
 // heldKey is a process's reentrant hold count on one key.
@@ -66,7 +80,7 @@ type curOp struct {
 	relHold int // index in keyData.holds ended by this release, -1: none
 	n       int64
 	fence   int64
-	val     string // the invoke's value (a release's token)
+	at      int32 // position of the invoke in analysis.h
 }
 
 // releaseRec is a release or an extend acknowledged ok: both say "the
@@ -77,17 +91,44 @@ type releaseRec struct {
 	key             string
 	token           string
 	invoke, done    int64
-	// acqInvoke is when the released hold's acquire was invoked (-1 when
-	// unknown): no set received before it can be the releaser's own.
-	acqInvoke int64
 }
+
+// releaseRef is a releaseRec as the pass keeps it: the positions of its
+// invoke and completion in analysis.h. Only a history with the servers'
+// events needs the records, and most have none: 250k records of 100 bytes
+// each were a fifth of the pass's allocation on 1M entries.
+type releaseRef struct {
+	inv, done, client int32
+}
+
+// ownerRef is an acquire granted with a value: the position of its ok in
+// analysis.h and its client. The owners map is built from them only when
+// the false-success check needs it (see ownersOf).
+type ownerRef struct{ at, client int32 }
 
 type procState struct {
 	id, client int
-	op         *curOp
+	lastKey    int     // the key of its last operation (-1: none)
+	counts     *[2]int // its client's attempts and acquisitions (stats)
+	perClient  map[int]*[2]int
+	op         curOp
+	busy       bool // op is in flight
 	holds      map[int]*heldKey
 	steps      []string
 	crashed    bool
+}
+
+// stats is the client's attempts and acquisitions (analysis.perClient),
+// looked up once per process.
+func (p *procState) stats() *[2]int {
+	if p.counts == nil {
+		p.counts = p.perClient[p.client]
+		if p.counts == nil {
+			p.counts = new([2]int)
+			p.perClient[p.client] = p.counts
+		}
+	}
+	return p.counts
 }
 
 // want is a client's open wish for a key: from its first acquire attempt to
@@ -122,10 +163,15 @@ type analysis struct {
 	latencies []int64 // acquire invoke → ok
 	longest   int64   // longest acquire invoke → completion
 	perClient map[int]*[2]int
-	server    []*Op          // the servers' key events and the observers' syncs, in time order
-	events    int            // key events in server
-	owners    map[string]int // acquire token → client (ambiguousOwner: granted to several)
-	releases  []releaseRec
+	server    []*Op // the servers' key events and the observers' syncs, in time order
+	events    int   // key events in server
+	// h is the history the pass read (ordered by time).
+	h History
+	// owners maps an acquire token to its client (ambiguousOwner: granted
+	// to several); built from ownerRefs by ownersOf.
+	owners      map[string]int
+	ownerRefs   []ownerRef
+	releaseRefs []releaseRef
 	// stampTokens: values name no writer (Options.StampTokens).
 	stampTokens bool
 	// stalls are the harness's own stalls (FStall entries).
@@ -133,7 +179,16 @@ type analysis struct {
 	// extends are the extends and renewals invoked, by outcome; extending
 	// pairs an extend's invoke with its completion by (client, N).
 	extends   extendCounts
-	extending map[[2]int64]*Op
+	extending map[[2]int64]int32 // position of the invoke
+
+	// What the checks read besides: the validated history in its own
+	// order, its problems, and the options.
+	input    History
+	problems []Problem
+	opts     Options
+	// ovs is the overlap pass per key (see overlaps).
+	overlapOnce sync.Once
+	ovs         []keyOverlaps
 }
 
 // extendCounts counts extends and renewals by outcome.
@@ -144,14 +199,24 @@ func (a *analysis) key(name string) int {
 		return i
 	}
 	a.keyIdx[name] = len(a.keys)
-	a.keys = append(a.keys, &keyData{name: name, dupAt: -1})
+	a.keys = append(a.keys, &keyData{name: name, dupAt: -1, fencesUp: true})
 	return len(a.keys) - 1
+}
+
+// ordered says h is ordered by time.
+func ordered(h History) bool {
+	for i := 1; i < len(h); i++ {
+		if h[i].Time < h[i-1].Time {
+			return false
+		}
+	}
+	return true
 }
 
 // sortedByTime returns h ordered by time. The Recorder stamps times under
 // its lock, so recorded histories are already ordered and are not copied.
 func sortedByTime(h History) History {
-	if sort.SliceIsSorted(h, func(i, j int) bool { return h[i].Time < h[j].Time }) {
+	if ordered(h) {
 		return h
 	}
 	s := append(History(nil), h...)
@@ -162,20 +227,31 @@ func sortedByTime(h History) History {
 // analyze derives holds, unknown acquires, writes and waits per key in one
 // pass. Processes are sequential: a completion belongs to the operation the
 // process has in flight. Entries that break this are counted as malformed.
-func analyze(h History) *analysis {
-	h = sortedByTime(h)
-	a := &analysis{keyIdx: map[string]int{}, perClient: map[int]*[2]int{}, owners: map[string]int{},
-		extending: map[[2]int64]*Op{}}
-	procs := map[int]*procState{}
+func analyze(h History) *analysis { return analyzeOrdered(h, false) }
+
+// analyzeOrdered is analyze; sorted says h is known to be ordered by time
+// (validate found it so), which spares a walk over the whole history.
+func analyzeOrdered(h History, sorted bool) *analysis {
+	if !sorted {
+		h = sortedByTime(h)
+	}
+	a := &analysis{keyIdx: map[string]int{}, perClient: map[int]*[2]int{}, h: h,
+		extending: map[[2]int64]int32{}}
+	// Processes and wants by id in slices (byProcess): a map lookup per
+	// entry, several for the wants, was over a third of the pass.
+	var procs byProcess[*procState]
 	// inherit: after an info completion the client continues under a new
 	// process id; the holds of the old process (an info write inside a
 	// critical section) pass to the client's next process, which releases.
 	inherit := map[int]*procState{}
-	wants := map[int]*want{}
-	fences := map[[2]int64]int{} // (key, fence) → first process; -1 once counted
+	var wants byProcess[*want] // by client
+	wantOf := func(client int) *want {
+		w, _ := wants.get(client)
+		return w
+	}
 
 	closeWant := func(client int, t int64) {
-		w := wants[client]
+		w := wantOf(client)
 		if w == nil {
 			return
 		}
@@ -186,7 +262,7 @@ func analyze(h History) *analysis {
 			t = w.start
 		}
 		a.keys[w.key].wants = append(a.keys[w.key].wants, interval{w.start, t})
-		delete(wants, client)
+		wants.del(client)
 	}
 	endHold := func(p *procState, k int, t int64, how string) {
 		hk := p.holds[k]
@@ -198,26 +274,17 @@ func analyze(h History) *analysis {
 		delete(p.holds, k)
 	}
 	proc := func(op *Op) *procState {
-		p := procs[op.Process]
+		p, _ := procs.get(op.Process)
 		if p == nil {
-			p = &procState{id: op.Process, client: op.Client, holds: map[int]*heldKey{}}
+			p = &procState{id: op.Process, client: op.Client, holds: map[int]*heldKey{}, lastKey: -1, perClient: a.perClient}
 			if old := inherit[op.Client]; old != nil {
 				p.holds, old.holds = old.holds, map[int]*heldKey{}
 				delete(inherit, op.Client)
 			}
-			procs[op.Process] = p
+			procs.set(op.Process, p)
 		}
 		return p
 	}
-	client := func(c int) *[2]int {
-		s := a.perClient[c]
-		if s == nil {
-			s = new([2]int)
-			a.perClient[c] = s
-		}
-		return s
-	}
-
 	for i := range h {
 		op := &h[i]
 		if op.Time > a.end {
@@ -252,7 +319,7 @@ func analyze(h History) *analysis {
 			p.steps = append(p.steps, op.Value)
 			continue
 		case FExtend:
-			a.extendOp(op, p)
+			a.extendOp(i, p)
 			continue
 		case FLost, FStart, FStop:
 			// lost does not end a hold: the client still believes in its
@@ -278,7 +345,7 @@ func analyze(h History) *analysis {
 		// A client's next action decides whether a failed attempt was
 		// retried (the want continues) or abandoned.
 		if op.Type == Invoke {
-			if w := wants[p.client]; w != nil && w.tentative {
+			if w := wantOf(p.client); w != nil && w.tentative {
 				if op.F == FAcquire && op.Key == a.keys[w.key].name {
 					w.tentative = false
 				} else {
@@ -286,23 +353,27 @@ func analyze(h History) *analysis {
 				}
 			}
 		}
-		k := a.key(op.Key)
+		k := p.lastKey
+		if k < 0 || a.keys[k].name != op.Key { // a process mostly stays on one key
+			k = a.key(op.Key)
+			p.lastKey = k
+		}
 		kd := a.keys[k]
 		if op.Type == Invoke {
-			if p.op != nil {
+			if p.busy {
 				a.malformed++
 				a.abandon(p)
 			}
-			c := &curOp{f: op.F, key: k, invoke: op.Time, relHold: -1, n: op.N, fence: op.Fence, val: op.Value}
+			c := curOp{f: op.F, key: k, invoke: op.Time, relHold: -1, n: op.N, fence: op.Fence, at: int32(i)}
 			switch op.F {
 			case FAcquire:
 				a.attempts++
-				client(p.client)[0]++
+				p.stats()[0]++
 				c.acq = len(kd.acquires)
 				kd.acquires = append(kd.acquires, acqRec{process: p.id, client: p.client, invoke: op.Time, done: -1})
 				p.steps = p.steps[:0]
-				if wants[p.client] == nil {
-					wants[p.client] = &want{key: k, start: op.Time}
+				if wantOf(p.client) == nil {
+					wants.set(p.client, &want{key: k, start: op.Time})
 				}
 			case FRelease:
 				if hk := p.holds[k]; hk != nil && hk.count > 0 {
@@ -313,7 +384,7 @@ func analyze(h History) *analysis {
 					}
 				}
 			}
-			p.op = c
+			p.op, p.busy = c, true
 			continue
 		}
 		// A completion.
@@ -321,12 +392,12 @@ func analyze(h History) *analysis {
 			a.malformed++
 			continue
 		}
-		c := p.op
-		if c == nil || c.f != op.F || a.keys[c.key].name != op.Key {
+		c := &p.op
+		if !p.busy || c.f != op.F || a.keys[c.key].name != op.Key {
 			a.malformed++
 			continue
 		}
-		p.op = nil
+		p.busy = false
 		if op.Type == Info {
 			a.unknown++
 		}
@@ -340,29 +411,16 @@ func analyze(h History) *analysis {
 			switch op.Type {
 			case Ok:
 				if op.Value != "" {
-					// Timestamp-valued locks can grant two clients the same
-					// value (the same millisecond): then the value does not
-					// say whose the key is, and no check may rely on it.
-					if prev, seen := a.owners[op.Value]; seen && prev != p.client {
-						a.owners[op.Value] = ambiguousOwner
-					} else {
-						a.owners[op.Value] = p.client
-					}
+					a.ownerRefs = append(a.ownerRefs, ownerRef{int32(i), int32(p.client)})
 				}
 				a.acquired++
-				client(p.client)[1]++
+				p.stats()[1]++
 				a.latencies = append(a.latencies, op.Time-ar.invoke)
 				if op.Fence > 0 {
-					fk := [2]int64{int64(k), op.Fence}
-					if first, ok := fences[fk]; !ok {
-						fences[fk] = p.id
-					} else if first >= 0 && first != p.id {
-						fences[fk] = -1
-						kd.dups++
-						if kd.dupAt < 0 {
-							kd.dupAt = op.Time
-						}
+					if n := len(kd.fences); n > 0 && op.Fence <= kd.fences[n-1].fence {
+						kd.fencesUp = false
 					}
+					kd.fences = append(kd.fences, grant{op.Fence, p.id, op.Time})
 				}
 				if hk := p.holds[k]; hk != nil && hk.count > 0 {
 					hk.count++ // reentrant: the hold goes on
@@ -381,7 +439,7 @@ func analyze(h History) *analysis {
 					}
 					kd.holds = append(kd.holds, hr)
 				}
-				if w := wants[p.client]; w != nil && w.key == k {
+				if w := wantOf(p.client); w != nil && w.key == k {
 					w.tentative = false
 					closeWant(p.client, op.Time)
 				}
@@ -389,7 +447,7 @@ func analyze(h History) *analysis {
 				if op.Type == Info {
 					kd.unknowns = append(kd.unknowns, unknownAcq{process: p.id, client: p.client, invoke: ar.invoke})
 				}
-				if w := wants[p.client]; w != nil && w.key == k {
+				if w := wantOf(p.client); w != nil && w.key == k {
 					w.tentative = true
 					if op.Type == Fail {
 						w.lastFail = op.Time
@@ -398,11 +456,7 @@ func analyze(h History) *analysis {
 			}
 		case FRelease:
 			if op.Type == Ok {
-				rr := releaseRec{f: FRelease, process: p.id, client: p.client, key: op.Key, token: c.val, invoke: c.invoke, done: op.Time, acqInvoke: -1}
-				if c.relHold >= 0 {
-					rr.acqInvoke = kd.holds[c.relHold].invoke
-				}
-				a.releases = append(a.releases, rr)
+				a.releaseRefs = append(a.releaseRefs, releaseRef{c.at, int32(i), int32(p.client)})
 			}
 			if c.relHold >= 0 && op.Type != Info {
 				hr := &kd.holds[c.relHold]
@@ -417,26 +471,32 @@ func analyze(h History) *analysis {
 		}
 	}
 	// The end of the history: what is still in flight never completed.
-	for _, p := range procs {
-		if p.op != nil {
+	procs.each(func(_ int, p *procState) {
+		if p.busy {
 			a.abandon(p)
 		}
 		for k := range p.holds {
 			endHold(p, k, a.end, "end")
 		}
-	}
-	for c, w := range wants {
+	})
+	wants.each(func(c int, w *want) {
 		if w.tentative {
 			closeWant(c, 0)
 		} else {
 			closeWant(c, a.end)
 		}
-	}
+	})
 	for _, kd := range a.keys {
 		for i := range kd.holds {
 			if kd.holds[i].To < 0 { // held by a process that was inherited and never seen again
 				kd.holds[i].To, kd.holds[i].relDone, kd.holds[i].End = a.end, a.end, "end"
 			}
+		}
+		kd.countDupFences()
+		// By From (they are, being recorded in time order): the overlap
+		// pass and the liveness checks rely on it and run concurrently.
+		if !sort.SliceIsSorted(kd.holds, func(i, j int) bool { return kd.holds[i].From < kd.holds[j].From }) {
+			sort.SliceStable(kd.holds, func(i, j int) bool { return kd.holds[i].From < kd.holds[j].From })
 		}
 		sort.Slice(kd.wants, func(i, j int) bool { return kd.wants[i].from < kd.wants[j].from })
 		sort.SliceStable(kd.unknowns, func(i, j int) bool { return kd.unknowns[i].invoke < kd.unknowns[j].invoke })
@@ -447,8 +507,8 @@ func analyze(h History) *analysis {
 // abandon ends p's operation in flight without a completion: an acquire
 // becomes an unknown one (its SET may still land).
 func (a *analysis) abandon(p *procState) {
-	c := p.op
-	p.op = nil
+	c := &p.op
+	p.busy = false
 	if c.f == FAcquire {
 		kd := a.keys[c.key]
 		kd.unknowns = append(kd.unknowns, unknownAcq{process: p.id, client: p.client, invoke: c.invoke})
@@ -460,18 +520,19 @@ func (a *analysis) abandon(p *procState) {
 // malformed. An extend never opens or ends a hold: the client believes in
 // its lock across it either way (a failed extend is the client's news, and
 // the workload decides what to do about it).
-func (a *analysis) extendOp(op *Op, p *procState) {
+func (a *analysis) extendOp(i int, p *procState) {
+	op := &a.h[i]
 	id := [2]int64{int64(op.Client), op.N}
 	if op.Type == Invoke {
-		if a.extending[id] != nil {
+		if _, ok := a.extending[id]; ok {
 			a.malformed++
 		}
-		a.extending[id] = op
+		a.extending[id] = int32(i)
 		a.extends.invoked++
 		return
 	}
-	inv := a.extending[id]
-	if inv == nil || inv.Key != op.Key {
+	at, ok := a.extending[id]
+	if !ok || a.h[at].Key != op.Key {
 		a.malformed++
 		return
 	}
@@ -479,11 +540,71 @@ func (a *analysis) extendOp(op *Op, p *procState) {
 	switch op.Type {
 	case Ok:
 		a.extends.ok++
-		a.releases = append(a.releases, releaseRec{f: FExtend, process: p.id, client: p.client, key: op.Key,
-			token: inv.Value, invoke: inv.Time, done: op.Time, acqInvoke: -1})
+		a.releaseRefs = append(a.releaseRefs, releaseRef{at, int32(i), int32(p.client)})
 	case Fail:
 		a.extends.fail++
 	default:
 		a.extends.unknown++
+	}
+}
+
+// releases returns the releases and extends acknowledged ok, in the order
+// of their completions.
+func (a *analysis) releases() []releaseRec {
+	out := make([]releaseRec, len(a.releaseRefs))
+	for i, r := range a.releaseRefs {
+		inv, done := &a.h[r.inv], &a.h[r.done]
+		out[i] = releaseRec{f: done.F, process: done.Process, client: int(r.client), key: done.Key, token: inv.Value,
+			invoke: inv.Time, done: done.Time}
+	}
+	return out
+}
+
+// ownersOf builds a.owners from the acquires granted with a value, in
+// order. Timestamp-valued locks can grant two clients the same value (the
+// same millisecond): then the value does not say whose the key is, and no
+// check may rely on it.
+func (a *analysis) ownersOf() map[string]int {
+	if a.owners != nil {
+		return a.owners
+	}
+	a.owners = make(map[string]int, len(a.ownerRefs))
+	for _, r := range a.ownerRefs {
+		v, c := a.h[r.at].Value, int(r.client)
+		if prev, seen := a.owners[v]; seen && prev != c {
+			a.owners[v] = ambiguousOwner
+		} else {
+			a.owners[v] = c
+		}
+	}
+	return a.owners
+}
+
+// countDupFences counts the fences granted to two processes: once per
+// fence, at the first grant to a process other than its first holder
+// (dupAt is the earliest of those). Fences that only ever rose have no
+// repeat; otherwise the grants are grouped by fence. (A map from (key,
+// fence) to the first process cost 28 MB and a hash per grant on 1M
+// entries, for the rare history that repeats a fence.)
+func (kd *keyData) countDupFences() {
+	if kd.fencesUp {
+		return
+	}
+	g := kd.fences
+	slices.SortStableFunc(g, func(x, y grant) int { return cmp.Compare(x.fence, y.fence) })
+	for i := 0; i < len(g); {
+		j := i + 1
+		for ; j < len(g) && g[j].fence == g[i].fence; j++ {
+		}
+		for m := i + 1; m < j; m++ {
+			if g[m].process != g[i].process {
+				kd.dups++
+				if kd.dupAt < 0 || g[m].at < kd.dupAt {
+					kd.dupAt = g[m].at
+				}
+				break
+			}
+		}
+		i = j
 	}
 }

@@ -97,3 +97,15 @@ func BenchmarkUnsplit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRecorderAdd: one typical entry (an acquire ok with a token)
+// into one recorder, from one goroutine; B/op is what the recorder keeps
+// per entry (its chunks' share).
+func BenchmarkRecorderAdd(b *testing.B) {
+	op := Op{Type: Ok, Process: 17, Client: 17, F: FAcquire, Key: "lock:3", Value: "17-0123456789abcdef0123456789abcdef"}
+	rec := NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		rec.Add(op)
+	}
+}

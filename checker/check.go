@@ -64,102 +64,18 @@ const maxProblems = 50
 // lines are problems too, and problems name the file's lines.
 func CheckParsed(p Parsed, o Options) Result {
 	o = o.withDefaults()
-	h, problems := Validate(p)
-	a := analyze(h)
-	res := Result{FirstViolationNs: -1, DurationNs: a.end, Malformed: len(problems) + a.malformed}
-	res.Problems = problems[:min(len(problems), maxProblems)]
-	ev := gatherEvidence(h, a)
-	res.ErrorReplies, res.FaultsFailed, res.HealsFailed = ev.errorReplies, ev.faultsFailed, ev.healsFailed
-	res.Failpoints, res.Gaps = ev.failpoints, ev.gaps
-
-	ovs := make([]keyOverlaps, len(a.keys))
-	for k, kd := range a.keys {
-		ovs[k] = overlapPass(kd)
-		res.Overlaps += ovs[k].pairs
-		if ovs[k].pairs > 0 {
-			for _, s := range mergedOverlaps(kd) {
-				res.OverlapIntervals++
-				res.OverlapNs += s.OverlapNs
-				res.OverlapSpans = append(res.OverlapSpans, s)
-			}
-		}
-		res.Holds += len(kd.holds)
-		if w := ovs[k].witness; w != nil && (res.Witness == nil || w.FromNs < res.Witness.FromNs ||
-			w.FromNs == res.Witness.FromNs && w.Key < res.Witness.Key) {
-			res.Witness = w
-		}
+	// The pass runs beside the validation, on the whole history: a
+	// history without problems (nearly every one) is its own well-formed
+	// part, and one with problems is passed again on that part.
+	whole := make(chan *analysis, 1)
+	go func() { whole <- analyze(p.History) }()
+	h, problems, sorted := validate(p)
+	a := <-whole
+	if len(problems) > 0 {
+		a = analyzeOrdered(h, sorted)
 	}
-	lin := checkPieces(a, ovs, o.Timeout)
-	res.Pieces, res.TimedOutPieces, res.Disagreements = lin.pieces, lin.timedOut, lin.disagree
-	switch {
-	case lin.illegal > 0:
-		res.Linearizable = LinIllegal
-	case lin.timedOut > 0:
-		res.Linearizable = LinUnknown
-	default:
-		res.Linearizable = LinOK
-	}
-
-	sort.SliceStable(res.OverlapSpans, func(i, j int) bool { return res.OverlapSpans[i].FromNs < res.OverlapSpans[j].FromNs })
-	if len(res.OverlapSpans) > MaxSpans {
-		res.OverlapSpans = res.OverlapSpans[:MaxSpans]
-	}
-
-	rr := checkResource(a)
-	res.AckedWrites, res.FinalValue, res.NetLostUpdates = rr.acked, rr.final, rr.lost
-	res.StaleWrites, res.FenceRegressions, res.Rejected, res.DupFences = rr.stale, rr.fenceRegressions, rr.rejected, rr.dups
-	res.Harm = rr.harm
-	if res.Witness != nil {
-		res.FirstViolationNs, res.FirstViolation = res.Witness.FromNs, ViolationOverlap
-	}
-	if rr.firstHarm >= 0 && (res.FirstViolationNs < 0 || rr.firstHarm < res.FirstViolationNs) {
-		res.FirstViolationNs, res.FirstViolation = rr.firstHarm, ViolationHarm
-	}
-	a.stampTokens = o.StampTokens
-	fsr := checkFalseSuccesses(a)
-	if fs := fsr.found; len(fs) > 0 {
-		res.FalseSuccesses, res.FalseSuccess = len(fs), fs[0].text
-		if res.FirstViolationNs < 0 || fs[0].at < res.FirstViolationNs {
-			res.FirstViolationNs, res.FirstViolation = fs[0].at, ViolationFalseSuccess
-		}
-	}
-	res.FalseSuccessUnjudged, res.FalseSuccessUnjudgedWhy = fsr.unjudged, fsr.unjudgedWhy
-	for _, f := range fsr.found {
-		if f.f == FExtend {
-			res.ExtendFalseSuccesses++
-		}
-		if f.foreign {
-			if res.ForeignRenewals++; res.ForeignRenewal == "" {
-				res.ForeignRenewal = f.text
-			}
-		}
-	}
-	res.Extends, res.ExtendsOK, res.ExtendsFailed, res.ExtendsUnknown = a.extends.invoked, a.extends.ok, a.extends.fail, a.extends.unknown
-	res.ServerEvents = a.events
-	res.ObserverSyncs, res.ObserverLagMaxMs, res.ObserverLagP99Ms = observerLag(a)
-
-	lv := checkLiveness(a, int64(o.DeadlockBound))
-	res.Acquired, res.Attempts, res.Unknown = a.acquired, a.attempts, a.unknown
-	res.AcquireP50Ms, res.AcquireP99Ms = lv.p50, lv.p99
-	res.HandoffP50Ms, res.HandoffMaxMs = lv.handoffP50, lv.hoMax
-	res.Fairness, res.LongestWaitMs = lv.fairness, lv.longestWait
-	res.LongestStarvedMs, res.StarvedKey, res.StarvedFromNs = lv.starved, lv.starvedKey, lv.starvedFrom
-	res.HarnessStalls, res.HarnessStallMaxMs, res.HarnessStallTotalMs = stallFigures(a.stalls)
-	res.StarvedNetMs = lv.net
-
-	if res.Overlaps > 0 && !o.Fenced && len(a.stalls) > 0 {
-		res.OverlapsWithoutStalls = overlapsWithoutStalls(a)
-	} else {
-		res.OverlapsWithoutStalls = res.Overlaps
-	}
-	res.Verdict, res.Reason = verdict(&res, o, len(a.keys), lv)
-	if res.Verdict == Deadlock {
-		res.FirstViolationNs, res.FirstViolation = lv.firstOver, ViolationStarvation
-		// The starvation that decided: the longest net of the harness's
-		// stalls (the longest one outright may have been mostly stall).
-		res.LongestStarvedMs, res.StarvedKey, res.StarvedFromNs = lv.net+lv.netStall, lv.netKey, lv.netFrom
-	}
-	return res
+	a.input, a.problems, a.opts, a.stampTokens = h, problems, o, o.StampTokens
+	return compose(a, runChecks(a))
 }
 
 // problemText lists the first few problems.
@@ -316,7 +232,7 @@ func Violation(h History, o Options) (porcupine.Model, porcupine.LinearizationIn
 	if found == nil {
 		return model, porcupine.LinearizationInfo{}, porcupine.Ok, fmt.Errorf("checker bug: no piece holds the overlap on %s", best.Key)
 	}
-	res, info := porcupine.CheckOperationsVerbose(model, pieceOps(kd, *found), o.Timeout)
+	res, info := porcupine.CheckOperationsVerbose(model, pieceOps(kd, *found, clientIDs()), o.Timeout)
 	return model, info, res, nil
 }
 
@@ -359,7 +275,7 @@ func contextPiece(h History, o Options) (porcupine.Model, porcupine.Linearizatio
 			chosen = &p
 		}
 	})
-	_, info := porcupine.CheckOperationsVerbose(model, pieceOps(kd, *chosen), o.Timeout)
+	_, info := porcupine.CheckOperationsVerbose(model, pieceOps(kd, *chosen, clientIDs()), o.Timeout)
 	return model, info
 }
 

@@ -222,3 +222,15 @@ func firedSummary(fcs []FailpointCount) string {
 	}
 	return "failpoints fired: " + strings.Join(parts, ", ")
 }
+
+// evidenceCheck lists what the run did not exercise (see gatherEvidence).
+type evidenceCheck struct{}
+
+func (evidenceCheck) name() string { return "evidence" }
+
+func (evidenceCheck) run(a *analysis) finding { return gatherEvidence(a.input, a) }
+
+func (ev evidence) apply(r *Result) {
+	r.ErrorReplies, r.FaultsFailed, r.HealsFailed = ev.errorReplies, ev.faultsFailed, ev.healsFailed
+	r.Failpoints, r.Gaps = ev.failpoints, ev.gaps
+}

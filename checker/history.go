@@ -217,16 +217,142 @@ type History []Op
 
 // Recorder appends entries with times from one monotonic clock. It is safe
 // for concurrent use by every client and the nemesis. Entries are kept in
-// fixed-size chunks, so a long run never copies what it already recorded.
+// fixed-size chunks, so a long run never copies what it already recorded,
+// and in a compact form (recOp) that History expands.
 type Recorder struct {
 	mu     sync.Mutex
 	start  time.Time
-	chunks [][]Op
+	chunks [][]recOp
 	n      int
 	ended  bool
 }
 
 const recorderChunk = 4096
+
+// recOp is an Op as the Recorder keeps it: about half of an Op's size.
+// The index is the position; the type and the function are a byte each
+// when they are one of the constants; the fields most entries leave empty
+// (a server event's node and owner, a fault's targets, a step's fired
+// list, the header, a type or function that is no constant) sit behind
+// one pointer. Every Op grew to 208 bytes as fields were added for the
+// rarer entries, and the Recorder kept 208 bytes per entry, zeroed and
+// scanned by the collector chunk by chunk.
+type recOp struct {
+	time, n, fence  int64
+	process, client int
+	key, value, err string
+	typ, f          uint8
+	errorReply      bool
+	rare            *rareFields
+}
+
+// rareFields are the fields of an Op that most entries leave empty.
+type rareFields struct {
+	typ         Type
+	f           string
+	node, owner string
+	targets     *FaultTargets
+	fired       []int
+	meta        *Meta
+}
+
+// recTypes and recFuncs are the constants a recOp names by their position
+// (0: the empty string; noCode: the value is in rareFields).
+var (
+	recTypes = []Type{"", Invoke, Ok, Fail, Info}
+	recFuncs = []string{"", FAcquire, FRelease, FExtend, FRead, FWrite, FStep, FLost, FCrash, FAbandon,
+		FStart, FStop, FEnd, FMeta, FServer, FSync, FStall, FSentinel, FMaster}
+)
+
+const noCode = 255
+
+// typeCode and funcCode are the positions in recTypes and recFuncs (a
+// switch: a walk over the table comparing strings was a fifth of Add).
+func typeCode(t Type) uint8 {
+	switch t {
+	case "":
+		return 0
+	case Invoke:
+		return 1
+	case Ok:
+		return 2
+	case Fail:
+		return 3
+	case Info:
+		return 4
+	}
+	return noCode
+}
+
+func funcCode(f string) uint8 {
+	switch f {
+	case "":
+		return 0
+	case FAcquire:
+		return 1
+	case FRelease:
+		return 2
+	case FExtend:
+		return 3
+	case FRead:
+		return 4
+	case FWrite:
+		return 5
+	case FStep:
+		return 6
+	case FLost:
+		return 7
+	case FCrash:
+		return 8
+	case FAbandon:
+		return 9
+	case FStart:
+		return 10
+	case FStop:
+		return 11
+	case FEnd:
+		return 12
+	case FMeta:
+		return 13
+	case FServer:
+		return 14
+	case FSync:
+		return 15
+	case FStall:
+		return 16
+	case FSentinel:
+		return 17
+	case FMaster:
+		return 18
+	}
+	return noCode
+}
+
+func pack(op *Op) recOp {
+	r := recOp{time: op.Time, n: op.N, fence: op.Fence, process: op.Process, client: op.Client,
+		key: op.Key, value: op.Value, err: op.Error, errorReply: op.ErrorReply,
+		typ: typeCode(op.Type), f: funcCode(op.F)}
+	if r.typ == noCode || r.f == noCode || op.Node != "" || op.Owner != "" || op.Targets != nil || op.Fired != nil || op.Meta != nil {
+		r.rare = &rareFields{typ: op.Type, f: op.F, node: op.Node, owner: op.Owner, targets: op.Targets, fired: op.Fired, meta: op.Meta}
+	}
+	return r
+}
+
+func (r *recOp) unpack(index int) Op {
+	op := Op{Index: index, Time: r.time, N: r.n, Fence: r.fence, Process: r.process, Client: r.client,
+		Key: r.key, Value: r.value, Error: r.err, ErrorReply: r.errorReply}
+	if r.typ != noCode {
+		op.Type = recTypes[r.typ]
+	}
+	if r.f != noCode {
+		op.F = recFuncs[r.f]
+	}
+	if x := r.rare; x != nil {
+		op.Type, op.F = x.typ, x.f
+		op.Node, op.Owner, op.Targets, op.Fired, op.Meta = x.node, x.owner, x.targets, x.fired, x.meta
+	}
+	return op
+}
 
 // NewRecorder starts the clock.
 func NewRecorder() *Recorder { return &Recorder{start: time.Now()} }
@@ -239,35 +365,38 @@ func (r *Recorder) Start() time.Time { return r.start }
 
 // Add stamps op with the current time and an index, appends it and returns it.
 func (r *Recorder) Add(op Op) Op {
+	rec := pack(&op) // outside the lock: only the time and index are stamped under it
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.ended {
 		// After the end record nothing belongs to the history (a
 		// watchdog's late step while the run shuts down).
+		r.mu.Unlock()
 		return op
 	}
-	return r.addLocked(op)
+	op.Time, op.Index = r.addLocked(&rec)
+	r.mu.Unlock()
+	return op
 }
 
-func (r *Recorder) addLocked(op Op) Op {
-	op.Time = int64(time.Since(r.start))
-	op.Index = r.n
+func (r *Recorder) addLocked(rec *recOp) (t int64, index int) {
+	rec.time = int64(time.Since(r.start))
 	if r.n%recorderChunk == 0 {
-		r.chunks = append(r.chunks, make([]Op, 0, recorderChunk))
+		r.chunks = append(r.chunks, make([]recOp, 0, recorderChunk))
 	}
 	last := len(r.chunks) - 1
-	r.chunks[last] = append(r.chunks[last], op)
+	r.chunks[last] = append(r.chunks[last], *rec)
 	r.n++
-	return op
+	return rec.time, r.n - 1
 }
 
 // End adds the end record op (F FEnd) as the last entry, ignores every Add
 // after it, and returns the history: nothing a straggling goroutine records
 // can land after the end record.
 func (r *Recorder) End(op Op) History {
+	rec := pack(&op)
 	r.mu.Lock()
 	if !r.ended {
-		r.addLocked(op)
+		r.addLocked(&rec)
 		r.ended = true
 	}
 	r.mu.Unlock()
@@ -280,7 +409,9 @@ func (r *Recorder) History() History {
 	defer r.mu.Unlock()
 	h := make(History, 0, r.n)
 	for _, c := range r.chunks {
-		h = append(h, c...)
+		for i := range c {
+			h = append(h, c[i].unpack(len(h)))
+		}
 	}
 	return h
 }

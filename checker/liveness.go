@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 )
@@ -65,9 +66,10 @@ func checkLiveness(a *analysis, bound int64) livenessResult {
 	r.longestWait = nsToMs(a.longest)
 
 	var handoffs []int64
+	var sc scratch // one set of buffers for every key
 	for _, kd := range a.keys {
-		handoffs = appendHandoffs(handoffs, kd)
-		st := starvation(kd, a.end, bound, a.stalls)
+		handoffs = appendHandoffs(handoffs, kd, &sc)
+		st := starvation(kd, a.end, bound, a.stalls, &sc)
 		if st.longest > 0 && nsToMs(st.longest) > r.starved {
 			r.starved, r.starvedKey, r.starvedFrom = nsToMs(st.longest), kd.name, st.from
 		}
@@ -100,12 +102,19 @@ func checkLiveness(a *analysis, bound int64) livenessResult {
 	return r
 }
 
-func appendHandoffs(out []int64, kd *keyData) []int64 {
+// scratch are buffers the liveness checks reuse from key to key (fresh
+// ones per key were a tenth of Check's allocations).
+type scratch struct {
+	invokes, dones, froms []int64
+	evs                   []starveEv
+}
+
+func appendHandoffs(out []int64, kd *keyData, sc *scratch) []int64 {
 	if len(kd.holds) < 2 {
 		return out
 	}
-	invokes := make([]int64, 0, len(kd.acquires))
-	dones := make([]int64, 0, len(kd.acquires))
+	invokes, dones := sc.invokes[:0], sc.dones[:0]
+	defer func() { sc.invokes, sc.dones = invokes, dones }()
 	for _, ac := range kd.acquires {
 		invokes = append(invokes, ac.invoke)
 		if ac.done >= 0 {
@@ -115,10 +124,11 @@ func appendHandoffs(out []int64, kd *keyData) []int64 {
 	slices.Sort(invokes)
 	slices.Sort(dones)
 	// holds are sorted by From
-	froms := make([]int64, len(kd.holds))
+	froms := sc.froms[:0]
 	for i := range kd.holds {
-		froms[i] = kd.holds[i].From
+		froms = append(froms, kd.holds[i].From)
 	}
+	sc.froms = froms
 	for i := range kd.holds {
 		hr := &kd.holds[i]
 		if !hr.relOK {
@@ -158,31 +168,26 @@ type starved struct {
 // stalls inside it (stalls, from FStall entries): while the harness was
 // not scheduled its clients could neither ask nor be granted, so that
 // time may be the harness's, not the lock's.
-func starvation(kd *keyData, end, bound int64, stalls []interval) starved {
+// starveEv is a want or a hold beginning or ending at t.
+type starveEv struct {
+	t     int64
+	dw, h int32
+}
+
+func starvation(kd *keyData, end, bound int64, stalls []interval, sc *scratch) starved {
 	r := starved{firstOver: -1}
 	if len(kd.wants) == 0 {
 		return r
 	}
-	type ev struct {
-		t     int64
-		dw, h int
-	}
-	evs := make([]ev, 0, 2*(len(kd.wants)+len(kd.holds)))
+	evs := sc.evs[:0]
 	for _, w := range kd.wants {
-		evs = append(evs, ev{w.from, 1, 0}, ev{w.to, -1, 0})
+		evs = append(evs, starveEv{w.from, 1, 0}, starveEv{w.to, -1, 0})
 	}
 	for i := range kd.holds {
-		evs = append(evs, ev{kd.holds[i].From, 0, 1}, ev{kd.holds[i].To, 0, -1})
+		evs = append(evs, starveEv{kd.holds[i].From, 0, 1}, starveEv{kd.holds[i].To, 0, -1})
 	}
-	slices.SortFunc(evs, func(x, y ev) int {
-		switch {
-		case x.t < y.t:
-			return -1
-		case x.t > y.t:
-			return 1
-		}
-		return 0
-	})
+	sc.evs = evs
+	slices.SortFunc(evs, func(x, y starveEv) int { return cmp.Compare(x.t, y.t) })
 	interval := func(start, t int64) {
 		if t-start > r.longest {
 			r.longest, r.from = t-start, start
@@ -201,8 +206,8 @@ func starvation(kd *keyData, end, bound int64, stalls []interval) starved {
 	for i := 0; i < len(evs); {
 		t := evs[i].t
 		for ; i < len(evs) && evs[i].t == t; i++ {
-			wants += evs[i].dw
-			holds += evs[i].h
+			wants += int(evs[i].dw)
+			holds += int(evs[i].h)
 		}
 		now := wants > 0 && holds == 0
 		switch {
@@ -230,4 +235,36 @@ func overlap(ivs []interval, from, to int64) int64 {
 		}
 	}
 	return n
+}
+
+// livenessCheck measures acquisitions, latency, hand-off, fairness,
+// starvation and the harness's own stalls.
+type livenessCheck struct{}
+
+func (livenessCheck) name() string { return "liveness" }
+
+func (livenessCheck) run(a *analysis) finding {
+	f := livenessFinding{livenessResult: checkLiveness(a, int64(a.opts.DeadlockBound)),
+		acquired: a.acquired, attempts: a.attempts, unknown: a.unknown}
+	f.stalls, f.stallMaxMs, f.stallTotalMs = stallFigures(a.stalls)
+	return f
+}
+
+// livenessFinding is the liveness check's figures; compose reads its
+// starvation for the deadlock verdict.
+type livenessFinding struct {
+	livenessResult
+	acquired, attempts, unknown int
+	stalls                      int
+	stallMaxMs, stallTotalMs    float64
+}
+
+func (lv livenessFinding) apply(r *Result) {
+	r.Acquired, r.Attempts, r.Unknown = lv.acquired, lv.attempts, lv.unknown
+	r.AcquireP50Ms, r.AcquireP99Ms = lv.p50, lv.p99
+	r.HandoffP50Ms, r.HandoffMaxMs = lv.handoffP50, lv.hoMax
+	r.Fairness, r.LongestWaitMs = lv.fairness, lv.longestWait
+	r.LongestStarvedMs, r.StarvedKey, r.StarvedFromNs = lv.starved, lv.starvedKey, lv.starvedFrom
+	r.HarnessStalls, r.HarnessStallMaxMs, r.HarnessStallTotalMs = lv.stalls, lv.stallMaxMs, lv.stallTotalMs
+	r.StarvedNetMs = lv.net
 }

@@ -72,7 +72,7 @@ func MutexModel() porcupine.Model {
 		Partition: partitionByKey,
 		Init:      func() interface{} { return free },
 		Step: func(state, input, _ interface{}) (bool, interface{}) {
-			s, in := state.(int), input.(MutexInput)
+			s, in := state.(int), mutexIn(input)
 			switch in.Kind {
 			case MutexAcquire:
 				if s == free {
@@ -89,7 +89,7 @@ func MutexModel() porcupine.Model {
 		},
 		Hash: func(state interface{}) uint64 { return uint64(state.(int)) },
 		DescribeOperation: func(input, _ interface{}) string {
-			in := input.(MutexInput)
+			in := mutexIn(input)
 			switch in.Kind {
 			case MutexAcquire:
 				if in.Fence > 0 {
@@ -114,7 +114,7 @@ func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
 	idx := map[string]int{}
 	var parts [][]porcupine.Operation
 	for _, op := range ops {
-		k := op.Input.(MutexInput).Key
+		k := mutexIn(op.Input).Key
 		i, ok := idx[k]
 		if !ok {
 			i = len(parts)
@@ -124,6 +124,70 @@ func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {
 		parts[i] = append(parts[i], op)
 	}
 	return parts
+}
+
+// mutexIn is a model input: a MutexInput, or a pointer to one (Check's
+// pieces: see opsBuilder).
+func mutexIn(input interface{}) MutexInput {
+	if p, ok := input.(*MutexInput); ok {
+		return *p
+	}
+	return input.(MutexInput)
+}
+
+// opsBuilder builds porcupine operations whose inputs point into one
+// backing array allocated up front. A MutexInput stored in an interface is
+// allocated on its own, twice per hold: that, and a map numbering the
+// processes of every piece, were what Check's pieces cost beyond
+// porcupine's own search.
+type opsBuilder struct {
+	ops    []porcupine.Operation
+	ins    []MutexInput
+	client func(int) int
+}
+
+// newOpsBuilder has room for n operations; client numbers processes for
+// porcupine's visualization (nil: every operation is client 0, which
+// porcupine's checking never reads).
+func newOpsBuilder(n int, client func(int) int) *opsBuilder {
+	if client == nil {
+		client = func(int) int { return 0 }
+	}
+	return &opsBuilder{ops: make([]porcupine.Operation, 0, n), ins: make([]MutexInput, 0, n), client: client}
+}
+
+// reset empties b for n operations, reusing its arrays when they are big
+// enough (the previous operations must no longer be in use).
+func (b *opsBuilder) reset(n int) {
+	if cap(b.ins) < n {
+		b.ops, b.ins = make([]porcupine.Operation, 0, n), make([]MutexInput, 0, n)
+		return
+	}
+	b.ops, b.ins = b.ops[:0], b.ins[:0]
+}
+
+func (b *opsBuilder) add(in MutexInput, call, ret int64) {
+	if len(b.ins) == cap(b.ins) {
+		// A fresh array: the operations already built keep pointing into
+		// the old one.
+		b.ins = make([]MutexInput, 0, max(8, cap(b.ins)))
+	}
+	b.ins = append(b.ins, in)
+	b.ops = append(b.ops, porcupine.Operation{ClientId: b.client(in.Process), Input: &b.ins[len(b.ins)-1], Call: call, Return: ret})
+}
+
+// hold adds the two operations of a hold. acqCall and relReturn are the
+// (possibly narrowed) acquire call and release return.
+func (b *opsBuilder) hold(hr *holdRec, acqCall, relReturn int64) {
+	in := MutexInput{Kind: MutexAcquire, Key: hr.Key, Process: hr.Process, Client: hr.Client, Fence: hr.Fence}
+	b.add(in, acqCall, hr.From)
+	in.Kind = MutexRelease
+	b.add(in, hr.To, relReturn)
+}
+
+// unknown adds an acquire with an unknown outcome.
+func (b *opsBuilder) unknown(u *unknownAcq, key string) {
+	b.add(MutexInput{Kind: MutexUnknown, Key: key, Process: u.process, Client: u.client}, u.invoke, Infinity)
 }
 
 // holdOps appends the two operations of a hold. acqCall and relReturn are

@@ -253,3 +253,54 @@ func clusterSpan(key string, hs []*Hold) Span {
 	}
 	return sp
 }
+
+// overlapCheck counts the overlapping holds, measures their clusters and
+// names the witness: the earliest overlap, on the first key by name.
+type overlapCheck struct{}
+
+func (overlapCheck) name() string { return "mutual exclusion (overlap)" }
+
+func (overlapCheck) run(a *analysis) finding {
+	var f overlapFinding
+	for k, kd := range a.keys {
+		ov := a.overlaps()[k]
+		f.pairs += ov.pairs
+		if ov.pairs > 0 {
+			for _, s := range mergedOverlaps(kd) {
+				f.intervals++
+				f.ns += s.OverlapNs
+				f.spans = append(f.spans, s)
+			}
+		}
+		f.holds += len(kd.holds)
+		if w := ov.witness; w != nil && (f.witness == nil || w.FromNs < f.witness.FromNs ||
+			w.FromNs == f.witness.FromNs && w.Key < f.witness.Key) {
+			f.witness = w
+		}
+	}
+	sort.SliceStable(f.spans, func(i, j int) bool { return f.spans[i].FromNs < f.spans[j].FromNs })
+	if len(f.spans) > MaxSpans {
+		f.spans = f.spans[:MaxSpans]
+	}
+	return f
+}
+
+// overlapFinding is the overlap pass over every key.
+type overlapFinding struct {
+	pairs, intervals, holds int
+	ns                      int64
+	spans                   []Span
+	witness                 *Witness
+}
+
+func (f overlapFinding) apply(r *Result) {
+	r.Overlaps, r.OverlapIntervals, r.OverlapNs, r.OverlapSpans = f.pairs, f.intervals, f.ns, f.spans
+	r.Holds, r.Witness = f.holds, f.witness
+}
+
+func (f overlapFinding) firstViolation() (int64, string) {
+	if f.witness == nil {
+		return -1, ""
+	}
+	return f.witness.FromNs, ViolationOverlap
+}

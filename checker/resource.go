@@ -86,3 +86,19 @@ func checkResource(a *analysis) resourceResult {
 	}
 	return r
 }
+
+// resourceCheck judges the counter resource: lost updates, stale writes,
+// fencing.
+type resourceCheck struct{}
+
+func (resourceCheck) name() string { return "resource" }
+
+func (resourceCheck) run(a *analysis) finding { return checkResource(a) }
+
+func (rr resourceResult) apply(r *Result) {
+	r.AckedWrites, r.FinalValue, r.NetLostUpdates = rr.acked, rr.final, rr.lost
+	r.StaleWrites, r.FenceRegressions, r.Rejected, r.DupFences = rr.stale, rr.fenceRegressions, rr.rejected, rr.dups
+	r.Harm = rr.harm
+}
+
+func (rr resourceResult) firstViolation() (int64, string) { return rr.firstHarm, ViolationHarm }

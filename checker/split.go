@@ -113,42 +113,48 @@ func splitKey(k int, kd *keyData, ov *keyOverlaps, emit func(piece)) {
 	flush(len(hs), Infinity)
 }
 
-// pieceOps builds porcupine's operations for one piece.
-func pieceOps(kd *keyData, p piece) []porcupine.Operation {
-	client := clientIDs()
+// pieceOps builds porcupine's operations for one piece; client numbers
+// processes for a visualization (nil: none).
+func pieceOps(kd *keyData, p piece, client func(int) int) []porcupine.Operation {
+	ob := newOpsBuilder(0, client)
+	ob.piece(kd, p)
+	return ob.ops
+}
+
+// piece builds the operations of one piece in b, reusing its arrays.
+func (b *opsBuilder) piece(kd *keyData, p piece) {
 	lo, hi := p.lo, p.hi
 	if p.overlap && 2*(hi-lo)+(p.uhi-p.ulo) > maxPieceOps {
-		if a, b, ok := firstPair(kd.holds[lo:hi]); ok {
-			a, b = a+lo, b+lo
-			ha, hb := &kd.holds[a], &kd.holds[b]
+		if a, bi, ok := firstPair(kd.holds[lo:hi]); ok {
+			a, bi = a+lo, bi+lo
+			ha, hb := &kd.holds[a], &kd.holds[bi]
 			wlo, whi := min(ha.invoke, hb.invoke), max(ha.To, hb.To)
-			ops := make([]porcupine.Operation, 0, 4)
-			for _, i := range []int{a, b} {
+			b.reset(4 + maxOverlapUnknowns)
+			for _, i := range []int{a, bi} {
 				hr := &kd.holds[i]
-				ops = holdOps(ops, hr, max(hr.invoke, p.cutBefore), min(max(hr.relDone, hr.To), p.cutAfter), client)
+				b.hold(hr, max(hr.invoke, p.cutBefore), min(max(hr.relDone, hr.To), p.cutAfter))
 			}
 			for i, n := p.ulo, 0; i < p.uhi && n < maxOverlapUnknowns; i++ {
 				if u := &kd.unknowns[i]; u.invoke >= wlo && u.invoke <= whi {
-					ops = append(ops, unknownOp(u, kd.name, client))
+					b.unknown(u, kd.name)
 					n++
 				}
 			}
-			return ops
+			return
 		}
-	}
-	ops := make([]porcupine.Operation, 0, 2*(hi-lo)+(p.uhi-p.ulo))
-	for i := lo; i < hi; i++ {
-		hr := &kd.holds[i]
-		ops = holdOps(ops, hr, max(hr.invoke, p.cutBefore), min(max(hr.relDone, hr.To), p.cutAfter), client)
 	}
 	uhi := p.uhi
 	if p.overlap {
 		uhi = min(uhi, p.ulo+maxOverlapUnknowns)
 	}
-	for i := p.ulo; i < uhi; i++ {
-		ops = append(ops, unknownOp(&kd.unknowns[i], kd.name, client))
+	b.reset(2*(hi-lo) + (uhi - p.ulo))
+	for i := lo; i < hi; i++ {
+		hr := &kd.holds[i]
+		b.hold(hr, max(hr.invoke, p.cutBefore), min(max(hr.relDone, hr.To), p.cutAfter))
 	}
-	return ops
+	for i := p.ulo; i < uhi; i++ {
+		b.unknown(&kd.unknowns[i], kd.name)
+	}
 }
 
 // firstPair finds the first overlapping pair of holds sorted by From.
@@ -186,9 +192,15 @@ func checkPieces(a *analysis, ovs []keyOverlaps, timeout time.Duration) linResul
 		go func() {
 			defer wg.Done()
 			var r linResult
+			ob := newOpsBuilder(0, nil) // reused piece after piece
 			for p := range jobs {
-				ops := pieceOps(a.keys[p.key], p)
-				cr := checkPiece(model, ops, timeout)
+				ob.piece(a.keys[p.key], p)
+				cr := checkPiece(model, ob.ops, timeout)
+				if cr == porcupine.Unknown {
+					// Porcupine returns on its timeout without waiting
+					// for its search, which may still read the inputs.
+					ob = newOpsBuilder(0, nil)
+				}
 				r.pieces++
 				switch cr {
 				case porcupine.Illegal:
@@ -214,4 +226,23 @@ func checkPieces(a *analysis, ovs []keyOverlaps, timeout time.Duration) linResul
 	close(jobs)
 	wg.Wait()
 	return res
+}
+
+// mutexCheck is porcupine's verdict on the mutex model, piece by piece.
+type mutexCheck struct{}
+
+func (mutexCheck) name() string { return "mutual exclusion (porcupine)" }
+
+func (mutexCheck) run(a *analysis) finding { return checkPieces(a, a.overlaps(), a.opts.Timeout) }
+
+func (lin linResult) apply(r *Result) {
+	r.Pieces, r.TimedOutPieces, r.Disagreements = lin.pieces, lin.timedOut, lin.disagree
+	switch {
+	case lin.illegal > 0:
+		r.Linearizable = LinIllegal
+	case lin.timedOut > 0:
+		r.Linearizable = LinUnknown
+	default:
+		r.Linearizable = LinOK
+	}
 }

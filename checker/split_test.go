@@ -277,7 +277,7 @@ func TestPiecesCover(t *testing.T) {
 								t.Fatalf("seed %d: hold [%d,%d] outside cuts [%d,%d]", i, hr.From, hr.To, p.cutBefore, p.cutAfter)
 							}
 						}
-						for _, op := range pieceOps(kd, p) {
+						for _, op := range pieceOps(kd, p, nil) {
 							if op.Call > op.Return {
 								t.Fatalf("seed %d: narrowed op %+v has call after return", i, op)
 							}

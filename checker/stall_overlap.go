@@ -28,3 +28,25 @@ func overlapsWithoutStalls(a *analysis) int {
 	}
 	return pairs
 }
+
+// stallOverlapCheck counts the overlaps left without the harness's stalls
+// (an unfenced lock's overlaps only: a fenced one's are not a verdict).
+type stallOverlapCheck struct{}
+
+func (stallOverlapCheck) name() string { return "overlaps without the harness's stalls" }
+
+func (stallOverlapCheck) run(a *analysis) finding {
+	pairs := 0
+	for _, ov := range a.overlaps() {
+		pairs += ov.pairs
+	}
+	if pairs > 0 && !a.opts.Fenced && len(a.stalls) > 0 {
+		pairs = overlapsWithoutStalls(a)
+	}
+	return stallOverlapFinding(pairs)
+}
+
+// stallOverlapFinding is Result.OverlapsWithoutStalls.
+type stallOverlapFinding int
+
+func (f stallOverlapFinding) apply(r *Result) { r.OverlapsWithoutStalls = int(f) }

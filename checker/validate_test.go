@@ -162,3 +162,84 @@ func TestValidateKeepsViolations(t *testing.T) {
 		t.Errorf("reason %q does not name the truncation", r.Reason)
 	}
 }
+
+// TestDupFinder: the duplicate finder (a chain per process and time on a
+// history ordered by time, a hash table otherwise) names, for every entry,
+// the same first earlier equal as a map keyed by every field (the former
+// implementation): on synthetic histories with entries repeated next to
+// themselves, later at the same time, and out of time order.
+func TestDupFinder(t *testing.T) {
+	type full struct {
+		index, process, client int
+		typ                    Type
+		f, key, value, err     string
+		n, fence, time         int64
+	}
+	reference := func(h History) []int {
+		seen := map[full]int{}
+		out := make([]int, len(h))
+		for i := range h {
+			op := &h[i]
+			k := full{op.Index, op.Process, op.Client, op.Type, op.F, op.Key, op.Value, op.Error, op.N, op.Fence, op.Time}
+			if j, ok := seen[k]; ok {
+				out[i] = j
+				continue
+			}
+			seen[k], out[i] = i, -1
+		}
+		return out
+	}
+	base := Synthetic(SynthConfig{Ops: 3000, Keys: 3, Unknown: 0.05, Seed: 7})
+	withDups := func(sorted bool) History {
+		var h History
+		for i, op := range base {
+			h = append(h, op)
+			switch i % 97 {
+			case 5: // the same entry twice in a row
+				h = append(h, op)
+			case 7: // three times: the first is the one named
+				h = append(h, op, op)
+			case 11: // a near copy at the same time: not a duplicate
+				op.Value += "x"
+				h = append(h, op)
+			case 13: // a copy after another entry of the same time
+				if i+1 < len(base) && base[i+1].Time == op.Time {
+					h = append(h, base[i+1], op)
+				}
+			}
+		}
+		if !sorted {
+			h = append(h, h[100:140]...) // replayed lines: out of time order
+		}
+		return h
+	}
+	for _, tc := range []struct {
+		name  string
+		h     History
+		table bool
+	}{
+		{"sorted, no duplicates", base, false},
+		{"sorted, duplicates", withDups(true), false},
+		{"unsorted, duplicates", withDups(false), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDupFinder(tc.h, ordered(tc.h))
+			if got := d.slots != nil; got != tc.table {
+				t.Fatalf("hash table used: %v, want %v", got, tc.table)
+			}
+			want := reference(tc.h)
+			dups := 0
+			for i := range tc.h {
+				if got := d.firstOrAdd(i); got != want[i] {
+					t.Fatalf("entry %d: first equal %d, want %d", i, got, want[i])
+				}
+				if want[i] >= 0 {
+					dups++
+				}
+			}
+			if tc.name != "sorted, no duplicates" && dups == 0 {
+				t.Fatal("the history has no duplicates to find")
+			}
+		})
+	}
+}

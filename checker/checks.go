@@ -1,0 +1,107 @@
+package checker
+
+import (
+	"sync"
+)
+
+// A check is one analysis of a history, in the style of porcupine's Model:
+// a value with a name and one function. It reads the pass's analysis (see
+// analyze.go), which it must not change except through its own memoized
+// fields, and returns its finding. Checks run concurrently; what several
+// need (the overlap pass) is computed once on the analysis.
+type check interface {
+	name() string
+	run(a *analysis) finding
+}
+
+// A finding is one check's typed result: it writes its figures on the
+// Result. Findings that can name a violation also implement violator; the
+// verdict is composed from the findings in one place (compose).
+type finding interface {
+	apply(r *Result)
+}
+
+// violator is a finding that may name the first violation: when it began
+// (-1: none) and its kind (ViolationOverlap, ...).
+type violator interface {
+	firstViolation() (at int64, kind string)
+}
+
+// checks are every check Check runs, in the order their findings are
+// applied and their violations compared (on a tie the earlier one names
+// the first violation). Adding a check: its file and test, and a line here.
+var checks = []check{
+	validityCheck{},
+	evidenceCheck{},
+	overlapCheck{},
+	mutexCheck{},
+	resourceCheck{},
+	falseSuccessCheck{},
+	livenessCheck{},
+	stallOverlapCheck{},
+}
+
+// runChecks runs every check on a, each in its own goroutine (the pass is
+// read-only to them), and returns their findings in registry order.
+func runChecks(a *analysis) []finding {
+	fs := make([]finding, len(checks))
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fs[i] = c.run(a)
+		}()
+	}
+	wg.Wait()
+	return fs
+}
+
+// findingOf is the finding of type T among fs (its zero value if none).
+func findingOf[T finding](fs []finding) T {
+	for _, f := range fs {
+		if t, ok := f.(T); ok {
+			return t
+		}
+	}
+	var zero T
+	return zero
+}
+
+// compose is the one place the verdict is made: every finding writes its
+// figures, the earliest violation any of them names becomes the first
+// violation, and verdict weighs them (see Check for the order).
+func compose(a *analysis, fs []finding) Result {
+	res := Result{FirstViolationNs: -1, DurationNs: a.end}
+	for _, f := range fs {
+		f.apply(&res)
+	}
+	for _, f := range fs {
+		if v, ok := f.(violator); ok {
+			if at, kind := v.firstViolation(); at >= 0 && (res.FirstViolationNs < 0 || at < res.FirstViolationNs) {
+				res.FirstViolationNs, res.FirstViolation = at, kind
+			}
+		}
+	}
+	lv := findingOf[livenessFinding](fs)
+	res.Verdict, res.Reason = verdict(&res, a.opts, len(a.keys), lv.livenessResult)
+	if res.Verdict == Deadlock {
+		res.FirstViolationNs, res.FirstViolation = lv.firstOver, ViolationStarvation
+		// The starvation that decided: the longest net of the harness's
+		// stalls (the longest one outright may have been mostly stall).
+		res.LongestStarvedMs, res.StarvedKey, res.StarvedFromNs = lv.net+lv.netStall, lv.netKey, lv.netFrom
+	}
+	return res
+}
+
+// overlaps is the overlap pass over every key, computed once for the
+// checks that need it (overlap, mutex, stall overlap).
+func (a *analysis) overlaps() []keyOverlaps {
+	a.overlapOnce.Do(func() {
+		a.ovs = make([]keyOverlaps, len(a.keys))
+		for k, kd := range a.keys {
+			a.ovs[k] = overlapPass(kd)
+		}
+	})
+	return a.ovs
+}
