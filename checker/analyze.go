@@ -237,253 +237,314 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 	}
 	a := &analysis{keyIdx: map[string]int{}, perClient: map[int]*[2]int{}, h: h,
 		extending: map[[2]int64]int32{}}
-	// Processes and wants by id in slices (byProcess): a map lookup per
-	// entry, several for the wants, was over a third of the pass.
-	var procs byProcess[*procState]
+	ps := &pass{a: a, inherit: map[int]*procState{}}
+	for i := range h {
+		ps.entry(i)
+	}
+	ps.finish()
+	return a
+}
+
+// pass is the state of analyze's one walk over the history. Processes and
+// wants are kept by id in slices (byProcess): a map lookup per entry,
+// several for the wants, was over a third of the pass.
+type pass struct {
+	a     *analysis
+	procs byProcess[*procState]
 	// inherit: after an info completion the client continues under a new
 	// process id; the holds of the old process (an info write inside a
 	// critical section) pass to the client's next process, which releases.
-	inherit := map[int]*procState{}
-	var wants byProcess[*want] // by client
-	wantOf := func(client int) *want {
-		w, _ := wants.get(client)
-		return w
-	}
+	inherit map[int]*procState
+	wants   byProcess[*want] // by client
+}
 
-	closeWant := func(client int, t int64) {
-		w := wantOf(client)
-		if w == nil {
-			return
-		}
-		if w.tentative {
-			t = w.lastFail
-		}
-		if t < w.start {
-			t = w.start
-		}
-		a.keys[w.key].wants = append(a.keys[w.key].wants, interval{w.start, t})
-		wants.del(client)
+func (ps *pass) wantOf(client int) *want {
+	w, _ := ps.wants.get(client)
+	return w
+}
+
+// closeWant ends the client's want at t; a want whose last attempt failed
+// (tentative) ends at its last definite refusal instead.
+func (ps *pass) closeWant(client int, t int64) {
+	w := ps.wantOf(client)
+	if w == nil {
+		return
 	}
-	endHold := func(p *procState, k int, t int64, how string) {
-		hk := p.holds[k]
-		if hk == nil {
-			return
-		}
-		hr := &a.keys[k].holds[hk.hold]
-		hr.To, hr.relDone, hr.End = t, t, how
-		delete(p.holds, k)
+	if w.tentative {
+		t = w.lastFail
 	}
-	proc := func(op *Op) *procState {
-		p, _ := procs.get(op.Process)
-		if p == nil {
-			p = &procState{id: op.Process, client: op.Client, holds: map[int]*heldKey{}, lastKey: -1, perClient: a.perClient}
-			if old := inherit[op.Client]; old != nil {
-				p.holds, old.holds = old.holds, map[int]*heldKey{}
-				delete(inherit, op.Client)
-			}
-			procs.set(op.Process, p)
-		}
-		return p
+	if t < w.start {
+		t = w.start
 	}
-	for i := range h {
-		op := &h[i]
-		if op.Time > a.end {
-			a.end = op.Time
+	ps.a.keys[w.key].wants = append(ps.a.keys[w.key].wants, interval{w.start, t})
+	ps.wants.del(client)
+}
+
+func (ps *pass) endHold(p *procState, k int, t int64, how string) {
+	hk := p.holds[k]
+	if hk == nil {
+		return
+	}
+	hr := &ps.a.keys[k].holds[hk.hold]
+	hr.To, hr.relDone, hr.End = t, t, how
+	delete(p.holds, k)
+}
+
+func (ps *pass) proc(op *Op) *procState {
+	p, _ := ps.procs.get(op.Process)
+	if p == nil {
+		p = &procState{id: op.Process, client: op.Client, holds: map[int]*heldKey{}, lastKey: -1, perClient: ps.a.perClient}
+		if old := ps.inherit[op.Client]; old != nil {
+			p.holds, old.holds = old.holds, map[int]*heldKey{}
+			delete(ps.inherit, op.Client)
 		}
-		if op.Process == NemesisProcess {
-			if op.F == FStall && op.N > 0 {
-				a.stalls = append(a.stalls, interval{op.Time - op.N, op.Time})
+		ps.procs.set(op.Process, p)
+	}
+	return p
+}
+
+// entry takes the history's i-th entry.
+func (ps *pass) entry(i int) {
+	a := ps.a
+	op := &a.h[i]
+	if op.Time > a.end {
+		a.end = op.Time
+	}
+	if ps.harnessEntry(op) {
+		return
+	}
+	p := ps.proc(op)
+	if ps.clientEvent(i, op, p) {
+		return
+	}
+	// A client's next action decides whether a failed attempt was
+	// retried (the want continues) or abandoned.
+	if op.Type == Invoke {
+		if w := ps.wantOf(p.client); w != nil && w.tentative {
+			if op.F == FAcquire && op.Key == a.keys[w.key].name {
+				w.tentative = false
+			} else {
+				ps.closeWant(p.client, 0)
 			}
-			continue
 		}
-		if op.Process == ServerProcess {
-			switch op.F {
-			case FServer:
-				a.server = append(a.server, op)
-				a.events++
-			case FSync:
-				a.server = append(a.server, op)
-			}
-			continue
+	}
+	k := p.lastKey
+	if k < 0 || a.keys[k].name != op.Key { // a process mostly stays on one key
+		k = a.key(op.Key)
+		p.lastKey = k
+	}
+	if op.Type == Invoke {
+		ps.invoke(i, op, p, k)
+		return
+	}
+	ps.complete(i, op, p, k)
+}
+
+// harnessEntry takes the entries of the nemesis, the servers' observers and
+// the final read, and says whether op was one.
+func (ps *pass) harnessEntry(op *Op) bool {
+	a := ps.a
+	switch op.Process {
+	case NemesisProcess:
+		if op.F == FStall && op.N > 0 {
+			a.stalls = append(a.stalls, interval{op.Time - op.N, op.Time})
 		}
-		if op.Process == FinalProcess {
-			if op.F == FRead && op.Type == Ok {
-				kd := a.keys[a.key(op.Key)]
-				kd.hasFinal, kd.final = true, op.N
-			}
-			continue
-		}
-		p := proc(op)
+	case ServerProcess:
 		switch op.F {
-		case FStep:
-			p.steps = append(p.steps, op.Value)
-			continue
-		case FExtend:
-			a.extendOp(i, p)
-			continue
-		case FLost, FStart, FStop:
-			// lost does not end a hold: the client still believes in its
-			// critical section until it sends its release (the runner
-			// releases right after a lost).
-			continue
-		case FAbandon:
-			// A careful client stops believing at once: from here on it
-			// neither reads nor writes, so it is no longer a holder, even
-			// though its release (and the key in Redis) may come later.
-			if k, ok := a.keyIdx[op.Key]; ok {
-				endHold(p, k, op.Time, "abandon")
-			}
-			continue
-		case FCrash:
-			for k := range p.holds {
-				endHold(p, k, op.Time, "crash")
-			}
-			p.crashed = true
-			closeWant(p.client, op.Time)
-			continue
+		case FServer:
+			a.server = append(a.server, op)
+			a.events++
+		case FSync:
+			a.server = append(a.server, op)
 		}
-		// A client's next action decides whether a failed attempt was
-		// retried (the want continues) or abandoned.
-		if op.Type == Invoke {
-			if w := wantOf(p.client); w != nil && w.tentative {
-				if op.F == FAcquire && op.Key == a.keys[w.key].name {
-					w.tentative = false
-				} else {
-					closeWant(p.client, 0)
-				}
-			}
+	case FinalProcess:
+		if op.F == FRead && op.Type == Ok {
+			kd := a.keys[a.key(op.Key)]
+			kd.hasFinal, kd.final = true, op.N
 		}
-		k := p.lastKey
-		if k < 0 || a.keys[k].name != op.Key { // a process mostly stays on one key
-			k = a.key(op.Key)
-			p.lastKey = k
+	default:
+		return false
+	}
+	return true
+}
+
+// clientEvent takes a client's entries that are not operations on a key
+// (steps, extends, lost, abandon, crash...) and says whether op was one.
+func (ps *pass) clientEvent(i int, op *Op, p *procState) bool {
+	switch op.F {
+	case FStep:
+		p.steps = append(p.steps, op.Value)
+	case FExtend:
+		ps.a.extendOp(i, p)
+	case FLost, FStart, FStop:
+		// lost does not end a hold: the client still believes in its
+		// critical section until it sends its release (the runner
+		// releases right after a lost).
+	case FAbandon:
+		// A careful client stops believing at once: from here on it
+		// neither reads nor writes, so it is no longer a holder, even
+		// though its release (and the key in Redis) may come later.
+		if k, ok := ps.a.keyIdx[op.Key]; ok {
+			ps.endHold(p, k, op.Time, "abandon")
 		}
-		kd := a.keys[k]
-		if op.Type == Invoke {
-			if p.busy {
-				a.malformed++
-				a.abandon(p)
-			}
-			c := curOp{f: op.F, key: k, invoke: op.Time, relHold: -1, n: op.N, fence: op.Fence, at: int32(i)}
-			switch op.F {
-			case FAcquire:
-				a.attempts++
-				p.stats()[0]++
-				c.acq = len(kd.acquires)
-				kd.acquires = append(kd.acquires, acqRec{process: p.id, client: p.client, invoke: op.Time, done: -1})
-				p.steps = p.steps[:0]
-				if wantOf(p.client) == nil {
-					wants.set(p.client, &want{key: k, start: op.Time})
-				}
-			case FRelease:
-				if hk := p.holds[k]; hk != nil && hk.count > 0 {
-					hk.count--
-					if hk.count == 0 {
-						c.relHold = hk.hold
-						endHold(p, k, op.Time, "release")
-					}
-				}
-			}
-			p.op, p.busy = c, true
-			continue
+	case FCrash:
+		for k := range p.holds {
+			ps.endHold(p, k, op.Time, "crash")
 		}
-		// A completion.
-		if op.Type != Ok && op.Type != Fail && op.Type != Info {
-			a.malformed++
-			continue
+		p.crashed = true
+		ps.closeWant(p.client, op.Time)
+	default:
+		return false
+	}
+	return true
+}
+
+// invoke starts an operation of p on key k: an acquire opens (or continues)
+// the client's want; a release ends the hold when it is the last of a
+// reentrant count.
+func (ps *pass) invoke(i int, op *Op, p *procState, k int) {
+	a := ps.a
+	kd := a.keys[k]
+	if p.busy {
+		a.malformed++
+		a.abandon(p)
+	}
+	c := curOp{f: op.F, key: k, invoke: op.Time, relHold: -1, n: op.N, fence: op.Fence, at: int32(i)}
+	switch op.F {
+	case FAcquire:
+		a.attempts++
+		p.stats()[0]++
+		c.acq = len(kd.acquires)
+		kd.acquires = append(kd.acquires, acqRec{process: p.id, client: p.client, invoke: op.Time, done: -1})
+		p.steps = p.steps[:0]
+		if ps.wantOf(p.client) == nil {
+			ps.wants.set(p.client, &want{key: k, start: op.Time})
 		}
-		c := &p.op
-		if !p.busy || c.f != op.F || a.keys[c.key].name != op.Key {
-			a.malformed++
-			continue
-		}
-		p.busy = false
-		if op.Type == Info {
-			a.unknown++
-		}
-		switch op.F {
-		case FAcquire:
-			ar := &kd.acquires[c.acq]
-			ar.done, ar.typ = op.Time, op.Type
-			if d := op.Time - ar.invoke; d > a.longest {
-				a.longest = d
+	case FRelease:
+		if hk := p.holds[k]; hk != nil && hk.count > 0 {
+			hk.count--
+			if hk.count == 0 {
+				c.relHold = hk.hold
+				ps.endHold(p, k, op.Time, "release")
 			}
-			switch op.Type {
-			case Ok:
-				if op.Value != "" {
-					a.ownerRefs = append(a.ownerRefs, ownerRef{int32(i), int32(p.client)})
-				}
-				a.acquired++
-				p.stats()[1]++
-				a.latencies = append(a.latencies, op.Time-ar.invoke)
-				if op.Fence > 0 {
-					if n := len(kd.fences); n > 0 && op.Fence <= kd.fences[n-1].fence {
-						kd.fencesUp = false
-					}
-					kd.fences = append(kd.fences, grant{op.Fence, p.id, op.Time})
-				}
-				if hk := p.holds[k]; hk != nil && hk.count > 0 {
-					hk.count++ // reentrant: the hold goes on
-				} else {
-					hr := holdRec{Hold: Hold{Process: p.id, Client: p.client, Key: op.Key, Token: op.Value,
-						Fence: op.Fence, From: op.Time, To: -1}, invoke: ar.invoke, relDone: -1}
-					if len(p.steps) > 0 {
-						hr.Steps = append([]string(nil), p.steps...)
-					}
-					if p.crashed {
-						// Granted to a client that already vanished: it never
-						// acts on it, so its belief lasts no time at all.
-						hr.To, hr.relDone, hr.End = op.Time, op.Time, "crash"
-					} else {
-						p.holds[k] = &heldKey{count: 1, hold: len(kd.holds)}
-					}
-					kd.holds = append(kd.holds, hr)
-				}
-				if w := wantOf(p.client); w != nil && w.key == k {
-					w.tentative = false
-					closeWant(p.client, op.Time)
-				}
-			case Fail, Info:
-				if op.Type == Info {
-					kd.unknowns = append(kd.unknowns, unknownAcq{process: p.id, client: p.client, invoke: ar.invoke})
-				}
-				if w := wantOf(p.client); w != nil && w.key == k {
-					w.tentative = true
-					if op.Type == Fail {
-						w.lastFail = op.Time
-					}
-				}
-			}
-		case FRelease:
-			if op.Type == Ok {
-				a.releaseRefs = append(a.releaseRefs, releaseRef{c.at, int32(i), int32(p.client)})
-			}
-			if c.relHold >= 0 && op.Type != Info {
-				hr := &kd.holds[c.relHold]
-				hr.relDone, hr.relOK = op.Time, op.Type == Ok
-			}
-		case FWrite:
-			kd.writes = append(kd.writes, writeRec{process: p.id, client: p.client, invoke: c.invoke, done: op.Time,
-				typ: op.Type, n: op.N, fence: op.Fence})
-		}
-		if op.Type == Info {
-			inherit[p.client] = p
 		}
 	}
-	// The end of the history: what is still in flight never completed.
-	procs.each(func(_ int, p *procState) {
+	p.op, p.busy = c, true
+}
+
+// complete ends p's operation in flight on key k.
+func (ps *pass) complete(i int, op *Op, p *procState, k int) {
+	a := ps.a
+	kd := a.keys[k]
+	if op.Type != Ok && op.Type != Fail && op.Type != Info {
+		a.malformed++
+		return
+	}
+	c := &p.op
+	if !p.busy || c.f != op.F || a.keys[c.key].name != op.Key {
+		a.malformed++
+		return
+	}
+	p.busy = false
+	if op.Type == Info {
+		a.unknown++
+	}
+	switch op.F {
+	case FAcquire:
+		ps.acquireDone(i, op, p, k, c)
+	case FRelease:
+		if op.Type == Ok {
+			a.releaseRefs = append(a.releaseRefs, releaseRef{c.at, int32(i), int32(p.client)})
+		}
+		if c.relHold >= 0 && op.Type != Info {
+			hr := &kd.holds[c.relHold]
+			hr.relDone, hr.relOK = op.Time, op.Type == Ok
+		}
+	case FWrite:
+		kd.writes = append(kd.writes, writeRec{process: p.id, client: p.client, invoke: c.invoke, done: op.Time,
+			typ: op.Type, n: op.N, fence: op.Fence})
+	}
+	if op.Type == Info {
+		ps.inherit[p.client] = p
+	}
+}
+
+// acquireDone completes an acquire: a grant starts a hold (or continues a
+// reentrant one) and closes the want; a refusal or an unknown outcome leaves
+// the want open until the client's next action says whether it retries.
+func (ps *pass) acquireDone(i int, op *Op, p *procState, k int, c *curOp) {
+	a := ps.a
+	kd := a.keys[k]
+	ar := &kd.acquires[c.acq]
+	ar.done, ar.typ = op.Time, op.Type
+	if d := op.Time - ar.invoke; d > a.longest {
+		a.longest = d
+	}
+	if op.Type != Ok {
+		if op.Type == Info {
+			kd.unknowns = append(kd.unknowns, unknownAcq{process: p.id, client: p.client, invoke: ar.invoke})
+		}
+		if w := ps.wantOf(p.client); w != nil && w.key == k {
+			w.tentative = true
+			if op.Type == Fail {
+				w.lastFail = op.Time
+			}
+		}
+		return
+	}
+	if op.Value != "" {
+		a.ownerRefs = append(a.ownerRefs, ownerRef{int32(i), int32(p.client)})
+	}
+	a.acquired++
+	p.stats()[1]++
+	a.latencies = append(a.latencies, op.Time-ar.invoke)
+	if op.Fence > 0 {
+		if n := len(kd.fences); n > 0 && op.Fence <= kd.fences[n-1].fence {
+			kd.fencesUp = false
+		}
+		kd.fences = append(kd.fences, grant{op.Fence, p.id, op.Time})
+	}
+	if hk := p.holds[k]; hk != nil && hk.count > 0 {
+		hk.count++ // reentrant: the hold goes on
+	} else {
+		hr := holdRec{Hold: Hold{Process: p.id, Client: p.client, Key: op.Key, Token: op.Value,
+			Fence: op.Fence, From: op.Time, To: -1}, invoke: ar.invoke, relDone: -1}
+		if len(p.steps) > 0 {
+			hr.Steps = append([]string(nil), p.steps...)
+		}
+		if p.crashed {
+			// Granted to a client that already vanished: it never
+			// acts on it, so its belief lasts no time at all.
+			hr.To, hr.relDone, hr.End = op.Time, op.Time, "crash"
+		} else {
+			p.holds[k] = &heldKey{count: 1, hold: len(kd.holds)}
+		}
+		kd.holds = append(kd.holds, hr)
+	}
+	if w := ps.wantOf(p.client); w != nil && w.key == k {
+		w.tentative = false
+		ps.closeWant(p.client, op.Time)
+	}
+}
+
+// finish ends the history: what is still in flight never completed, holds
+// and wants still open end at its end, and each key's lists are put in the
+// orders the checks rely on.
+func (ps *pass) finish() {
+	a := ps.a
+	ps.procs.each(func(_ int, p *procState) {
 		if p.busy {
 			a.abandon(p)
 		}
 		for k := range p.holds {
-			endHold(p, k, a.end, "end")
+			ps.endHold(p, k, a.end, "end")
 		}
 	})
-	wants.each(func(c int, w *want) {
+	ps.wants.each(func(c int, w *want) {
 		if w.tentative {
-			closeWant(c, 0)
+			ps.closeWant(c, 0)
 		} else {
-			closeWant(c, a.end)
+			ps.closeWant(c, a.end)
 		}
 	})
 	for _, kd := range a.keys {
@@ -501,7 +562,6 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 		sort.Slice(kd.wants, func(i, j int) bool { return kd.wants[i].from < kd.wants[j].from })
 		sort.SliceStable(kd.unknowns, func(i, j int) bool { return kd.unknowns[i].invoke < kd.unknowns[j].invoke })
 	}
-	return a
 }
 
 // abandon ends p's operation in flight without a completion: an acquire
