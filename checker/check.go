@@ -97,32 +97,8 @@ func problemText(r *Result) string {
 
 func verdict(r *Result, o Options, keys int, lv livenessResult) (string, string) {
 	harmed := r.NetLostUpdates > 0 || r.StaleWrites > 0 || r.FenceRegressions > 0 || r.DupFences > 0 || r.FalseSuccesses > 0
-	var why []string
-	if r.FalseSuccesses > 0 {
-		what := "releases"
-		if r.ExtendFalseSuccesses > 0 {
-			what = fmt.Sprintf("releases or extends (%d extends, %d foreign renewals)", r.ExtendFalseSuccesses, r.ForeignRenewals)
-		}
-		why = append(why, fmt.Sprintf("%d %s acknowledged on a lock no longer theirs; first: %s", r.FalseSuccesses, what, r.FalseSuccess))
-	}
-	if r.StaleWrites > 0 {
-		why = append(why, fmt.Sprintf("%d stale writes accepted", r.StaleWrites))
-	}
-	if r.NetLostUpdates > 0 {
-		why = append(why, fmt.Sprintf("%d updates lost net (%d writes acknowledged, final value %d)", r.NetLostUpdates, r.AckedWrites, r.FinalValue))
-	}
-	if r.FenceRegressions > 0 {
-		why = append(why, fmt.Sprintf("%d writes accepted with a fence not above the last", r.FenceRegressions))
-	}
-	if r.DupFences > 0 {
-		why = append(why, fmt.Sprintf("%d fencing tokens issued twice", r.DupFences))
-	}
-	overlap := ""
-	if r.Witness != nil {
-		w := r.Witness
-		overlap = fmt.Sprintf("%d overlapping holds; first: c%d and c%d both held %s from %s to %s",
-			r.Overlaps, w.A.Client, w.B.Client, w.Key, ms(w.FromNs), ms(w.ToNs))
-	}
+	why := harms(r)
+	overlap := overlapText(r)
 	switch {
 	case r.Overlaps > 0 && r.OverlapsWithoutStalls == 0 && r.FalseSuccesses == 0 && r.FenceRegressions == 0 && r.DupFences == 0 && !o.Fenced:
 		// Every overlap (and the harm it did) goes away with the holds
@@ -166,6 +142,48 @@ func verdict(r *Result, o Options, keys int, lv livenessResult) (string, string)
 	case len(r.Gaps) > 0:
 		return Inconclusive, "not exercised: " + join(r.Gaps)
 	}
+	return Safe, safeReason(r, keys, overlap)
+}
+
+// harms lists the harm a run did, first the false successes: each is a
+// reason for unsafe by itself.
+func harms(r *Result) []string {
+	var why []string
+	if r.FalseSuccesses > 0 {
+		what := "releases"
+		if r.ExtendFalseSuccesses > 0 {
+			what = fmt.Sprintf("releases or extends (%d extends, %d foreign renewals)", r.ExtendFalseSuccesses, r.ForeignRenewals)
+		}
+		why = append(why, fmt.Sprintf("%d %s acknowledged on a lock no longer theirs; first: %s", r.FalseSuccesses, what, r.FalseSuccess))
+	}
+	if r.StaleWrites > 0 {
+		why = append(why, fmt.Sprintf("%d stale writes accepted", r.StaleWrites))
+	}
+	if r.NetLostUpdates > 0 {
+		why = append(why, fmt.Sprintf("%d updates lost net (%d writes acknowledged, final value %d)", r.NetLostUpdates, r.AckedWrites, r.FinalValue))
+	}
+	if r.FenceRegressions > 0 {
+		why = append(why, fmt.Sprintf("%d writes accepted with a fence not above the last", r.FenceRegressions))
+	}
+	if r.DupFences > 0 {
+		why = append(why, fmt.Sprintf("%d fencing tokens issued twice", r.DupFences))
+	}
+	return why
+}
+
+// overlapText is the first overlap in a few words ("" without one).
+func overlapText(r *Result) string {
+	if r.Witness == nil {
+		return ""
+	}
+	w := r.Witness
+	return fmt.Sprintf("%d overlapping holds; first: c%d and c%d both held %s from %s to %s",
+		r.Overlaps, w.A.Client, w.B.Client, w.Key, ms(w.FromNs), ms(w.ToNs))
+}
+
+// safeReason says what a safe run showed: no overlap, or overlaps the fenced
+// resource absorbed.
+func safeReason(r *Result, keys int, overlap string) string {
 	var s string
 	if r.Overlaps > 0 {
 		s = fmt.Sprintf("%s, but the fenced resource stayed correct (%d stale writes rejected)", overlap, r.Rejected)
@@ -178,7 +196,7 @@ func verdict(r *Result, o Options, keys int, lv livenessResult) (string, string)
 	if f := firedSummary(r.Failpoints); f != "" {
 		s += "; " + f
 	}
-	return Safe, s
+	return s
 }
 
 func join(parts []string) string {

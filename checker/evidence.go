@@ -99,7 +99,15 @@ func gatherEvidence(h History, a *analysis) evidence {
 		}
 	}
 
-	// Acquisitions: some, on every key, not drowned in errors.
+	ev.acquisitionGaps(a)
+	ev.keyGaps(a)
+	ev.faultGaps(firstFault, firstHeal)
+	ev.failpointGaps(fired)
+	return ev
+}
+
+// acquisitionGaps: some acquisitions, not drowned in errors.
+func (ev *evidence) acquisitionGaps(a *analysis) {
 	errs := ev.acqUnknown + ev.acqRefused
 	why := func() string {
 		var parts []string
@@ -126,6 +134,10 @@ func gatherEvidence(h History, a *analysis) evidence {
 		ev.gaps = append(ev.gaps, fmt.Sprintf("most acquire attempts ended in errors (%d of %d, more than %.0f%%): %s",
 			errs, a.attempts, 100*MaxErrorFraction, why()))
 	}
+}
+
+// keyGaps: every key held often enough to test exclusion.
+func (ev *evidence) keyGaps(a *analysis) {
 	// Per key only for a runner's history: its header lists the keys the
 	// run was about (a hand-written history without one is judged as is).
 	if a.acquired > 0 && ev.meta != nil {
@@ -158,7 +170,10 @@ func gatherEvidence(h History, a *analysis) evidence {
 		}
 	}
 
-	// Faults: each applied to something, each healed.
+}
+
+// faultGaps: each fault applied to something, each healed.
+func (ev *evidence) faultGaps(firstFault, firstHeal string) {
 	if ev.faultsFailed > 0 {
 		g := firstFault
 		if ev.faultsFailed > 1 {
@@ -174,9 +189,12 @@ func gatherEvidence(h History, a *analysis) evidence {
 		ev.gaps = append(ev.gaps, g)
 	}
 
-	// Failpoints: a scheduled action for one client fires exactly as often
-	// as its times says (the interleaving it forces needs every hit); any
-	// other action (every client, every hit, a probability) at least once.
+}
+
+// failpointGaps: a scheduled action for one client fires exactly as often
+// as its times says (the interleaving it forces needs every hit); any other
+// action (every client, every hit, a probability) at least once.
+func (ev *evidence) failpointGaps(fired map[int]int) {
 	if ev.meta != nil {
 		var short []string
 		for _, fp := range ev.meta.Failpoints {
@@ -206,7 +224,6 @@ func gatherEvidence(h History, a *analysis) evidence {
 			ev.gaps = append(ev.gaps, "failpoints short of the schedule: "+strings.Join(short, "; "))
 		}
 	}
-	return ev
 }
 
 // firedSummary is the failpoints' counts in a few words, for a safe reason.

@@ -38,84 +38,15 @@ func Synthetic(cfg SynthConfig) History {
 		cfg.Clients = 4 * cfg.Keys
 	}
 	cfg.Clients = max(cfg.Clients, cfg.Keys)
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
-	h := make(History, 0, cfg.Ops+4*cfg.Keys+16)
-	nextPID := cfg.Clients
-	perKey := max(cfg.Ops/cfg.Keys, 8)
-	us := func(n int) int64 { return int64(n) * 1000 }
-	var end int64
+	g := &synthGen{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
+		h: make(History, 0, cfg.Ops+4*cfg.Keys+16), nextPID: cfg.Clients, perKey: max(cfg.Ops/cfg.Keys, 8)}
 	for k := 0; k < cfg.Keys; k++ {
-		key := "lock:" + strconv.Itoa(k)
-		type cl struct {
-			id, pid int
-			next    int64
-		}
-		var cls []cl
-		for c := k; c < cfg.Clients; c += cfg.Keys {
-			cls = append(cls, cl{id: c, pid: c, next: us(rng.IntN(100))})
-		}
-		add := func(c *cl, t Type, f string, at int64, mod func(*Op)) {
-			op := Op{Type: t, Process: c.pid, Client: c.id, F: f, Key: key, Time: at}
-			if mod != nil {
-				mod(&op)
-			}
-			h = append(h, op)
-		}
-		var free, counter, fence, prevFrom, prevTo int64
-		cycles, inject := 0, cfg.Violation && k == 0
-		for n := 0; n < perKey; {
-			c := &cls[0]
-			for i := range cls {
-				if cls[i].next < c.next {
-					c = &cls[i]
-				}
-			}
-			inv := c.next
-			if cfg.Unknown > 0 && rng.Float64() < cfg.Unknown {
-				add(c, Invoke, FAcquire, inv, nil)
-				add(c, Info, FAcquire, inv+us(5000), func(o *Op) { o.Error = "timeout" })
-				c.pid, nextPID = nextPID, nextPID+1
-				c.next = inv + us(5000+rng.IntN(300))
-				n += 2
-				continue
-			}
-			g := max(inv, free) + us(50+rng.IntN(150))
-			read := counter
-			violating := inject && cycles >= perKey/16 && inv+us(1) < prevTo && len(cls) > 1
-			if violating {
-				// granted while the previous holder still holds, and it
-				// reads the counter before the previous holder's write
-				g = max(inv, prevFrom) + us(1)
-				read = counter - 1
-				inject = false
-			}
-			fence++
-			f := fence
-			tok := strconv.Itoa(c.pid) + ":" + strconv.FormatInt(f, 10)
-			add(c, Invoke, FAcquire, inv, nil)
-			add(c, Ok, FAcquire, g, func(o *Op) { o.Value, o.Fence = tok, f })
-			add(c, Invoke, FRead, g+us(10), nil)
-			add(c, Ok, FRead, g+us(30), func(o *Op) { o.N = read })
-			w := g + us(200+rng.IntN(800))
-			add(c, Invoke, FWrite, w, func(o *Op) { o.N, o.Fence = read+1, f })
-			add(c, Ok, FWrite, w+us(20), func(o *Op) { o.N, o.Fence = read+1, f })
-			counter = read + 1 // after a violation: the same value twice, one update lost
-			r := w + us(30)
-			add(c, Invoke, FRelease, r, func(o *Op) { o.Value = tok })
-			add(c, Ok, FRelease, r+us(100), nil)
-			free = max(free, r+us(50))
-			prevFrom, prevTo = g, r
-			c.next = r + us(100+rng.IntN(300))
-			end = max(end, c.next)
-			cycles++
-			n += 8
-		}
-		h = append(h, Op{Type: Invoke, Process: FinalProcess, Client: -1, F: FRead, Key: key, Time: -1},
-			Op{Type: Ok, Process: FinalProcess, Client: -1, F: FRead, Key: key, N: counter, Time: -1})
+		g.key(k)
 	}
+	h := g.h
 	for i := range h {
 		if h[i].Time < 0 {
-			h[i].Time = end + us(1000)
+			h[i].Time = g.end + us(1000)
 		}
 	}
 	slices.SortStableFunc(h, func(a, b Op) int {
@@ -131,4 +62,111 @@ func Synthetic(cfg SynthConfig) History {
 		h[i].Index = i
 	}
 	return h
+}
+
+func us(n int) int64 { return int64(n) * 1000 }
+
+// synthGen is Synthetic's state across keys.
+type synthGen struct {
+	cfg     SynthConfig
+	rng     *rand.Rand
+	h       History
+	nextPID int
+	perKey  int
+	end     int64
+}
+
+// synthClient is one generated client: its process, and when it acts next.
+type synthClient struct {
+	id, pid int
+	next    int64
+}
+
+// synthKey is the state of one key's generation: its clients, when it is
+// free, the counter, the last fence and the last hold.
+type synthKey struct {
+	*synthGen
+	key                                    string
+	cls                                    []synthClient
+	free, counter, fence, prevFrom, prevTo int64
+	cycles                                 int
+	inject                                 bool // the violation is still to be injected here
+}
+
+// key generates key k's clients' cycles and its final read.
+func (g *synthGen) key(k int) {
+	sk := &synthKey{synthGen: g, key: "lock:" + strconv.Itoa(k), inject: g.cfg.Violation && k == 0}
+	for c := k; c < g.cfg.Clients; c += g.cfg.Keys {
+		sk.cls = append(sk.cls, synthClient{id: c, pid: c, next: us(g.rng.IntN(100))})
+	}
+	for n := 0; n < g.perKey; {
+		c := &sk.cls[0]
+		for i := range sk.cls {
+			if sk.cls[i].next < c.next {
+				c = &sk.cls[i]
+			}
+		}
+		if g.cfg.Unknown > 0 && g.rng.Float64() < g.cfg.Unknown {
+			sk.unknownAttempt(c)
+			n += 2
+			continue
+		}
+		sk.cycle(c)
+		n += 8
+	}
+	g.h = append(g.h, Op{Type: Invoke, Process: FinalProcess, Client: -1, F: FRead, Key: sk.key, Time: -1},
+		Op{Type: Ok, Process: FinalProcess, Client: -1, F: FRead, Key: sk.key, N: sk.counter, Time: -1})
+}
+
+func (sk *synthKey) add(c *synthClient, t Type, f string, at int64, mod func(*Op)) {
+	op := Op{Type: t, Process: c.pid, Client: c.id, F: f, Key: sk.key, Time: at}
+	if mod != nil {
+		mod(&op)
+	}
+	sk.h = append(sk.h, op)
+}
+
+// unknownAttempt is an acquire whose outcome is unknown: the client goes on
+// under a new process.
+func (sk *synthKey) unknownAttempt(c *synthClient) {
+	inv := c.next
+	sk.add(c, Invoke, FAcquire, inv, nil)
+	sk.add(c, Info, FAcquire, inv+us(5000), func(o *Op) { o.Error = "timeout" })
+	c.pid, sk.nextPID = sk.nextPID, sk.nextPID+1
+	c.next = inv + us(5000+sk.rng.IntN(300))
+}
+
+// cycle is one acquire, read, write, release of client c; the injected
+// violation grants the lock while the previous holder still holds it.
+func (sk *synthKey) cycle(c *synthClient) {
+	inv := c.next
+	g := max(inv, sk.free) + us(50+sk.rng.IntN(150))
+	read := sk.counter
+	violating := sk.inject && sk.cycles >= sk.perKey/16 && inv+us(1) < sk.prevTo && len(sk.cls) > 1
+	if violating {
+		// granted while the previous holder still holds, and it
+		// reads the counter before the previous holder's write
+		g = max(inv, sk.prevFrom) + us(1)
+		read = sk.counter - 1
+		sk.inject = false
+	}
+	sk.fence++
+	f := sk.fence
+	tok := strconv.Itoa(c.pid) + ":" + strconv.FormatInt(f, 10)
+	sk.add(c, Invoke, FAcquire, inv, nil)
+	sk.add(c, Ok, FAcquire, g, func(o *Op) { o.Value, o.Fence = tok, f })
+	sk.add(c, Invoke, FRead, g+us(10), nil)
+	sk.add(c, Ok, FRead, g+us(30), func(o *Op) { o.N = read })
+	w := g + us(200+sk.rng.IntN(800))
+	sk.add(c, Invoke, FWrite, w, func(o *Op) { o.N, o.Fence = read+1, f })
+	sk.add(c, Ok, FWrite, w+us(20), func(o *Op) { o.N, o.Fence = read+1, f })
+	sk.counter = read + 1 // after a violation: the same value twice, one update lost
+	r := w + us(30)
+	sk.add(c, Invoke, FRelease, r, func(o *Op) { o.Value = tok })
+	sk.add(c, Ok, FRelease, r+us(100), nil)
+	sk.free = max(sk.free, r+us(50))
+	sk.prevFrom, sk.prevTo = g, r
+	c.next = r + us(100+sk.rng.IntN(300))
+	sk.end = max(sk.end, c.next)
+	sk.cycles++
 }

@@ -279,132 +279,164 @@ func Validate(p Parsed) (History, []Problem) {
 // by time (so the pass need not check it again).
 func validate(p Parsed) (History, []Problem, bool) {
 	h := p.History
-	problems := append([]Problem(nil), p.Problems...)
-	bad := func(i int, format string, args ...any) {
-		problems = append(problems, Problem{p.line(i), fmt.Sprintf(format, args...)})
-	}
-	runner, sorted := false, true
+	v := &validator{p: p, problems: append([]Problem(nil), p.Problems...), broken: map[int]bool{}, endAt: -1}
+	sorted := true
 	for i := range h {
 		if h[i].Process == FinalProcess && (h[i].F == FMeta || h[i].F == FEnd) {
-			runner = true
+			v.runner = true
 		}
 		if i > 0 && h[i].Time < h[i-1].Time {
 			sorted = false
 		}
 	}
-
-	skip := make([]bool, len(h))
-	seen := newDupFinder(h, sorted)
-	var seenIndex indexTable
-	if runner {
-		seenIndex.dense = make([]int32, len(h))
+	v.skip = make([]bool, len(h))
+	v.seen = newDupFinder(h, sorted)
+	if v.runner {
+		v.seenIndex.dense = make([]int32, len(h))
 	}
-	type inflight struct {
-		f, key string
-		at     int // position of the invoke
-	}
-	var open byProcess[inflight] // by value: one allocation per invoke was the next cost
-	broken := map[int]bool{}
-	endAt := -1
-	next := 0 // the index the next entry should have (runner histories)
 	if len(h) > 0 && h[0].Index > 0 {
-		bad(0, "the history starts at index %d: entries 0 to %d (its start) are missing", h[0].Index, h[0].Index-1)
+		v.bad(0, "the history starts at index %d: entries 0 to %d (its start) are missing", h[0].Index, h[0].Index-1)
 	}
 	for i := range h {
-		op := &h[i]
-		if j := seen.firstOrAdd(i); j >= 0 {
-			bad(i, "duplicate of line %d", p.line(j))
-			skip[i] = true
-			continue
-		}
-		if runner {
-			if j, ok := seenIndex.get(op.Index); ok {
-				bad(i, "index %d already used by line %d", op.Index, p.line(j))
-				skip[i] = true
-				continue
-			}
-			seenIndex.set(op.Index, i)
-			switch {
-			case op.Index > next && i > 0:
-				if op.Index == next+1 {
-					bad(i, "entry %d is missing before this line (index %d follows %d)", next, op.Index, next-1)
-				} else {
-					bad(i, "entries %d to %d are missing before this line (index %d follows %d)", next, op.Index-1, op.Index, next-1)
-				}
-			case op.Index < next:
-				bad(i, "index %d is out of order (after index %d)", op.Index, next-1)
-			}
-			if op.Index >= next {
-				next = op.Index + 1
-			}
-		}
-		if endAt >= 0 {
-			bad(i, "entry after the end record (line %d)", p.line(endAt))
-		}
-		switch op.Type {
-		case Invoke, Ok, Fail, Info:
-		default:
-			bad(i, "unknown entry type %q", op.Type)
-			skip[i] = true
-			continue
-		}
-		if op.Process == NemesisProcess {
-			continue
-		}
-		switch op.F {
-		case FMeta:
-			if i != 0 {
-				bad(i, "header (meta) entry not on the first line")
-			}
-			continue
-		case FEnd:
-			if endAt < 0 {
-				endAt = i
-			}
-			continue
-		}
-		if !isOperation(op.F) {
-			continue // an event (step, lost, abandon, crash...): no invoke
-		}
-		pid := op.Process
-		cur, inFlight := open.get(pid)
-		if op.Type == Invoke {
-			if inFlight {
-				bad(i, "process %d invokes %s %s, but its %s %s invoked at line %d never completed",
-					pid, op.F, op.Key, cur.f, cur.key, p.line(cur.at))
-				broken[pid] = true
-			}
-			open.set(pid, inflight{op.F, op.Key, i})
-			continue
-		}
-		switch {
-		case !inFlight:
-			bad(i, "%s %s of process %d completes (%s) without its invoke", op.F, op.Key, pid, op.Type)
-			broken[pid] = true
-		case cur.f != op.F || cur.key != op.Key:
-			bad(i, "%s %s of process %d completes (%s), but the operation in flight is %s %s invoked at line %d",
-				op.F, op.Key, pid, op.Type, cur.f, cur.key, p.line(cur.at))
-			broken[pid] = true
-			open.del(pid)
-		default:
-			open.del(pid)
-		}
+		v.entry(i)
 	}
-	if runner && endAt < 0 && len(h) > 0 {
+	if v.runner && v.endAt < 0 && len(h) > 0 {
 		last := len(h) - 1
-		problems = append(problems, Problem{p.line(last), "the history ends here without the end record: it was cut short (truncated)"})
+		v.problems = append(v.problems, Problem{p.line(last), "the history ends here without the end record: it was cut short (truncated)"})
 	}
+	problems := v.problems
 	sortProblems(problems)
 	if len(problems) == 0 {
 		return h, nil, sorted
 	}
 	well := make(History, 0, len(h))
 	for i := range h {
-		if !skip[i] && !broken[h[i].Process] {
+		if !v.skip[i] && !v.broken[h[i].Process] {
 			well = append(well, h[i])
 		}
 	}
 	return well, problems, sorted
+}
+
+// validator is the state of validate's walk: the problems found, the
+// entries to skip (duplicates, unknown types) and the processes whose
+// operations do not pair up (broken: all their entries are left out).
+type validator struct {
+	p         Parsed
+	problems  []Problem
+	runner    bool // a runner's history: it has indices, a header and an end
+	skip      []bool
+	seen      *dupFinder
+	seenIndex indexTable
+	open      byProcess[inflight] // by value: one allocation per invoke was the next cost
+	broken    map[int]bool
+	endAt     int // the end record's position (-1: none yet)
+	next      int // the index the next entry should have (runner histories)
+}
+
+// inflight is a process's operation invoked and not yet completed.
+type inflight struct {
+	f, key string
+	at     int // position of the invoke
+}
+
+func (v *validator) bad(i int, format string, args ...any) {
+	v.problems = append(v.problems, Problem{v.p.line(i), fmt.Sprintf(format, args...)})
+}
+
+// entry checks the history's i-th entry.
+func (v *validator) entry(i int) {
+	op := &v.p.History[i]
+	if j := v.seen.firstOrAdd(i); j >= 0 {
+		v.bad(i, "duplicate of line %d", v.p.line(j))
+		v.skip[i] = true
+		return
+	}
+	if v.runner && !v.index(i, op) {
+		v.skip[i] = true
+		return
+	}
+	if v.endAt >= 0 {
+		v.bad(i, "entry after the end record (line %d)", v.p.line(v.endAt))
+	}
+	switch op.Type {
+	case Invoke, Ok, Fail, Info:
+	default:
+		v.bad(i, "unknown entry type %q", op.Type)
+		v.skip[i] = true
+		return
+	}
+	if op.Process == NemesisProcess {
+		return
+	}
+	switch op.F {
+	case FMeta:
+		if i != 0 {
+			v.bad(i, "header (meta) entry not on the first line")
+		}
+		return
+	case FEnd:
+		if v.endAt < 0 {
+			v.endAt = i
+		}
+		return
+	}
+	if !isOperation(op.F) {
+		return // an event (step, lost, abandon, crash...): no invoke
+	}
+	v.pair(i, op)
+}
+
+// index checks a runner's entry index: unused, in order, none missing. It
+// says false for an index already used (the entry is skipped).
+func (v *validator) index(i int, op *Op) bool {
+	if j, ok := v.seenIndex.get(op.Index); ok {
+		v.bad(i, "index %d already used by line %d", op.Index, v.p.line(j))
+		return false
+	}
+	v.seenIndex.set(op.Index, i)
+	next := v.next
+	switch {
+	case op.Index > next && i > 0:
+		if op.Index == next+1 {
+			v.bad(i, "entry %d is missing before this line (index %d follows %d)", next, op.Index, next-1)
+		} else {
+			v.bad(i, "entries %d to %d are missing before this line (index %d follows %d)", next, op.Index-1, op.Index, next-1)
+		}
+	case op.Index < next:
+		v.bad(i, "index %d is out of order (after index %d)", op.Index, next-1)
+	}
+	if op.Index >= next {
+		v.next = op.Index + 1
+	}
+	return true
+}
+
+// pair matches an operation's completion with its process's invoke.
+func (v *validator) pair(i int, op *Op) {
+	pid := op.Process
+	cur, inFlight := v.open.get(pid)
+	if op.Type == Invoke {
+		if inFlight {
+			v.bad(i, "process %d invokes %s %s, but its %s %s invoked at line %d never completed",
+				pid, op.F, op.Key, cur.f, cur.key, v.p.line(cur.at))
+			v.broken[pid] = true
+		}
+		v.open.set(pid, inflight{op.F, op.Key, i})
+		return
+	}
+	switch {
+	case !inFlight:
+		v.bad(i, "%s %s of process %d completes (%s) without its invoke", op.F, op.Key, pid, op.Type)
+		v.broken[pid] = true
+	case cur.f != op.F || cur.key != op.Key:
+		v.bad(i, "%s %s of process %d completes (%s), but the operation in flight is %s %s invoked at line %d",
+			op.F, op.Key, pid, op.Type, cur.f, cur.key, v.p.line(cur.at))
+		v.broken[pid] = true
+		v.open.del(pid)
+	default:
+		v.open.del(pid)
+	}
 }
 
 // sortProblems orders problems by line, stably (insertion sort: problems
