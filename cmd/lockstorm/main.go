@@ -5,6 +5,7 @@
 //	lockstorm list
 //	lockstorm run --scenario contention --impl set-nx-px --seed 1 [--json]
 //	lockstorm check out/RUN_DIR
+//	lockstorm shrink out/RUN_DIR   (the smallest scenario that still fails)
 //	lockstorm baseline --impl set-nx-px --out base.json; lockstorm run --all --impl set-nx-px --baseline base.json
 //	lockstorm report out
 //
@@ -58,7 +59,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usage("usage: lockstorm list | run | check | replay | report | bench | baseline  (lockstorm CMD -h for flags)")
+		return usage("usage: lockstorm list | run | check | replay | shrink | report | bench | baseline  (lockstorm CMD -h for flags)")
 	}
 	switch args[0] {
 	case "list":
@@ -75,9 +76,11 @@ func run(ctx context.Context, args []string) error {
 		return cmdReport(args[1:])
 	case "replay":
 		return cmdReplay(ctx, args[1:])
+	case "shrink":
+		return cmdShrink(ctx, args[1:])
 	case "-h", "--help", "help":
-		fmt.Println("usage: lockstorm list | run | check | replay | report | bench | baseline  (lockstorm CMD -h for flags)")
+		fmt.Println("usage: lockstorm list | run | check | replay | shrink | report | bench | baseline  (lockstorm CMD -h for flags)")
 		return nil
 	}
-	return usage("unknown command %q (want list, run, check, replay, report, bench or baseline)", args[0])
+	return usage("unknown command %q (want list, run, check, replay, shrink, report, bench or baseline)", args[0])
 }

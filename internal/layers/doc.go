@@ -7,7 +7,7 @@
 //  3. scenarios/nemesis: faults
 //  4. scenarios/spec: the spec language (types, YAML, validation, derive rules, baselines)
 //  5. scenarios: the runner (plan, topology, observers, traffic, recording, timeline)
-//  6. reports: tables, JSON, JUnit, run folders, pages
+//  6. reports: tables, JSON, JUnit, run folders, pages; scenarios/shrink: the smallest failing spec
 //  7. cmd/locktest: the go test front end
 //  8. cmd/internal/bench: the bench
 //  9. cmd/lockstorm: the CLI
@@ -29,6 +29,7 @@ var Order = map[string]int{
 	"scenarios/spec":     4,
 	"scenarios":          5,
 	"reports":            6,
+	"scenarios/shrink":   6,
 	"cmd/locktest":       7,
 	"cmd/internal/bench": 8,
 	"cmd/lockstorm":      9,

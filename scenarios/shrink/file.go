@@ -1,0 +1,95 @@
+package shrink
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/lockstorm/lockstorm/scenarios"
+)
+
+// Figures are the size of a scenario, as the before/after line shows it.
+type Figures struct {
+	Clients, Keys, Nodes int
+	// Faults are the timeline's faults (and an explore block, as one);
+	// Failpoints the spec's failpoints (schedules, crashes, faults placed
+	// at a step).
+	Faults, Failpoints int
+	Duration           time.Duration
+	// History is the entries of a failing run's history (-1: unknown).
+	History int
+}
+
+func (s *search) figures(spec *scenarios.Spec, history int) (Figures, error) {
+	plan, err := scenarios.Compile(spec, s.config(s.seeds[0]))
+	if err != nil {
+		return Figures{}, fmt.Errorf("shrink: %w", err)
+	}
+	f := Figures{Clients: spec.Clients, Keys: spec.Keys, Nodes: plan.Nodes, Faults: len(spec.Faults),
+		Failpoints: len(spec.Failpoints), Duration: spec.Duration, History: history}
+	if spec.Explore != nil {
+		f.Faults++
+	}
+	return f, nil
+}
+
+// BeforeAfter is the one line that says how much smaller the witness got:
+// clients 16 → 2, keys 4 → 1, nodes 1 → 1, faults 3 → 1, failpoints 0 →
+// 0, duration 4 s → 0.6 s, history 4,600 → 40 entries.
+func (r *Result) BeforeAfter() string {
+	b, a := r.Before, r.After
+	return fmt.Sprintf("clients %d → %d, keys %d → %d, nodes %d → %d, faults %d → %d, failpoints %d → %d, duration %s → %s, history %s → %s entries",
+		b.Clients, a.Clients, b.Keys, a.Keys, b.Nodes, a.Nodes, b.Faults, a.Faults, b.Failpoints, a.Failpoints,
+		seconds(b.Duration), seconds(a.Duration), thousands(b.History), thousands(a.History))
+}
+
+// Rate is the minimal spec's reproduction: on the search's seeds and on
+// the fresh ones it was confirmed on.
+func (r *Result) Rate() string {
+	return fmt.Sprintf("%s on %d of %d fresh seeds (%s); accepted on %d of %d seeds (%s) at the required share %g",
+		r.Verdict, r.Confirmed, len(r.Confirm), seedList(r.Confirm), r.Need, len(r.Seeds), seedList(r.Seeds), r.Share)
+}
+
+// File is the minimal spec as a file `lockstorm run --scenario` loads,
+// under a comment saying what it was shrunk from (source: where the
+// original came from, e.g. its run folder), how often it reproduces and
+// how much smaller it is. It carries no date: shrinking the same run
+// twice to the same spec writes the same file.
+func (r *Result) File(source string) ([]byte, error) {
+	body, err := r.Minimal.YAML()
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	from := fmt.Sprintf("%s × %s, seed %d", r.Original.Name, r.Impl, r.Seeds[0])
+	if source != "" {
+		from += " (" + source + ")"
+	}
+	fmt.Fprintf(&b, "# Minimal witness written by lockstorm shrink, shrunk from %s.\n", from)
+	fmt.Fprintf(&b, "# Reproduces %s.\n", r.Rate())
+	fmt.Fprintf(&b, "# %s.\n", r.BeforeAfter())
+	if r.Nameable {
+		fmt.Fprintf(&b, "# Run it: lockstorm run --scenario FILE (impls names %s).\n", r.Impl)
+	} else {
+		fmt.Fprintf(&b, "# Run it with the lock it was shrunk on (%s): lockstorm run --scenario FILE --exec 'PROGRAM', or locktest's Battery{Scenarios: []string{FILE}}.\n", r.Impl)
+	}
+	b.Write(body)
+	return b.Bytes(), nil
+}
+
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
+}
+
+// thousands writes n with thousands separators (4,600); "?" when unknown.
+func thousands(n int) string {
+	if n < 0 {
+		return "?"
+	}
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
