@@ -20,10 +20,12 @@ type change struct {
 // most ambitious first.
 type dimension func(cur *scenarios.Spec) []change
 
-// dimensions in the order they are tried. The duration comes first: a
-// candidate that no longer fails runs its whole duration (only a failing
-// run stops early), so a shorter run makes every later rejection cheaper.
-var dimensions = []dimension{duration, clients, keys, nodes, faults, failpoints, windows, rates}
+// dimensions in the order they are tried. The clients come first, the
+// figure a lock's author reads first and the one a short budget must not
+// miss; the duration next: a candidate that no longer fails runs its whole
+// duration (only a failing run stops early), so a shorter run makes every
+// later rejection cheaper.
+var dimensions = []dimension{clients, duration, keys, nodes, faults, failpoints, windows, rates}
 
 // granularity is the time step candidates are rounded to.
 const granularity = 10 * time.Millisecond
@@ -131,9 +133,12 @@ func dropClients(s *scenarios.Spec, drop []int) {
 		}
 	}
 	s.Faults = fs
-	offsets := map[int]time.Duration{}
+	var offsets map[int]time.Duration
 	for c, d := range s.ClockOffsets {
 		if n, ok := renum(c); ok {
+			if offsets == nil {
+				offsets = map[int]time.Duration{}
+			}
 			offsets[n] = d
 		}
 	}
@@ -251,9 +256,12 @@ func windows(cur *scenarios.Spec) []change {
 			}
 		}
 		edit(fmt.Sprintf("once instead of every %v", f.Every), f.Every > 0, func(f *nemesis.Spec) { f.Every = 0 })
-		edit(fmt.Sprintf("within %v → %v", f.Within, shorter(f.Within)), f.Within > 0, func(f *nemesis.Spec) { f.Within = shorter(f.Within) })
-		later := (f.At + (cur.Duration-f.At)/2).Round(granularity)
-		edit(fmt.Sprintf("at %v → %v", f.At, later), later > f.At && later < cur.Duration, func(f *nemesis.Spec) { f.At = later })
+		edit(fmt.Sprintf("within %v → 0 (a fixed start)", f.Within), f.Within > 0, func(f *nemesis.Spec) { f.Within = 0 })
+		edit(fmt.Sprintf("within %v → %v", f.Within, shorter(f.Within)), shorter(f.Within) > 0, func(f *nemesis.Spec) { f.Within = shorter(f.Within) })
+		for _, part := range []time.Duration{2, 4} {
+			later := (f.At + (cur.Duration-f.At)/part).Round(granularity)
+			edit(fmt.Sprintf("at %v → %v", f.At, later), later > f.At && later < cur.Duration, func(f *nemesis.Spec) { f.At = later })
+		}
 		edit(fmt.Sprintf("for %v → %v", f.For, shorter(f.For)), f.For > 0, func(f *nemesis.Spec) { f.For = shorter(f.For) })
 	}
 	for i, fp := range cur.Failpoints {

@@ -44,10 +44,10 @@ func (r *Result) BeforeAfter() string {
 		seconds(b.Duration), seconds(a.Duration), thousands(b.History), thousands(a.History))
 }
 
-// Rate is the minimal spec's reproduction: on the search's seeds and on
-// the fresh ones it was confirmed on.
+// Rate is the minimal spec's reproduction: on the fresh seeds it was
+// confirmed on, and the seeds it was accepted on.
 func (r *Result) Rate() string {
-	return fmt.Sprintf("%s on %d of %d fresh seeds (%s); accepted on %d of %d seeds (%s) at the required share %g",
+	return fmt.Sprintf("%s on %d of %d fresh seeds (%s), after failing on at least %d of %d seeds (%s) to be accepted (share %g)",
 		r.Verdict, r.Confirmed, len(r.Confirm), seedList(r.Confirm), r.Need, len(r.Seeds), seedList(r.Seeds), r.Share)
 }
 
@@ -62,7 +62,7 @@ func (r *Result) File(source string) ([]byte, error) {
 		return nil, err
 	}
 	var b bytes.Buffer
-	from := fmt.Sprintf("%s × %s, seed %d", r.Original.Name, r.Impl, r.Seeds[0])
+	from := fmt.Sprintf("%s × %s, seed %d", r.Original.Name, r.Impl, r.Seed)
 	if source != "" {
 		from += " (" + source + ")"
 	}

@@ -22,7 +22,8 @@ type search struct {
 	locks    []lockimpl.Info // given to the parser: a lock the spec names
 	nameable bool
 	verdict  string
-	seeds    []uint64
+	base     uint64   // the original's seed
+	seeds    []uint64 // the original's K seeds
 	orig     *scenarios.Spec
 	cur      *scenarios.Spec // the smallest spec accepted so far
 	// accepted are the specs accepted so far, the original first, each
@@ -36,7 +37,21 @@ type search struct {
 
 type accepted struct {
 	spec    *scenarios.Spec
+	seeds   []uint64
 	history int
+}
+
+// seedsOf are the K seeds of the n-th step (0: the original). Every
+// candidate runs on seeds of its own, never those another was judged on:
+// on shared seeds a random spec's faults fall the same way for every
+// candidate, and the search would fit the spec to those few schedules
+// (a minimal spec that fails on its three seeds and on few others).
+func (s *search) seedsOf(n int) []uint64 {
+	out := make([]uint64, s.opts.Seeds)
+	for k := range out {
+		out[k] = s.base + uint64(n*s.opts.Seeds+k)
+	}
+	return out
 }
 
 func newSearch(spec *scenarios.Spec, cfg scenarios.Config, opts Options) (*search, error) {
@@ -55,9 +70,8 @@ func newSearch(spec *scenarios.Spec, cfg scenarios.Config, opts Options) (*searc
 	if base == 0 {
 		base = max(spec.Seed, 1)
 	}
-	for k := range opts.Seeds {
-		s.seeds = append(s.seeds, base+uint64(k))
-	}
+	s.base = base
+	s.seeds = s.seedsOf(0)
 	narrowed, err := s.narrow(spec)
 	if err != nil {
 		return nil, err
@@ -238,11 +252,11 @@ func (s *search) establish(ctx context.Context) error {
 	}
 	failed, ran, history := t.count(s.verdict)
 	need := s.opts.need()
-	s.report(Step{N: 0, Change: "the original", Failed: failed, Ran: ran, Need: need, Late: t.lateCount(s.verdict), Accepted: failed >= need, Elapsed: time.Since(start)})
+	s.report(Step{N: 0, Change: "the original", Seeds: s.seeds, Failed: failed, Ran: ran, Need: need, Late: t.lateCount(s.verdict), Accepted: failed >= need, Elapsed: time.Since(start)})
 	if failed < need {
 		return fmt.Errorf("%w: %s × %s gave %s on %d of %d seeds (%s), below the required %d: raise --seeds or lower --share", NotFailing, s.orig.Name, s.name, s.verdict, failed, len(s.seeds), seedList(s.seeds), need)
 	}
-	s.accepted = append(s.accepted, accepted{s.orig, history})
+	s.accepted = append(s.accepted, accepted{s.orig, s.seeds, history})
 	s.origHist = history
 	if s.opts.History > 0 {
 		s.origHist = s.opts.History
@@ -274,7 +288,11 @@ func (s *search) run(ctx context.Context) {
 	for progress := true; progress && ctx.Err() == nil; {
 		progress = false
 		for _, dim := range dimensions {
-			for ctx.Err() == nil && s.tryDimension(ctx, dim) {
+			// A change rejected while the dimension shrinks the spec is not
+			// tried again in the same pass (the next round tries it on
+			// whatever the other dimensions made of the spec).
+			rejected := map[string]bool{}
+			for ctx.Err() == nil && s.tryDimension(ctx, dim, rejected) {
 				progress = true
 			}
 		}
@@ -283,10 +301,13 @@ func (s *search) run(ctx context.Context) {
 
 // tryDimension judges dim's candidates of the current spec in order and
 // keeps the first that fails as the original did.
-func (s *search) tryDimension(ctx context.Context, dim dimension) bool {
+func (s *search) tryDimension(ctx context.Context, dim dimension, rejected map[string]bool) bool {
 	for _, ch := range dim(s.cur) {
 		if ctx.Err() != nil {
 			return false
+		}
+		if rejected[ch.desc] {
+			continue
 		}
 		cand, skip := s.build(ch)
 		if cand == nil {
@@ -298,19 +319,21 @@ func (s *search) tryDimension(ctx context.Context, dim dimension) bool {
 			continue
 		}
 		s.steps++
+		seeds := s.seedsOf(s.steps)
 		start := time.Now()
-		t := s.judge(ctx, cand, s.seeds, true)
+		t := s.judge(ctx, cand, seeds, true)
 		if ctx.Err() != nil {
 			return false // the budget ran out mid-candidate: not judged
 		}
 		s.res.Candidates++
 		failed, ran, history := t.count(s.verdict)
-		st := Step{N: s.steps, Change: ch.desc, Failed: failed, Ran: ran, Need: s.opts.need(), Late: t.lateCount(s.verdict), Elapsed: time.Since(start), Errors: t.errs}
+		st := Step{N: s.steps, Change: ch.desc, Seeds: seeds, Failed: failed, Ran: ran, Need: s.opts.need(), Late: t.lateCount(s.verdict), Elapsed: time.Since(start), Errors: t.errs}
 		st.Accepted = failed >= st.Need
 		s.report(st)
+		rejected[ch.desc] = !st.Accepted
 		if st.Accepted {
 			s.cur = cand
-			s.accepted = append(s.accepted, accepted{cand, history})
+			s.accepted = append(s.accepted, accepted{cand, seeds, history})
 			s.res.Accepted++
 			return true
 		}
@@ -342,19 +365,15 @@ func (s *search) build(ch change) (*scenarios.Spec, string) {
 }
 
 // confirm runs the minimal spec on K fresh seeds: the search chose it
-// because it failed on the K seeds, so its rate there flatters it (a
+// because it failed on its K seeds, so its rate there flatters it (a
 // candidate that fails on three seeds in four passes three seeds four
 // times in ten, and a search tries many). One that fails below the share
 // on the fresh seeds is given up for the spec accepted before it, down to
 // the original, so the minimal spec is one that reproduced twice.
 func (s *search) confirm(ctx context.Context) (*Result, error) {
 	r := s.res
-	r.Impl, r.Verdict, r.Original, r.Nameable = s.name, s.verdict, s.orig, s.nameable
-	r.Seeds, r.Share, r.Need = s.seeds, s.opts.Share, s.opts.need()
-	last := s.seeds[len(s.seeds)-1]
-	for k := range s.seeds {
-		r.Confirm = append(r.Confirm, last+1+uint64(k))
-	}
+	r.Impl, r.Verdict, r.Original, r.Nameable, r.Seed = s.name, s.verdict, s.orig, s.nameable, s.base
+	r.Share, r.Need = s.opts.Share, s.opts.need()
 	var after accepted
 	for i := len(s.accepted) - 1; i >= 0; i-- {
 		minimal, err := s.clone(s.accepted[i].spec)
@@ -363,24 +382,25 @@ func (s *search) confirm(ctx context.Context) (*Result, error) {
 		}
 		minimal.Name = strings.TrimSuffix(s.orig.Name, "-min") + "-min"
 		minimal.Description = "shrunk by lockstorm shrink from " + s.orig.Name + ": " + s.orig.Description
+		s.steps++
+		seeds := s.seedsOf(s.steps)
 		start := time.Now()
-		t := s.judge(ctx, minimal, r.Confirm, false)
+		t := s.judge(ctx, minimal, seeds, false)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		failed, ran, history := t.count(s.verdict)
-		s.steps++
-		what := "the minimal spec"
+		what := "the minimal spec on fresh seeds"
 		if i < len(s.accepted)-1 {
-			what = fmt.Sprintf("backed off to the spec accepted %d before", len(s.accepted)-1-i)
+			what = fmt.Sprintf("backed off to the spec accepted %d before, on fresh seeds", len(s.accepted)-1-i)
 		}
-		s.report(Step{N: s.steps, Change: what + " on fresh seeds " + seedList(r.Confirm), Failed: failed, Ran: ran, Need: r.Need,
+		s.report(Step{N: s.steps, Change: what, Seeds: seeds, Failed: failed, Ran: ran, Need: r.Need,
 			Late: t.lateCount(s.verdict), Accepted: failed >= r.Need, Elapsed: time.Since(start), Errors: t.errs})
-		after = accepted{minimal, s.accepted[i].history}
+		after = accepted{minimal, s.accepted[i].seeds, s.accepted[i].history}
 		if history >= 0 {
 			after.history = history
 		}
-		r.Minimal, r.Confirmed = minimal, failed
+		r.Minimal, r.Seeds, r.Confirm, r.Confirmed = minimal, after.seeds, seeds, failed
 		if failed >= r.Need {
 			break
 		}

@@ -102,6 +102,8 @@ type Step struct {
 	N int
 	// Change says what the candidate changed ("clients 3 → 2 (drop c0)").
 	Change string
+	// Seeds are the seeds it ran on.
+	Seeds []uint64
 	// Skipped, when set, is why the candidate was not run (it did not
 	// validate, or it was judged before).
 	Skipped string
@@ -127,7 +129,7 @@ func (s Step) String() string {
 	if s.Accepted {
 		mark = "accepted"
 	}
-	line := fmt.Sprintf("#%d %s: failed %d of %d (need %d): %s, %.1f s", s.N, s.Change, s.Failed, s.Ran, s.Need, mark, s.Elapsed.Seconds())
+	line := fmt.Sprintf("#%d %s: failed %d of %d on seeds %s (need %d): %s, %.1f s", s.N, s.Change, s.Failed, s.Ran, seedList(s.Seeds), s.Need, mark, s.Elapsed.Seconds())
 	if s.Late > 0 {
 		line += fmt.Sprintf("; %d failed too late in the run to count", s.Late)
 	}
@@ -147,9 +149,13 @@ type Result struct {
 	// Before and After are their figures (After's history from the
 	// minimal spec's confirmation runs).
 	Before, After Figures
-	// Seeds are the seeds every candidate ran on; Confirm the fresh seeds
-	// the minimal spec was run on at the end, and Confirmed how many of
-	// them gave the verdict class.
+	// Seed is the original's seed, the first of its K seeds; every
+	// candidate ran on K seeds of its own after them.
+	Seed uint64
+	// Seeds are the seeds the minimal spec was accepted on; Confirm the
+	// fresh seeds it was run on at the end, and Confirmed how many of them
+	// gave the verdict class in time. Confirmed below Need means not even
+	// the original reproduced there: the failure is rarer than Share says.
 	Seeds, Confirm []uint64
 	Confirmed      int
 	// Share is the required share of Seeds; Need its count.
@@ -175,7 +181,9 @@ var NotFailing = errors.New("nothing to shrink")
 // Shrink reduces spec, run as cfg says, to a minimal spec that still fails
 // with the same verdict class on at least opts.Share of opts.Seeds seeds.
 // The original is run first on the K seeds; one that does not fail at the
-// share is refused with an error wrapping NotFailing. A returned error is
+// share is refused with an error wrapping NotFailing. The minimal spec
+// found is run again on K fresh seeds and given up for the spec accepted
+// before it while it fails there below the share. A returned error is
 // otherwise a setup failure or the context's.
 func Shrink(ctx context.Context, spec *scenarios.Spec, cfg scenarios.Config, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
