@@ -145,12 +145,12 @@ func (f *shrinkFlags) load(ctx context.Context) (*scenarios.Spec, scenarios.Conf
 	var err error
 	impl, backend := f.impl, f.backend
 	if st, serr := os.Stat(f.input); serr == nil && st.IsDir() {
+		if _, err := os.Stat(filepath.Join(f.input, reports.SummaryFile)); err != nil {
+			return nil, cfg, usage("shrink: %s has no %s: not a run folder lockstorm run kept (--keep all or failures)", f.input, reports.SummaryFile)
+		}
 		sum, hist, err := reports.ReadRunDir(f.input)
 		if err != nil {
 			return nil, cfg, &exitError{2, fmt.Errorf("shrink: %s: %w", f.input, err)}
-		}
-		if sum == nil {
-			return nil, cfg, &exitError{2, fmt.Errorf("shrink: %s has no %s: not a run folder lockstorm run kept", f.input, reports.SummaryFile)}
 		}
 		if spec, err = scenarios.Load(filepath.Join(f.input, reports.ScenarioFile)); err != nil {
 			return nil, cfg, &exitError{2, fmt.Errorf("shrink: %w", err)}

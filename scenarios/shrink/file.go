@@ -22,7 +22,7 @@ type Figures struct {
 }
 
 func (s *search) figures(spec *scenarios.Spec, history int) (Figures, error) {
-	plan, err := scenarios.Compile(spec, s.config(s.seeds[0]))
+	plan, err := scenarios.Compile(spec, s.config(s.base))
 	if err != nil {
 		return Figures{}, fmt.Errorf("shrink: %w", err)
 	}

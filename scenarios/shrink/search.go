@@ -1,12 +1,12 @@
 package shrink
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockstorm/lockstorm/lockimpl"
@@ -22,8 +22,7 @@ type search struct {
 	locks    []lockimpl.Info // given to the parser: a lock the spec names
 	nameable bool
 	verdict  string
-	base     uint64   // the original's seed
-	seeds    []uint64 // the original's K seeds
+	base     uint64 // the original's seed
 	orig     *scenarios.Spec
 	cur      *scenarios.Spec // the smallest spec accepted so far
 	// accepted are the specs accepted so far, the original first, each
@@ -39,19 +38,6 @@ type accepted struct {
 	spec    *scenarios.Spec
 	seeds   []uint64
 	history int
-}
-
-// seedsOf are the K seeds of the n-th step (0: the original). Every
-// candidate runs on seeds of its own, never those another was judged on:
-// on shared seeds a random spec's faults fall the same way for every
-// candidate, and the search would fit the spec to those few schedules
-// (a minimal spec that fails on its three seeds and on few others).
-func (s *search) seedsOf(n int) []uint64 {
-	out := make([]uint64, s.opts.Seeds)
-	for k := range out {
-		out[k] = s.base + uint64(n*s.opts.Seeds+k)
-	}
-	return out
 }
 
 func newSearch(spec *scenarios.Spec, cfg scenarios.Config, opts Options) (*search, error) {
@@ -71,7 +57,7 @@ func newSearch(spec *scenarios.Spec, cfg scenarios.Config, opts Options) (*searc
 		base = max(spec.Seed, 1)
 	}
 	s.base = base
-	s.seeds = s.seedsOf(0)
+
 	narrowed, err := s.narrow(spec)
 	if err != nil {
 		return nil, err
@@ -135,100 +121,6 @@ func (s *search) config(seed uint64) scenarios.Config {
 	return c
 }
 
-// trial is a candidate's runs: by seed, the verdict ("" for a run not
-// carried out or cancelled), whether its first violation came too late
-// to count, and the history's length; the runs that could not be carried
-// out.
-type trial struct {
-	verdicts []string
-	late     []bool
-	history  []int
-	errs     []error
-}
-
-// count is how many runs gave verdict in time, how many completed, and the
-// history length of the first (by seed) that did (-1: none).
-func (t trial) count(verdict string) (failed, ran, history int) {
-	history = -1
-	for i, v := range t.verdicts {
-		if v == "" {
-			continue
-		}
-		ran++
-		if v == verdict && !t.late[i] {
-			failed++
-			if history < 0 {
-				history = t.history[i]
-			}
-		}
-	}
-	return failed, ran, history
-}
-
-// lateCount is how many runs gave verdict too late to count.
-func (t trial) lateCount(verdict string) int {
-	n := 0
-	for i, v := range t.verdicts {
-		if v == verdict && t.late[i] {
-			n++
-		}
-	}
-	return n
-}
-
-// headroom is the share of a run's duration within which its first
-// violation must begin to count. A violation past the duration is found
-// while the clients finish their last cycle (the runner lets them, within
-// a grace): how that drain goes is not the schedule's, so a spec cut
-// shorter than its witness would fail or not by chance. A violation in
-// the last quarter would be lost to the first machine slower than this
-// one. Shrinking the duration thus stops with the witness well inside it.
-const headroom = 0.75
-
-// late says whether o's first violation began too late in spec's run to
-// count as a reproduction.
-func late(o *scenarios.Outcome, spec *scenarios.Spec) bool {
-	at := o.Result.FirstViolationNs
-	return at >= 0 && float64(at) > headroom*float64(spec.Duration)
-}
-
-// judge runs spec on seeds, at most opts.Parallel at a time. With
-// stopEarly and a verdict class to keep, it stops as soon as the required
-// share can no longer be reached (the remaining runs are cancelled, not
-// counted).
-func (s *search) judge(ctx context.Context, spec *scenarios.Spec, seeds []uint64, stopEarly bool) trial {
-	sub, cancel := context.WithCancel(ctx)
-	defer cancel()
-	jobs := make([]scenarios.Job, len(seeds))
-	for i, seed := range seeds {
-		jobs[i] = scenarios.Job{Spec: spec, Config: s.config(seed)}
-	}
-	var mu sync.Mutex
-	t := trial{verdicts: make([]string, len(seeds)), late: make([]bool, len(seeds)), history: make([]int, len(seeds))}
-	lost := 0 // runs that did not give the verdict class
-	need := min(s.opts.need(), len(seeds))
-	scenarios.RunMany(sub, jobs, s.opts.Parallel, nil, func(i int, o *scenarios.Outcome, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case err != nil && sub.Err() != nil:
-			return // cancelled: not a run
-		case err != nil:
-			t.errs = append(t.errs, fmt.Errorf("seed %d: %w", seeds[i], err))
-			lost++
-		default:
-			t.verdicts[i], t.late[i], t.history[i] = o.Result.Verdict, late(o, spec), len(o.History)
-			if o.Result.Verdict != s.verdict || t.late[i] {
-				lost++
-			}
-		}
-		if stopEarly && s.verdict != "" && len(seeds)-lost < need {
-			cancel()
-		}
-	})
-	return t
-}
-
 // establish runs the original on the K seeds: it must fail, with the
 // verdict class given (a run folder's) or the one it shows, on at least
 // the required share of them.
@@ -237,8 +129,7 @@ func (s *search) establish(ctx context.Context) error {
 	if s.verdict != "" && !failing(s.verdict) {
 		return fmt.Errorf("%w: %s × %s was %s (only an unsafe or deadlock run can be shrunk)", NotFailing, s.orig.Name, s.name, s.verdict)
 	}
-	start := time.Now()
-	t := s.judge(ctx, s.orig, s.seeds, true)
+	t, elapsed := s.try(ctx, 0, s.orig, true)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -247,21 +138,32 @@ func (s *search) establish(ctx context.Context) error {
 	}
 	if s.verdict == "" {
 		if s.verdict = t.commonFailing(); s.verdict == "" {
-			return fmt.Errorf("%w: %s × %s gave %s on seeds %s (only an unsafe or deadlock run can be shrunk)", NotFailing, s.orig.Name, s.name, strings.Join(t.verdicts, ", "), seedList(s.seeds))
+			return fmt.Errorf("%w: %s × %s gave %s on seeds %s (only an unsafe or deadlock run can be shrunk)", NotFailing, s.orig.Name, s.name, strings.Join(t.verdicts(), ", "), seedList(t.seeds()))
 		}
 	}
-	failed, ran, history := t.count(s.verdict)
-	need := s.opts.need()
-	s.report(Step{N: 0, Change: "the original", Seeds: s.seeds, Failed: failed, Ran: ran, Need: need, Late: t.lateCount(s.verdict), Accepted: failed >= need, Elapsed: time.Since(start)})
-	if failed < need {
-		return fmt.Errorf("%w: %s × %s gave %s on %d of %d seeds (%s), below the required %d: raise --seeds or lower --share", NotFailing, s.orig.Name, s.name, s.verdict, failed, len(s.seeds), seedList(s.seeds), need)
+	c, st := s.stepOf(0, "the original", t, elapsed)
+	s.report(st)
+	if !st.Accepted {
+		return fmt.Errorf("%w: %s × %s gave %s on %d of %d seeds judged (%s), below the required %d: raise --seeds or lower --share", NotFailing, s.orig.Name, s.name, s.verdict, c.failed, c.judged, seedList(t.seeds()), st.Need)
 	}
-	s.accepted = append(s.accepted, accepted{s.orig, s.seeds, history})
-	s.origHist = history
-	if s.opts.History > 0 {
-		s.origHist = s.opts.History
-	}
+	s.accepted = append(s.accepted, accepted{s.orig, t.seeds(), c.history})
+	s.origHist = cmp.Or(s.opts.History, c.history)
 	return nil
+}
+
+// try runs spec as step n on the step's seeds.
+func (s *search) try(ctx context.Context, n int, spec *scenarios.Spec, stopEarly bool) (trial, time.Duration) {
+	start := time.Now()
+	seeds, spare := s.seedsOf(n)
+	return s.judge(ctx, spec, seeds, spare, stopEarly), time.Since(start)
+}
+
+// stepOf is the tally and the progress step of a trial.
+func (s *search) stepOf(n int, change string, t trial, elapsed time.Duration) (tally, Step) {
+	c := t.tally(s.verdict)
+	need := s.opts.need()
+	return c, Step{N: n, Change: change, Seeds: t.seeds(), Failed: c.failed, Ran: c.judged, Inconclusive: c.inconclusive, Late: c.late,
+		Need: need, Accepted: c.failed >= need, Elapsed: elapsed, Errors: t.errs}
 }
 
 // commonFailing is the failing verdict class seen most often in time (""
@@ -269,13 +171,13 @@ func (s *search) establish(ctx context.Context) error {
 func (t trial) commonFailing() string {
 	count := map[string]int{}
 	best := ""
-	for i, v := range t.verdicts {
-		if !failing(v) || t.late[i] {
+	for _, r := range t.runs {
+		if r.canceled || !failing(r.verdict) || r.late {
 			continue
 		}
-		count[v]++
-		if best == "" || count[v] > count[best] {
-			best = v
+		count[r.verdict]++
+		if best == "" || count[r.verdict] > count[best] {
+			best = r.verdict
 		}
 	}
 	return best
@@ -319,21 +221,17 @@ func (s *search) tryDimension(ctx context.Context, dim dimension, rejected map[s
 			continue
 		}
 		s.steps++
-		seeds := s.seedsOf(s.steps)
-		start := time.Now()
-		t := s.judge(ctx, cand, seeds, true)
+		t, elapsed := s.try(ctx, s.steps, cand, true)
 		if ctx.Err() != nil {
 			return false // the budget ran out mid-candidate: not judged
 		}
 		s.res.Candidates++
-		failed, ran, history := t.count(s.verdict)
-		st := Step{N: s.steps, Change: ch.desc, Seeds: seeds, Failed: failed, Ran: ran, Need: s.opts.need(), Late: t.lateCount(s.verdict), Elapsed: time.Since(start), Errors: t.errs}
-		st.Accepted = failed >= st.Need
+		c, st := s.stepOf(s.steps, ch.desc, t, elapsed)
 		s.report(st)
 		rejected[ch.desc] = !st.Accepted
 		if st.Accepted {
 			s.cur = cand
-			s.accepted = append(s.accepted, accepted{cand, seeds, history})
+			s.accepted = append(s.accepted, accepted{cand, t.seeds(), c.history})
 			s.res.Accepted++
 			return true
 		}
@@ -358,7 +256,7 @@ func (s *search) build(ch change) (*scenarios.Spec, string) {
 	if err != nil {
 		return nil, "invalid: " + err.Error()
 	}
-	if _, err := scenarios.Compile(cand, s.config(s.seeds[0])); err != nil {
+	if _, err := scenarios.Compile(cand, s.config(s.base)); err != nil {
 		return nil, "does not compile: " + err.Error()
 	}
 	return cand, ""
@@ -383,25 +281,22 @@ func (s *search) confirm(ctx context.Context) (*Result, error) {
 		minimal.Name = strings.TrimSuffix(s.orig.Name, "-min") + "-min"
 		minimal.Description = "shrunk by lockstorm shrink from " + s.orig.Name + ": " + s.orig.Description
 		s.steps++
-		seeds := s.seedsOf(s.steps)
-		start := time.Now()
-		t := s.judge(ctx, minimal, seeds, false)
+		t, elapsed := s.try(ctx, s.steps, minimal, false)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		failed, ran, history := t.count(s.verdict)
 		what := "the minimal spec on fresh seeds"
 		if i < len(s.accepted)-1 {
 			what = fmt.Sprintf("backed off to the spec accepted %d before, on fresh seeds", len(s.accepted)-1-i)
 		}
-		s.report(Step{N: s.steps, Change: what, Seeds: seeds, Failed: failed, Ran: ran, Need: r.Need,
-			Late: t.lateCount(s.verdict), Accepted: failed >= r.Need, Elapsed: time.Since(start), Errors: t.errs})
+		c, st := s.stepOf(s.steps, what, t, elapsed)
+		s.report(st)
 		after = accepted{minimal, s.accepted[i].seeds, s.accepted[i].history}
-		if history >= 0 {
-			after.history = history
+		if c.history >= 0 {
+			after.history = c.history
 		}
-		r.Minimal, r.Seeds, r.Confirm, r.Confirmed = minimal, after.seeds, seeds, failed
-		if failed >= r.Need {
+		r.Minimal, r.Seeds, r.Confirm, r.Confirmed = minimal, after.seeds, t.seeds(), c.failed
+		if st.Accepted {
 			break
 		}
 	}

@@ -107,9 +107,10 @@ type Step struct {
 	// Skipped, when set, is why the candidate was not run (it did not
 	// validate, or it was judged before).
 	Skipped string
-	// Failed is how many of Ran runs gave the verdict class; Need is how
-	// many had to.
-	Failed, Ran, Need int
+	// Failed is how many of Ran runs judged gave the verdict class; Need
+	// is how many had to. Inconclusive runs are not judged (each was
+	// replaced by a run on a spare seed while spares lasted).
+	Failed, Ran, Need, Inconclusive int
 	// Late is how many runs gave the verdict class only past the share of
 	// the duration a witness must lie within (headroom): not counted.
 	Late int
@@ -130,6 +131,9 @@ func (s Step) String() string {
 		mark = "accepted"
 	}
 	line := fmt.Sprintf("#%d %s: failed %d of %d on seeds %s (need %d): %s, %.1f s", s.N, s.Change, s.Failed, s.Ran, seedList(s.Seeds), s.Need, mark, s.Elapsed.Seconds())
+	if s.Inconclusive > 0 {
+		line += fmt.Sprintf("; %d inconclusive, not counted", s.Inconclusive)
+	}
 	if s.Late > 0 {
 		line += fmt.Sprintf("; %d failed too late in the run to count", s.Late)
 	}

@@ -1,0 +1,167 @@
+package shrink
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/scenarios"
+)
+
+// seedsOf are the seeds of the n-th step (0: the original): K to judge it
+// on, then K spares. Every candidate runs on seeds of its own, never those
+// another was judged on: on shared seeds a random spec's faults fall the
+// same way for every candidate, and the search would fit the spec to those
+// few schedules (a minimal spec that fails on its three seeds and on few
+// others).
+func (s *search) seedsOf(n int) (judge, spare []uint64) {
+	k := s.opts.Seeds
+	all := make([]uint64, 2*k)
+	for i := range all {
+		all[i] = s.base + uint64(n*2*k+i)
+	}
+	return all[:k], all[k:]
+}
+
+// run is one run of a trial.
+type run struct {
+	seed     uint64
+	verdict  string
+	late     bool // the verdict class, but its first violation too late
+	history  int
+	canceled bool
+}
+
+// trial is a candidate's runs and the runs that could not be carried out.
+type trial struct {
+	runs []run
+	errs []error
+}
+
+// tally is what a trial says about the verdict class: runs that gave it in
+// time, runs judged (not inconclusive, not cancelled), inconclusive and
+// late ones, and the history length of the first (by seed) that gave it
+// (-1: none).
+type tally struct {
+	failed, judged, inconclusive, late, history int
+}
+
+func (t trial) tally(verdict string) tally {
+	c := tally{history: -1}
+	for _, r := range t.runs {
+		switch {
+		case r.canceled:
+		case r.verdict == checker.Inconclusive:
+			c.inconclusive++
+		case r.verdict == verdict && r.late:
+			c.judged++
+			c.late++
+		case r.verdict == verdict:
+			c.judged++
+			c.failed++
+			if c.history < 0 {
+				c.history = r.history
+			}
+		default:
+			c.judged++
+		}
+	}
+	return c
+}
+
+// seeds are the seeds of the runs carried out.
+func (t trial) seeds() []uint64 {
+	var out []uint64
+	for _, r := range t.runs {
+		if !r.canceled {
+			out = append(out, r.seed)
+		}
+	}
+	return out
+}
+
+// verdicts are the verdicts of the runs carried out, by seed.
+func (t trial) verdicts() []string {
+	var out []string
+	for _, r := range t.runs {
+		if !r.canceled {
+			out = append(out, r.verdict)
+		}
+	}
+	return out
+}
+
+// headroom is the share of a run's duration within which its first
+// violation must begin to count. A violation past the duration is found
+// while the clients finish their last cycle (the runner lets them, within
+// a grace): how that drain goes is not the schedule's, so a spec cut
+// shorter than its witness would fail or not by chance. A violation in
+// the last quarter would be lost to the first machine slower than this
+// one. Shrinking the duration thus stops with the witness well inside it.
+const headroom = 0.75
+
+// late says whether o's first violation began too late in spec's run to
+// count as a reproduction.
+func late(o *scenarios.Outcome, spec *scenarios.Spec) bool {
+	at := o.Result.FirstViolationNs
+	return at >= 0 && float64(at) > headroom*float64(spec.Duration)
+}
+
+// judge runs spec on seeds, at most opts.Parallel at a time. An
+// inconclusive run says nothing about the spec (the harness could not
+// judge it: its own stalls inside the overlapping holds on a busy machine,
+// the checker out of time), so it is replaced by a run on the next spare
+// seed while spares last. With stopEarly and a verdict class to keep, the
+// runs stop as soon as the required share can no longer be reached (the
+// rest are cancelled, not counted).
+func (s *search) judge(ctx context.Context, spec *scenarios.Spec, seeds, spare []uint64, stopEarly bool) trial {
+	var t trial
+	need := s.opts.need()
+	for len(seeds) > 0 && ctx.Err() == nil {
+		done := len(t.runs)
+		s.round(ctx, spec, seeds, &t, need, stopEarly)
+		redo := 0
+		for _, r := range t.runs[done:] {
+			if !r.canceled && r.verdict == checker.Inconclusive {
+				redo++
+			}
+		}
+		redo = min(redo, len(spare))
+		seeds, spare = spare[:redo], spare[redo:]
+	}
+	return t
+}
+
+// round runs one batch of a trial's seeds and appends their runs.
+func (s *search) round(ctx context.Context, spec *scenarios.Spec, seeds []uint64, t *trial, need int, stopEarly bool) {
+	sub, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make([]scenarios.Job, len(seeds))
+	runs := make([]run, len(seeds))
+	for i, seed := range seeds {
+		jobs[i] = scenarios.Job{Spec: spec, Config: s.config(seed)}
+		runs[i] = run{seed: seed, canceled: true}
+	}
+	var mu sync.Mutex
+	scenarios.RunMany(sub, jobs, s.opts.Parallel, nil, func(i int, o *scenarios.Outcome, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err != nil && sub.Err() != nil:
+			return // cancelled: not a run
+		case err != nil:
+			t.errs = append(t.errs, fmt.Errorf("seed %d: %w", seeds[i], err))
+		default:
+			runs[i] = run{seed: seeds[i], verdict: o.Result.Verdict, late: late(o, spec), history: len(o.History)}
+		}
+		if !stopEarly || s.verdict == "" {
+			return
+		}
+		c := (trial{runs: append(append([]run(nil), t.runs...), runs...)}).tally(s.verdict)
+		if lost := c.judged - c.failed + len(t.errs); s.opts.Seeds-lost < need {
+			cancel()
+		}
+	})
+	t.runs = append(t.runs, runs...)
+}
