@@ -29,8 +29,20 @@ type run struct {
 	seed     uint64
 	verdict  string
 	late     bool // the verdict class, but its first violation too late
+	unjudged bool // inconclusive for the harness's reasons, not the spec's
 	history  int
 	canceled bool
+}
+
+// unjudged says whether o is inconclusive for a reason another seed may
+// not share: the harness's own stalls inside the overlapping holds or the
+// starvation, the checker out of time. A run that did not exercise what
+// it should (a gap: its failpoints never fired, no acquire at all) or
+// recorded a damaged history is inconclusive because of the spec itself:
+// every seed would say the same, so it counts as a run that did not fail.
+func unjudged(o *scenarios.Outcome) bool {
+	r := o.Result
+	return r.Verdict == checker.Inconclusive && len(r.Gaps) == 0 && r.Attempts > 0 && r.Malformed == 0
 }
 
 // trial is a candidate's runs and the runs that could not be carried out.
@@ -52,7 +64,7 @@ func (t trial) tally(verdict string) tally {
 	for _, r := range t.runs {
 		switch {
 		case r.canceled:
-		case r.verdict == checker.Inconclusive:
+		case r.unjudged:
 			c.inconclusive++
 		case r.verdict == verdict && r.late:
 			c.judged++
@@ -108,11 +120,9 @@ func late(o *scenarios.Outcome, spec *scenarios.Spec) bool {
 	return at >= 0 && float64(at) > headroom*float64(spec.Duration)
 }
 
-// judge runs spec on seeds, at most opts.Parallel at a time. An
-// inconclusive run says nothing about the spec (the harness could not
-// judge it: its own stalls inside the overlapping holds on a busy machine,
-// the checker out of time), so it is replaced by a run on the next spare
-// seed while spares last. With stopEarly and a verdict class to keep, the
+// judge runs spec on seeds, at most opts.Parallel at a time. A run the
+// harness could not judge (unjudged) says nothing about the spec, so it is
+// replaced by a run on the next spare seed while spares last. With stopEarly and a verdict class to keep, the
 // runs stop as soon as the required share can no longer be reached (the
 // rest are cancelled, not counted).
 func (s *search) judge(ctx context.Context, spec *scenarios.Spec, seeds, spare []uint64, stopEarly bool) trial {
@@ -123,7 +133,7 @@ func (s *search) judge(ctx context.Context, spec *scenarios.Spec, seeds, spare [
 		s.round(ctx, spec, seeds, &t, need, stopEarly)
 		redo := 0
 		for _, r := range t.runs[done:] {
-			if !r.canceled && r.verdict == checker.Inconclusive {
+			if !r.canceled && r.unjudged {
 				redo++
 			}
 		}
@@ -153,7 +163,7 @@ func (s *search) round(ctx context.Context, spec *scenarios.Spec, seeds []uint64
 		case err != nil:
 			t.errs = append(t.errs, fmt.Errorf("seed %d: %w", seeds[i], err))
 		default:
-			runs[i] = run{seed: seeds[i], verdict: o.Result.Verdict, late: late(o, spec), history: len(o.History)}
+			runs[i] = run{seed: seeds[i], verdict: o.Result.Verdict, late: late(o, spec), unjudged: unjudged(o), history: len(o.History)}
 		}
 		if !stopEarly || s.verdict == "" {
 			return

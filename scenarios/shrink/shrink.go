@@ -108,8 +108,11 @@ type Step struct {
 	// validate, or it was judged before).
 	Skipped string
 	// Failed is how many of Ran runs judged gave the verdict class; Need
-	// is how many had to. Inconclusive runs are not judged (each was
-	// replaced by a run on a spare seed while spares lasted).
+	// is how many had to. Inconclusive is how many runs the harness could
+	// not judge (its own stalls, the checker out of time): not counted,
+	// each replaced by a run on a spare seed while spares lasted. A run
+	// inconclusive because of the spec (what it should exercise never
+	// happened) is judged: it did not fail.
 	Failed, Ran, Need, Inconclusive int
 	// Late is how many runs gave the verdict class only past the share of
 	// the duration a witness must lie within (headroom): not counted.
@@ -132,7 +135,7 @@ func (s Step) String() string {
 	}
 	line := fmt.Sprintf("#%d %s: failed %d of %d on seeds %s (need %d): %s, %.1f s", s.N, s.Change, s.Failed, s.Ran, seedList(s.Seeds), s.Need, mark, s.Elapsed.Seconds())
 	if s.Inconclusive > 0 {
-		line += fmt.Sprintf("; %d inconclusive, not counted", s.Inconclusive)
+		line += fmt.Sprintf("; %d not judged by the harness (its stalls), not counted", s.Inconclusive)
 	}
 	if s.Late > 0 {
 		line += fmt.Sprintf("; %d failed too late in the run to count", s.Late)
