@@ -107,7 +107,7 @@ func cmdShrink(ctx context.Context, args []string) error {
 	}
 	f.opts.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	f.opts.Progress = func(s shrink.Step) { fmt.Fprintln(os.Stderr, "shrink:", s) }
-	fmt.Fprintf(os.Stderr, "shrink: %s × %s on seeds from %d, K=%d, share %g, budget %v\n", spec.Name, cfg.Impl, cfg.Seed, f.opts.Seeds, f.opts.Share, f.opts.Budget)
+	fmt.Fprintf(os.Stderr, "shrink: %s × %s on seeds from %d, K=%d, share %g, budget %v\n", spec.Name, cfg.Impl, cmp.Or(cfg.Seed, spec.Seed, 1), f.opts.Seeds, f.opts.Share, f.opts.Budget)
 	res, err := shrink.Shrink(ctx, spec, cfg, f.opts)
 	if errors.Is(err, shrink.NotFailing) {
 		return &exitError{1, fmt.Errorf("shrink: %w", err)}
