@@ -52,12 +52,7 @@ func newSearch(spec *scenarios.Spec, cfg scenarios.Config, opts Options) (*searc
 	if cfg.Info != nil && spec.Knows(cfg.Info.Name) {
 		s.locks = []lockimpl.Info{*cfg.Info}
 	}
-	base := cfg.Seed
-	if base == 0 {
-		base = max(spec.Seed, 1)
-	}
-	s.base = base
-
+	s.base = cmp.Or(cfg.Seed, spec.Seed, 1)
 	narrowed, err := s.narrow(spec)
 	if err != nil {
 		return nil, err
