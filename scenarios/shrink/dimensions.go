@@ -17,15 +17,16 @@ type change struct {
 }
 
 // dimension proposes the candidates of one dimension of the current spec,
-// most ambitious first.
-type dimension func(cur *scenarios.Spec) []change
+// most ambitious first; attempts are the acquire attempts of the current
+// spec's last failing run.
+type dimension func(cur *scenarios.Spec, attempts int) []change
 
 // dimensions in the order they are tried. The clients come first, the
 // figure a lock's author reads first and the one a short budget must not
 // miss; the duration next: a candidate that no longer fails runs its whole
 // duration (only a failing run stops early), so a shorter run makes every
 // later rejection cheaper.
-var dimensions = []dimension{clients, duration, keys, nodes, faults, failpoints, windows, rates}
+var dimensions = []dimension{clients, duration, ops, keys, nodes, faults, failpoints, windows, rates}
 
 // granularity is the time step candidates are rounded to.
 const granularity = 10 * time.Millisecond
@@ -34,7 +35,7 @@ const granularity = 10 * time.Millisecond
 // mostly its set-up.
 const minDuration = 100 * time.Millisecond
 
-func duration(cur *scenarios.Spec) []change {
+func duration(cur *scenarios.Spec, _ int) []change {
 	var out []change
 	for _, d := range []time.Duration{cur.Duration / 2, cur.Duration * 3 / 4} {
 		d = d.Round(granularity)
@@ -47,6 +48,31 @@ func duration(cur *scenarios.Spec) []change {
 		}})
 	}
 	return out
+}
+
+// ops bounds the acquire attempts of the whole run (ops: N): the history
+// shrinks with them where a duration cannot (many clients, short critical
+// sections). The first bound is the attempts the last failing run made,
+// its failure included; then half of the bound.
+func ops(cur *scenarios.Spec, attempts int) []change {
+	var out []change
+	for _, n := range []int{attempts, cur.Ops / 2, attempts / 2} {
+		if n < 2 || cur.Ops > 0 && n >= cur.Ops {
+			continue
+		}
+		out = append(out, change{fmt.Sprintf("ops %s → %d", opsText(cur.Ops), n), func(s *scenarios.Spec) bool {
+			s.Ops = n
+			return true
+		}})
+	}
+	return out
+}
+
+func opsText(n int) string {
+	if n == 0 {
+		return "unbounded"
+	}
+	return fmt.Sprint(n)
 }
 
 // chunks are the ways to remove part of n items, delta debugging's: half
@@ -78,7 +104,7 @@ func rangeText(c []int) string {
 	return fmt.Sprintf("%d..%d", c[0], c[len(c)-1])
 }
 
-func clients(cur *scenarios.Spec) []change {
+func clients(cur *scenarios.Spec, _ int) []change {
 	var out []change
 	for _, c := range chunks(cur.Clients, 1) {
 		out = append(out, change{fmt.Sprintf("clients %d → %d (drop c%s)", cur.Clients, cur.Clients-len(c), rangeText(c)), func(s *scenarios.Spec) bool {
@@ -172,7 +198,7 @@ func fewer(n int) []int {
 	return out
 }
 
-func keys(cur *scenarios.Spec) []change {
+func keys(cur *scenarios.Spec, _ int) []change {
 	var out []change
 	for _, k := range fewer(cur.Keys) {
 		out = append(out, change{fmt.Sprintf("keys %d → %d", cur.Keys, k), func(s *scenarios.Spec) bool {
@@ -186,7 +212,7 @@ func keys(cur *scenarios.Spec) []change {
 // nodes proposes fewer masters, where the spec sets them (its nodes, or
 // the lock's nodes option); whether the lock's topology allows as few is
 // for the spec's validation and the run's compilation to say.
-func nodes(cur *scenarios.Spec) []change {
+func nodes(cur *scenarios.Spec, _ int) []change {
 	var out []change
 	for _, k := range fewer(cur.Nodes) {
 		out = append(out, change{fmt.Sprintf("nodes %d → %d", cur.Nodes, k), func(s *scenarios.Spec) bool {
@@ -203,7 +229,7 @@ func nodes(cur *scenarios.Spec) []change {
 	return out
 }
 
-func faults(cur *scenarios.Spec) []change {
+func faults(cur *scenarios.Spec, _ int) []change {
 	var out []change
 	if cur.Explore != nil {
 		out = append(out, change{"explore removed", func(s *scenarios.Spec) bool {
@@ -220,7 +246,7 @@ func faults(cur *scenarios.Spec) []change {
 	return out
 }
 
-func failpoints(cur *scenarios.Spec) []change {
+func failpoints(cur *scenarios.Spec, _ int) []change {
 	var out []change
 	for _, c := range chunks(len(cur.Failpoints), 0) {
 		out = append(out, change{fmt.Sprintf("failpoints %d → %d (drop failpoints.%s)", len(cur.Failpoints), len(cur.Failpoints)-len(c), rangeText(c)), func(s *scenarios.Spec) bool {
@@ -243,7 +269,7 @@ func without[T any](xs []T, drop []int) []T {
 
 // windows narrows each fault in time: once instead of repeating, a
 // narrower random window, a later start, a shorter fault.
-func windows(cur *scenarios.Spec) []change {
+func windows(cur *scenarios.Spec, _ int) []change {
 	var out []change
 	for i, f := range cur.Faults {
 		at := fmt.Sprintf("faults.%d", i)
@@ -288,7 +314,7 @@ func shorter(d time.Duration) time.Duration {
 
 // rates removes the steady conditions: the network's latency and jitter,
 // and halves the clock skew.
-func rates(cur *scenarios.Spec) []change {
+func rates(cur *scenarios.Spec, _ int) []change {
 	var out []change
 	if cur.Network != (scenarios.Network{}) {
 		out = append(out, change{fmt.Sprintf("network latency %v jitter %v removed", cur.Network.Latency, cur.Network.Jitter), func(s *scenarios.Spec) bool {

@@ -17,6 +17,8 @@ type Figures struct {
 	// at a step).
 	Faults, Failpoints int
 	Duration           time.Duration
+	// Ops bounds the run's acquire attempts (0: unbounded).
+	Ops int
 	// History is the entries of a failing run's history (-1: unknown).
 	History int
 }
@@ -27,7 +29,7 @@ func (s *search) figures(spec *scenarios.Spec, history int) (Figures, error) {
 		return Figures{}, fmt.Errorf("shrink: %w", err)
 	}
 	f := Figures{Clients: spec.Clients, Keys: spec.Keys, Nodes: plan.Nodes, Faults: len(spec.Faults),
-		Failpoints: len(spec.Failpoints), Duration: spec.Duration, History: history}
+		Failpoints: len(spec.Failpoints), Duration: spec.Duration, Ops: spec.Ops, History: history}
 	if spec.Explore != nil {
 		f.Faults++
 	}
@@ -36,12 +38,17 @@ func (s *search) figures(spec *scenarios.Spec, history int) (Figures, error) {
 
 // BeforeAfter is the one line that says how much smaller the witness got:
 // clients 16 → 2, keys 4 → 1, nodes 1 → 1, faults 3 → 1, failpoints 0 →
-// 0, duration 4 s → 0.6 s, history 4,600 → 40 entries.
+// 0, duration 4 s → 0.6 s[, ops unbounded → 30], history 4,600 → 40
+// entries.
 func (r *Result) BeforeAfter() string {
 	b, a := r.Before, r.After
-	return fmt.Sprintf("clients %d → %d, keys %d → %d, nodes %d → %d, faults %d → %d, failpoints %d → %d, duration %s → %s, history %s → %s entries",
+	ops := ""
+	if b.Ops > 0 || a.Ops > 0 {
+		ops = fmt.Sprintf(", ops %s → %s", opsText(b.Ops), opsText(a.Ops))
+	}
+	return fmt.Sprintf("clients %d → %d, keys %d → %d, nodes %d → %d, faults %d → %d, failpoints %d → %d, duration %s → %s%s, history %s → %s entries",
 		b.Clients, a.Clients, b.Keys, a.Keys, b.Nodes, a.Nodes, b.Faults, a.Faults, b.Failpoints, a.Failpoints,
-		seconds(b.Duration), seconds(a.Duration), thousands(b.History), thousands(a.History))
+		seconds(b.Duration), seconds(a.Duration), ops, thousands(b.History), thousands(a.History))
 }
 
 // Rate is the minimal spec's reproduction: on the fresh seeds it was

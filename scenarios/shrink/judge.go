@@ -31,6 +31,7 @@ type run struct {
 	late     bool // the verdict class, but its first violation too late
 	unjudged bool // inconclusive for the harness's reasons, not the spec's
 	history  int
+	attempts int // acquire attempts (cycles started)
 	canceled bool
 }
 
@@ -53,10 +54,10 @@ type trial struct {
 
 // tally is what a trial says about the verdict class: runs that gave it in
 // time, runs judged (not inconclusive, not cancelled), inconclusive and
-// late ones, and the history length of the first (by seed) that gave it
-// (-1: none).
+// late ones, and the history length and acquire attempts of the first (by
+// seed) that gave it (-1: none).
 type tally struct {
-	failed, judged, inconclusive, late, history int
+	failed, judged, inconclusive, late, history, attempts int
 }
 
 func (t trial) tally(verdict string) tally {
@@ -73,7 +74,7 @@ func (t trial) tally(verdict string) tally {
 			c.judged++
 			c.failed++
 			if c.history < 0 {
-				c.history = r.history
+				c.history, c.attempts = r.history, r.attempts
 			}
 		default:
 			c.judged++
@@ -163,7 +164,7 @@ func (s *search) round(ctx context.Context, spec *scenarios.Spec, seeds []uint64
 		case err != nil:
 			t.errs = append(t.errs, fmt.Errorf("seed %d: %w", seeds[i], err))
 		default:
-			runs[i] = run{seed: seeds[i], verdict: o.Result.Verdict, late: late(o, spec), unjudged: unjudged(o), history: len(o.History)}
+			runs[i] = run{seed: seeds[i], verdict: o.Result.Verdict, late: late(o, spec), unjudged: unjudged(o), history: len(o.History), attempts: o.Result.Attempts}
 		}
 		if !stopEarly || s.verdict == "" {
 			return

@@ -26,7 +26,8 @@ type search struct {
 	orig     *scenarios.Spec
 	cur      *scenarios.Spec // the smallest spec accepted so far
 	// accepted are the specs accepted so far, the original first, each
-	// with the history length of its first failing run.
+	// with the history length and acquire attempts of its first failing
+	// run.
 	accepted []accepted
 	tried    map[string]bool // candidates' YAML, judged or skipped
 	steps    int
@@ -35,9 +36,9 @@ type search struct {
 }
 
 type accepted struct {
-	spec    *scenarios.Spec
-	seeds   []uint64
-	history int
+	spec              *scenarios.Spec
+	seeds             []uint64
+	history, attempts int
 }
 
 func newSearch(spec *scenarios.Spec, cfg scenarios.Config, opts Options) (*search, error) {
@@ -141,7 +142,7 @@ func (s *search) establish(ctx context.Context) error {
 	if !st.Accepted {
 		return fmt.Errorf("%w: %s × %s gave %s on %d of %d seeds judged (%s), below the required %d: raise --seeds or lower --share", NotFailing, s.orig.Name, s.name, s.verdict, c.failed, c.judged, seedList(t.seeds()), st.Need)
 	}
-	s.accepted = append(s.accepted, accepted{s.orig, t.seeds(), c.history})
+	s.accepted = append(s.accepted, accepted{s.orig, t.seeds(), c.history, c.attempts})
 	s.origHist = cmp.Or(s.opts.History, c.history)
 	return nil
 }
@@ -199,7 +200,7 @@ func (s *search) run(ctx context.Context) {
 // tryDimension judges dim's candidates of the current spec in order and
 // keeps the first that fails as the original did.
 func (s *search) tryDimension(ctx context.Context, dim dimension, rejected map[string]bool) bool {
-	for _, ch := range dim(s.cur) {
+	for _, ch := range dim(s.cur, s.accepted[len(s.accepted)-1].attempts) {
 		if ctx.Err() != nil {
 			return false
 		}
@@ -226,7 +227,7 @@ func (s *search) tryDimension(ctx context.Context, dim dimension, rejected map[s
 		rejected[ch.desc] = !st.Accepted
 		if st.Accepted {
 			s.cur = cand
-			s.accepted = append(s.accepted, accepted{cand, t.seeds(), c.history})
+			s.accepted = append(s.accepted, accepted{cand, t.seeds(), c.history, c.attempts})
 			s.res.Accepted++
 			return true
 		}
@@ -286,7 +287,8 @@ func (s *search) confirm(ctx context.Context) (*Result, error) {
 		}
 		c, st := s.stepOf(s.steps, what, t, elapsed)
 		s.report(st)
-		after = accepted{minimal, s.accepted[i].seeds, s.accepted[i].history}
+		after = s.accepted[i]
+		after.spec = minimal
 		if c.history >= 0 {
 			after.history = c.history
 		}
