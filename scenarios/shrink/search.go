@@ -117,15 +117,18 @@ func (s *search) config(seed uint64) scenarios.Config {
 	return c
 }
 
-// establish runs the original on the K seeds: it must fail, with the
+// establish runs the original on its K seeds: it must fail, with the
 // verdict class given (a run folder's) or the one it shows, on at least
-// the required share of them.
+// one of them. Its rate is reported, not required: a smaller spec may fail
+// more often than the original (fewer clients for a pause to miss), and
+// whatever is accepted must reach the share on its own seeds and again on
+// fresh ones (confirm), the original included.
 func (s *search) establish(ctx context.Context) error {
 	s.verdict = s.opts.Verdict
 	if s.verdict != "" && !failing(s.verdict) {
 		return fmt.Errorf("%w: %s × %s was %s (only an unsafe or deadlock run can be shrunk)", NotFailing, s.orig.Name, s.name, s.verdict)
 	}
-	t, elapsed := s.try(ctx, 0, s.orig, true)
+	t, elapsed := s.try(ctx, 0, s.orig, false)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -137,10 +140,11 @@ func (s *search) establish(ctx context.Context) error {
 			return fmt.Errorf("%w: %s × %s gave %s on seeds %s (only an unsafe or deadlock run can be shrunk)", NotFailing, s.orig.Name, s.name, strings.Join(t.verdicts(), ", "), seedList(t.seeds()))
 		}
 	}
-	c, st := s.stepOf(0, "the original", t, elapsed)
+	c, st := s.stepOf(0, "the original (its rate is told, not required)", t, elapsed)
+	st.Accepted = c.failed > 0
 	s.report(st)
-	if !st.Accepted {
-		return fmt.Errorf("%w: %s × %s gave %s on %d of %d seeds judged (%s), below the required %d: raise --seeds or lower --share", NotFailing, s.orig.Name, s.name, s.verdict, c.failed, c.judged, seedList(t.seeds()), st.Need)
+	if c.failed == 0 {
+		return fmt.Errorf("%w: %s × %s did not give %s again in time on any of seeds %s (it gave %s): raise --seeds", NotFailing, s.orig.Name, s.name, s.verdict, seedList(t.seeds()), strings.Join(t.verdicts(), ", "))
 	}
 	s.accepted = append(s.accepted, accepted{s.orig, t.seeds(), c.history, c.attempts})
 	s.origHist = cmp.Or(s.opts.History, c.history)

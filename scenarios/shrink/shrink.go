@@ -181,14 +181,14 @@ type Result struct {
 }
 
 // NotFailing is the error of a shrink whose input does not fail (safe or
-// inconclusive), or does not fail at the required share of the seeds:
-// there is nothing to shrink.
+// inconclusive), or fails on none of its K seeds: there is nothing to
+// shrink.
 var NotFailing = errors.New("nothing to shrink")
 
 // Shrink reduces spec, run as cfg says, to a minimal spec that still fails
 // with the same verdict class on at least opts.Share of opts.Seeds seeds.
-// The original is run first on the K seeds; one that does not fail at the
-// share is refused with an error wrapping NotFailing. The minimal spec
+// The original is run first on the K seeds; one that fails on none of them
+// is refused with an error wrapping NotFailing. The minimal spec
 // found is run again on K fresh seeds and given up for the spec accepted
 // before it while it fails there below the share. A returned error is
 // otherwise a setup failure or the context's.
