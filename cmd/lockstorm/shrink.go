@@ -115,7 +115,11 @@ func cmdShrink(ctx context.Context, args []string) error {
 	if err != nil {
 		return &exitError{2, fmt.Errorf("shrink: %w", err)}
 	}
-	b, err := res.File(f.shrinkOf)
+	lock := ""
+	if f.exec != "" {
+		lock = "--exec '" + f.exec + "'"
+	}
+	b, err := res.File(f.shrinkOf, lock)
 	if err == nil {
 		err = os.WriteFile(f.out, b, 0o644)
 	}

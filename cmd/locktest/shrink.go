@@ -21,7 +21,7 @@ import (
 //		if err != nil {
 //			return err // errors.Is(err, shrink.NotFailing): nothing to shrink
 //		}
-//		b, _ := res.File(o.Scenario + " × " + myLock.Name)
+//		b, _ := res.File(o.Scenario+" × "+myLock.Name, "")
 //		os.WriteFile("testdata/"+o.Scenario+"-min.yaml", b, 0o644) // Battery{Scenarios: []string{that file}}
 //	}
 //

@@ -37,7 +37,7 @@ func TestShrinkAUserLock(t *testing.T) {
 	if res.Verdict != checker.Unsafe || res.Nameable || res.Before.History != len(o.History) {
 		t.Errorf("verdict %s, nameable %v, history before %d (the run's: %d)", res.Verdict, res.Nameable, res.Before.History, len(o.History))
 	}
-	b, err := res.File("locktest")
+	b, err := res.File("locktest", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,10 +60,12 @@ func (r *Result) Rate() string {
 
 // File is the minimal spec as a file `lockstorm run --scenario` loads,
 // under a comment saying what it was shrunk from (source: where the
-// original came from, e.g. its run folder), how often it reproduces and
-// how much smaller it is. It carries no date: shrinking the same run
+// original came from, e.g. its run folder), how often it reproduces, how
+// much smaller it is and how to run it (lock: the flags that give the
+// lock when the spec cannot name it, e.g. --exec 'python3 my_lock.py';
+// "" for a generic line). It carries no date: shrinking the same run
 // twice to the same spec writes the same file.
-func (r *Result) File(source string) ([]byte, error) {
+func (r *Result) File(source, lock string) ([]byte, error) {
 	body, err := r.Minimal.YAML()
 	if err != nil {
 		return nil, err
@@ -76,9 +78,12 @@ func (r *Result) File(source string) ([]byte, error) {
 	fmt.Fprintf(&b, "# Minimal witness written by lockstorm shrink, shrunk from %s.\n", from)
 	fmt.Fprintf(&b, "# Reproduces %s.\n", r.Rate())
 	fmt.Fprintf(&b, "# %s.\n", r.BeforeAfter())
-	if r.Nameable {
+	switch {
+	case r.Nameable:
 		fmt.Fprintf(&b, "# Run it: lockstorm run --scenario FILE (impls names %s).\n", r.Impl)
-	} else {
+	case lock != "":
+		fmt.Fprintf(&b, "# Run it: lockstorm run --scenario FILE %s\n", lock)
+	default:
 		fmt.Fprintf(&b, "# Run it with the lock it was shrunk on (%s): lockstorm run --scenario FILE --exec 'PROGRAM', or locktest's Battery{Scenarios: []string{FILE}}.\n", r.Impl)
 	}
 	b.Write(body)

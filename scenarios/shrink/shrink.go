@@ -21,7 +21,7 @@
 //	spec, _ := scenarios.Load("del-race")
 //	res, err := shrink.Shrink(ctx, spec, scenarios.Config{Impl: "my-lock", Info: &myLockInfo}, shrink.Options{})
 //	if err == nil {
-//		b, _ := res.File("del-race × my-lock")
+//		b, _ := res.File("del-race × my-lock", "")
 //		os.WriteFile("testdata/del-race-min.yaml", b, 0o644)
 //	}
 package shrink

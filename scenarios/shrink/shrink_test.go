@@ -85,7 +85,7 @@ func TestShrinkShippedFailures(t *testing.T) {
 // seeds (res.Confirmed), under a header saying where it came from.
 func checkFile(t *testing.T, res *shrink.Result, scenario, impl string) {
 	t.Helper()
-	b, err := res.File("test")
+	b, err := res.File("test", "")
 	if err != nil {
 		t.Fatal(err)
 	}
