@@ -54,8 +54,11 @@ func (r *Result) BeforeAfter() string {
 // Rate is the minimal spec's reproduction: on the fresh seeds it was
 // confirmed on, and the seeds it was accepted on.
 func (r *Result) Rate() string {
-	return fmt.Sprintf("%s on %d of %d fresh seeds (%s), after failing on at least %d of %d seeds (%s) to be accepted (share %g)",
-		r.Verdict, r.Confirmed, len(r.Confirm), seedList(r.Confirm), r.Need, len(r.Seeds), seedList(r.Seeds), r.Share)
+	line := fmt.Sprintf("%s on %d of %d fresh seeds judged (%s)", r.Verdict, r.Confirmed, r.ConfirmJudged, seedList(r.Confirm))
+	if n := len(r.Confirm) - r.ConfirmJudged; n > 0 {
+		line += fmt.Sprintf(", %d of them not judged by the harness (its stalls) and not counted", n)
+	}
+	return line + fmt.Sprintf("; accepted on seeds %s at the required share %g of %d", seedList(r.Seeds), r.Share, r.Need)
 }
 
 // File is the minimal spec as a file `lockstorm run --scenario` loads,

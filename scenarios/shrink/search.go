@@ -296,7 +296,7 @@ func (s *search) confirm(ctx context.Context) (*Result, error) {
 		if c.history >= 0 {
 			after.history = c.history
 		}
-		r.Minimal, r.Seeds, r.Confirm, r.Confirmed = minimal, after.seeds, t.seeds(), c.failed
+		r.Minimal, r.Seeds, r.Confirm, r.Confirmed, r.ConfirmJudged = minimal, after.seeds, t.seeds(), c.failed, c.judged
 		if st.Accepted {
 			break
 		}

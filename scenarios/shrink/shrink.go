@@ -165,6 +165,9 @@ type Result struct {
 	// the original reproduced there: the failure is rarer than Share says.
 	Seeds, Confirm []uint64
 	Confirmed      int
+	// ConfirmJudged is how many of the Confirm runs were judged (the
+	// others the harness could not judge: its own stalls).
+	ConfirmJudged int
 	// Share is the required share of Seeds; Need its count.
 	Share float64
 	Need  int
