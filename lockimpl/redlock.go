@@ -139,6 +139,9 @@ const (
 	nodeNo      nodeResult = iota // definite: key not set / not deleted (or never sent)
 	nodeYes                       // definite: SET took / DEL deleted
 	nodeUnknown                   // timeout, reset: may or may not have happened
+	// nodeGone: a release that timed out, sent again, found no key of ours:
+	// the key is gone, but whether the first send deleted it is unknown.
+	nodeGone
 )
 
 // classifyNode turns a reply (with its error) into a nodeResult.
@@ -218,7 +221,7 @@ func (l *redlock) Acquire(ctx context.Context, key string) (*Lease, error) {
 		del := l.releaseAll(ctx, key, tok)
 		left := 0
 		for i := range res {
-			if res[i] != nodeNo && del[i] != nodeYes && del[i] != nodeNo {
+			if res[i] != nodeNo && del[i] != nodeYes && del[i] != nodeNo && del[i] != nodeGone {
 				left++ // set (or maybe set) and not surely cleaned up
 			}
 		}
@@ -233,18 +236,60 @@ func (l *redlock) Acquire(ctx context.Context, key string) (*Lease, error) {
 	return nil, fmt.Errorf("redlock: %w: no quorum of %d/%d in %d attempts", ErrNotAcquired, l.quorum(), len(l.nodes), l.o.RetryCount)
 }
 
+// releaseRounds is how many times releaseAll sends the compare-and-delete
+// to a node whose answer stayed unknown.
+const releaseRounds = 3
+
 // releaseAll runs the compare-and-delete on every node in parallel, each
-// bounded by the node timeout.
+// bounded by the node timeout, and sends it again, up to releaseRounds in
+// all, to the nodes whose answer was unknown. It deletes only this
+// client's own token, so a repeat can harm no one; and a key left behind
+// by a timed-out release blocks every client for a whole TTL. The timeouts
+// that leave it are mostly transient (a node timeout of tens of
+// milliseconds against a client descheduled for longer, seen: a loaded
+// machine's 100-400 ms stalls turning each release and unwind into
+// 'outcome unknown' and the key into a TTL-long hold of nobody), and the
+// next round, sent once the client runs again, gets through.
 func (l *redlock) releaseAll(ctx context.Context, key, tok string) []nodeResult {
-	return l.onEveryNode(ctx, compareAndDelete, []string{key}, tok)
+	res := make([]nodeResult, len(l.nodes))
+	todo := make([]int, len(l.nodes))
+	for i := range todo {
+		todo[i] = i
+	}
+	for round := 0; round < releaseRounds && len(todo) > 0 && ctx.Err() == nil; round++ {
+		l.onNodes(ctx, todo, res, compareAndDelete, []string{key}, tok)
+		next := todo[:0]
+		for _, i := range todo {
+			switch {
+			case res[i] == nodeUnknown:
+				next = append(next, i)
+			case res[i] == nodeNo && round > 0:
+				res[i] = nodeGone
+			}
+		}
+		todo = next
+	}
+	return res
 }
 
 // onEveryNode runs script on every node in parallel, each bounded by the
 // node timeout; a node said yes when the script returned 1.
 func (l *redlock) onEveryNode(ctx context.Context, script *redis.Script, keys []string, args ...any) []nodeResult {
 	res := make([]nodeResult, len(l.nodes))
+	all := make([]int, len(l.nodes))
+	for i := range all {
+		all[i] = i
+	}
+	l.onNodes(ctx, all, res, script, keys, args...)
+	return res
+}
+
+// onNodes runs script on the nodes numbered in idx, in parallel, each
+// bounded by the node timeout, and writes their answers into res.
+func (l *redlock) onNodes(ctx context.Context, idx []int, res []nodeResult, script *redis.Script, keys []string, args ...any) {
 	var wg sync.WaitGroup
-	for i, c := range l.nodes {
+	for _, i := range idx {
+		c := l.nodes[i]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -258,7 +303,6 @@ func (l *redlock) onEveryNode(ctx context.Context, script *redis.Script, keys []
 		}()
 	}
 	wg.Wait()
-	return res
 }
 
 // backOff sets the random delay's bound after an attempt in which yes
@@ -301,10 +345,10 @@ func (l *redlock) Release(ctx context.Context, lease *Lease) error {
 		return fmt.Errorf("redlock: release on %d nodes: outcome unknown", count(res, nodeUnknown))
 	case count(res, nodeYes) > 0:
 		return nil
-	case count(res, nodeUnknown) == 0:
+	case count(res, nodeUnknown)+count(res, nodeGone) == 0:
 		return fmt.Errorf("redlock: no node held our key: %w", ErrNotHeld)
 	}
-	return fmt.Errorf("redlock: released nowhere, %d nodes unknown: outcome unknown", count(res, nodeUnknown))
+	return fmt.Errorf("redlock: released nowhere, %d nodes unknown: outcome unknown", count(res, nodeUnknown)+count(res, nodeGone))
 }
 
 // Extend implements Extender as redsync's Extend does (v4.4.0 on): the
