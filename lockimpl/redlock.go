@@ -257,7 +257,10 @@ func (l *redlock) releaseAll(ctx context.Context, key, tok string) []nodeResult 
 		todo[i] = i
 	}
 	for round := 0; round < releaseRounds && len(todo) > 0 && ctx.Err() == nil; round++ {
-		l.onNodes(ctx, todo, res, compareAndDelete, []string{key}, tok)
+		// Each round waits twice as long as the last: a release has no
+		// validity to protect, only a key to clear, and a client that
+		// stalled once is likely to stall again.
+		l.onNodes(ctx, l.o.NodeTimeout<<round, todo, res, compareAndDelete, []string{key}, tok)
 		next := todo[:0]
 		for _, i := range todo {
 			switch {
@@ -280,13 +283,13 @@ func (l *redlock) onEveryNode(ctx context.Context, script *redis.Script, keys []
 	for i := range all {
 		all[i] = i
 	}
-	l.onNodes(ctx, all, res, script, keys, args...)
+	l.onNodes(ctx, l.o.NodeTimeout, all, res, script, keys, args...)
 	return res
 }
 
 // onNodes runs script on the nodes numbered in idx, in parallel, each
-// bounded by the node timeout, and writes their answers into res.
-func (l *redlock) onNodes(ctx context.Context, idx []int, res []nodeResult, script *redis.Script, keys []string, args ...any) {
+// bounded by timeout, and writes their answers into res.
+func (l *redlock) onNodes(ctx context.Context, timeout time.Duration, idx []int, res []nodeResult, script *redis.Script, keys []string, args ...any) {
 	var wg sync.WaitGroup
 	for _, i := range idx {
 		c := l.nodes[i]
@@ -294,7 +297,7 @@ func (l *redlock) onNodes(ctx context.Context, idx []int, res []nodeResult, scri
 		go func() {
 			defer wg.Done()
 			var n int64
-			err := withTimeout(ctx, l.o.NodeTimeout, func(ctx context.Context) error {
+			err := withTimeout(ctx, timeout, func(ctx context.Context) error {
 				var err error
 				n, err = script.Run(ctx, c, keys, args...).Int64()
 				return err
