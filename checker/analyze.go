@@ -176,6 +176,10 @@ type analysis struct {
 	stampTokens bool
 	// stalls are the harness's own stalls (FStall entries).
 	stalls []interval
+	// paused are the nemesis's pauses of each client (a pause fault's start
+	// to its heal), and pausing the open ones by fault id.
+	paused  map[int][]interval
+	pausing map[int64]pauseRec
 	// extends are the extends and renewals invoked, by outcome; extending
 	// pairs an extend's invoke with its completion by (client, N).
 	extends   extendCounts
@@ -349,6 +353,7 @@ func (ps *pass) harnessEntry(op *Op) bool {
 		if op.F == FStall && op.N > 0 {
 			a.stalls = append(a.stalls, interval{op.Time - op.N, op.Time})
 		}
+		a.pauseOp(op)
 	case ServerProcess:
 		switch op.F {
 		case FServer:

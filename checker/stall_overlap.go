@@ -1,5 +1,7 @@
 package checker
 
+import "strings"
+
 // overlapsWithoutStalls counts the overlapping pairs that remain when each
 // hold is shortened by the harness's own stalls inside it. A holder whose
 // critical section took 5 ms of its own and 300 ms of the harness being
@@ -20,7 +22,7 @@ func overlapsWithoutStalls(a *analysis) int {
 		for i := range short.holds {
 			h := &short.holds[i]
 			if h.To > h.From {
-				h.To -= overlap(a.stalls, h.From, h.To)
+				h.To -= overlap(a.stallsOutsidePauses(h.Client), h.From, h.To)
 				h.To = max(h.To, h.From)
 			}
 		}
@@ -50,3 +52,65 @@ func (stallOverlapCheck) run(a *analysis) finding {
 type stallOverlapFinding int
 
 func (f stallOverlapFinding) apply(r *Result) { r.OverlapsWithoutStalls = int(f) }
+
+// healSlack is how soon after a stall a pause's heal still counts as
+// delayed by it: the heal's goroutine runs within milliseconds of the stall
+// ending, so a heal recorded later than this was on its own schedule.
+const healSlack = int64(10e6)
+
+// pauseRec is an open pause fault: when it started and whom it paused.
+type pauseRec struct {
+	from    int64
+	clients []int
+}
+
+// pauseOp follows the nemesis's pause faults (FStart Ok of kind pause,
+// its clients in Targets, and the FStop with the same N).
+func (a *analysis) pauseOp(op *Op) {
+	switch {
+	case op.F == FStart && op.Type == Ok && op.Targets != nil && strings.HasPrefix(op.Value, "pause "):
+		if a.pausing == nil {
+			a.pausing = map[int64]pauseRec{}
+		}
+		a.pausing[op.N] = pauseRec{op.Time, op.Targets.Clients}
+	case op.F == FStop:
+		p, ok := a.pausing[op.N]
+		if !ok {
+			return
+		}
+		delete(a.pausing, op.N)
+		if a.paused == nil {
+			a.paused = map[int][]interval{}
+		}
+		for _, c := range p.clients {
+			a.paused[c] = append(a.paused[c], interval{p.from, op.Time})
+		}
+	}
+}
+
+// stallsOutsidePauses are the harness's stalls that may have lengthened a
+// hold of client: all but those lying within a nemesis pause of that client
+// and ending well before its heal. While paused on purpose the client
+// would not have run anyway, so such a stall lengthened nothing (a pause
+// past the TTL is the fault under test, not the harness's doing); a stall
+// that reaches the heal may have delayed it, and counts.
+func (a *analysis) stallsOutsidePauses(client int) []interval {
+	pauses := a.paused[client]
+	if len(pauses) == 0 {
+		return a.stalls
+	}
+	out := make([]interval, 0, len(a.stalls))
+	for _, s := range a.stalls {
+		inside := false
+		for _, p := range pauses {
+			if s.from >= p.from && s.to+healSlack <= p.to {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -72,17 +73,35 @@ func TestOverlapOnlyThroughHarnessStalls(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		stall   [2]float64 // end, length (ms); zero: none
+		pause   [2]float64 // a nemesis pause of c1: start, heal (ms); zero: none
 		verdict string
 	}{
-		{"no stall: unsafe", [2]float64{}, Unsafe},
-		{"a 350 ms stall inside c1's hold: inconclusive", [2]float64{380, 350}, Inconclusive},
-		{"a 100 ms stall: still an overlap without it", [2]float64{380, 100}, Unsafe},
+		{"no stall: unsafe", [2]float64{}, [2]float64{}, Unsafe},
+		{"a 350 ms stall inside c1's hold: inconclusive", [2]float64{380, 350}, [2]float64{}, Inconclusive},
+		{"a 100 ms stall: still an overlap without it", [2]float64{380, 100}, [2]float64{}, Unsafe},
+		// c1 was paused on purpose from 5 ms to 400 ms: the stall inside
+		// the pause lengthened nothing, the pause outlived the lease.
+		{"the stall inside a pause of c1: unsafe", [2]float64{380, 350}, [2]float64{5, 400}, Unsafe},
+		// The stall reaches the pause's heal, which it may have delayed.
+		{"a stall reaching the pause's heal counts", [2]float64{395, 350}, [2]float64{5, 400}, Inconclusive},
+		// Another client's pause does not excuse the stall in c1's hold.
+		{"a pause of another client: inconclusive", [2]float64{380, 350}, [2]float64{5, -400}, Inconclusive},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b builder
 			hist(&b)
 			if tc.stall[1] > 0 {
 				b.add(tc.stall[0], Ok, NemesisProcess, -1, FStall, "", func(o *Op) { o.N = msT(tc.stall[1]) })
+			}
+			if tc.pause[1] != 0 {
+				c := 1
+				if tc.pause[1] < 0 {
+					c, tc.pause[1] = 3, -tc.pause[1]
+				}
+				b.add(tc.pause[0], Ok, NemesisProcess, -1, FStart, "", func(o *Op) {
+					o.Value, o.N, o.Targets = fmt.Sprintf("pause clients=[%d]", c), 1, &FaultTargets{Clients: []int{c}}
+				})
+				b.add(tc.pause[1], Ok, NemesisProcess, -1, FStop, "", func(o *Op) { o.Value, o.N = "pause", 1 })
 			}
 			r := Check(b.sorted(), Options{})
 			if r.Verdict != tc.verdict {

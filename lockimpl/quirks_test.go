@@ -471,3 +471,28 @@ func TestWatchdogKeepsLock(t *testing.T) {
 		})
 	}
 }
+
+// A release whose compare-and-delete times out on a node (the node, or
+// the client, stalled past the node timeout) is sent there again: once the
+// node answers, our key is gone from it instead of blocking every client
+// until it expires, and the release is a success.
+func TestRedlockReleaseRetriesUnknownNodes(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 5)
+	ctx := testCtx(t)
+	o := lockimpl.Options{TTL: 20 * time.Second, NodeTimeout: 150 * time.Millisecond, RetryDelay: 5 * time.Millisecond}
+	c, _ := r.locker(1, "redlock", o)
+	l := mustAcquire(t, ctx, c, "k")
+	if err := r.s.Pause(0); err != nil {
+		t.Fatal(err)
+	}
+	// Resumed during the second round (150-300 ms): the first times out.
+	resumed := time.AfterFunc(200*time.Millisecond, func() { _ = r.s.Resume(0) })
+	defer resumed.Stop()
+	if err := c.Release(ctx, l); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if n, err := r.conn(0).Exists(ctx, "k").Result(); err != nil || n != 0 {
+		t.Fatalf("node 0 after the release: EXISTS k = %d (%v), want 0", n, err)
+	}
+}

@@ -52,10 +52,25 @@ import (
 // redlock/before-unwind (failed attempt, before releasing every node),
 // redlock/before-release.
 //
+// Retry: distlock retries a failed attempt "after a random delay in order to
+// try to desynchronize multiple clients trying to acquire the lock for the
+// same resource at the same time (this may result in a split brain condition
+// where nobody wins)". A delay drawn from a fixed bound desynchronizes only
+// contenders fewer than the bound holds attempts: with many clients polling
+// one key every few milliseconds, every release is followed by a wave in
+// which each node goes to a different client and nobody wins a majority,
+// again and again (seen: 24 clients, a 5 ms bound, about one win in ten of a
+// single-node lock's). So the bound doubles after each attempt that split
+// the vote (this client won some nodes, fewer than a majority: it collided
+// with others), up to TTL/4, and returns to RetryDelay when the client wins,
+// as Ethernet backs off after a collision. The wait after a failed attempt is
+// paid before the next one, also when that is the first attempt of the next
+// Acquire, so the client loop's immediate retry stays desynchronized.
+//
 // Options: Nodes (default 5; must equal len(env.Nodes) when set), TTL
 // (default 10 s, distlock's example), NodeTimeout (max(TTL/50, 10·RTT, 5 ms)),
 // RetryCount (attempts, default 3), RetryDelay (200 ms: each wait is uniform in
-// [0, RetryDelay), distlock's random delay).
+// [0, bound), bound RetryDelay doubled per split vote as above).
 type redlock struct {
 	*base
 	nodes []redis.UniversalClient
@@ -66,6 +81,10 @@ type redlock struct {
 	// acquire and on extend: redsync's Extend before v4.4.0), so a lock
 	// whose replies came back after its keys expired is still trusted.
 	halfQuorum, skipValidity bool
+	// bound is the current random delay's bound (RetryDelay, doubled per
+	// split vote); wait is the delay owed before the next attempt. Only
+	// Acquire, called by one goroutine at a time, touches them.
+	bound, wait time.Duration
 }
 
 func init() {
@@ -120,6 +139,9 @@ const (
 	nodeNo      nodeResult = iota // definite: key not set / not deleted (or never sent)
 	nodeYes                       // definite: SET took / DEL deleted
 	nodeUnknown                   // timeout, reset: may or may not have happened
+	// nodeGone: a release that timed out, sent again, found no key of ours:
+	// the key is gone, but whether the first send deleted it is unknown.
+	nodeGone
 )
 
 // classifyNode turns a reply (with its error) into a nodeResult.
@@ -145,6 +167,12 @@ func (l *redlock) quorum() int {
 func (l *redlock) Acquire(ctx context.Context, key string) (*Lease, error) {
 	maybeHeld := false
 	for n := 1; n <= l.o.RetryCount; n++ {
+		if l.wait > 0 {
+			if err := l.env.sleep(ctx, l.wait); err != nil {
+				return nil, err
+			}
+			l.wait = 0
+		}
 		if err := l.hit(ctx, "before-attempt"); err != nil {
 			return nil, err
 		}
@@ -179,6 +207,7 @@ func (l *redlock) Acquire(ctx context.Context, key string) (*Lease, error) {
 			validity = l.o.TTL - drift
 		}
 		yes := count(res, nodeYes)
+		l.backOff(yes)
 		if yes >= l.quorum() && validity > 0 {
 			if err := l.hit(ctx, "after-quorum"); err != nil {
 				return nil, err
@@ -192,18 +221,14 @@ func (l *redlock) Acquire(ctx context.Context, key string) (*Lease, error) {
 		del := l.releaseAll(ctx, key, tok)
 		left := 0
 		for i := range res {
-			if res[i] != nodeNo && del[i] != nodeYes && del[i] != nodeNo {
+			if res[i] != nodeNo && del[i] != nodeYes && del[i] != nodeNo && del[i] != nodeGone {
 				left++ // set (or maybe set) and not surely cleaned up
 			}
 		}
 		if left >= l.quorum() {
 			maybeHeld = true
 		}
-		if n < l.o.RetryCount {
-			if err := l.env.sleep(ctx, time.Duration(l.env.Rand.Int64N(int64(l.o.RetryDelay)))); err != nil {
-				return nil, err
-			}
-		}
+		l.wait = time.Duration(l.env.Rand.Int64N(int64(l.bound)))
 	}
 	if maybeHeld {
 		return nil, fmt.Errorf("redlock: no quorum in %d attempts, but an attempt may still hold a majority: outcome unknown", l.o.RetryCount)
@@ -211,23 +236,68 @@ func (l *redlock) Acquire(ctx context.Context, key string) (*Lease, error) {
 	return nil, fmt.Errorf("redlock: %w: no quorum of %d/%d in %d attempts", ErrNotAcquired, l.quorum(), len(l.nodes), l.o.RetryCount)
 }
 
+// releaseRounds is how many times releaseAll sends the compare-and-delete
+// to a node whose answer stayed unknown.
+const releaseRounds = 3
+
 // releaseAll runs the compare-and-delete on every node in parallel, each
-// bounded by the node timeout.
+// bounded by the node timeout, and sends it again, up to releaseRounds in
+// all, to the nodes whose answer was unknown. It deletes only this
+// client's own token, so a repeat can harm no one; and a key left behind
+// by a timed-out release blocks every client for a whole TTL. The timeouts
+// that leave it are mostly transient (a node timeout of tens of
+// milliseconds against a client descheduled for longer, seen: a loaded
+// machine's 100-400 ms stalls turning each release and unwind into
+// 'outcome unknown' and the key into a TTL-long hold of nobody), and the
+// next round, sent once the client runs again, gets through.
 func (l *redlock) releaseAll(ctx context.Context, key, tok string) []nodeResult {
-	return l.onEveryNode(ctx, compareAndDelete, []string{key}, tok)
+	res := make([]nodeResult, len(l.nodes))
+	todo := make([]int, len(l.nodes))
+	for i := range todo {
+		todo[i] = i
+	}
+	for round := 0; round < releaseRounds && len(todo) > 0 && ctx.Err() == nil; round++ {
+		// Each round waits twice as long as the last: a release has no
+		// validity to protect, only a key to clear, and a client that
+		// stalled once is likely to stall again.
+		l.onNodes(ctx, l.o.NodeTimeout<<round, todo, res, compareAndDelete, []string{key}, tok)
+		next := todo[:0]
+		for _, i := range todo {
+			switch {
+			case res[i] == nodeUnknown:
+				next = append(next, i)
+			case res[i] == nodeNo && round > 0:
+				res[i] = nodeGone
+			}
+		}
+		todo = next
+	}
+	return res
 }
 
 // onEveryNode runs script on every node in parallel, each bounded by the
 // node timeout; a node said yes when the script returned 1.
 func (l *redlock) onEveryNode(ctx context.Context, script *redis.Script, keys []string, args ...any) []nodeResult {
 	res := make([]nodeResult, len(l.nodes))
+	all := make([]int, len(l.nodes))
+	for i := range all {
+		all[i] = i
+	}
+	l.onNodes(ctx, l.o.NodeTimeout, all, res, script, keys, args...)
+	return res
+}
+
+// onNodes runs script on the nodes numbered in idx, in parallel, each
+// bounded by timeout, and writes their answers into res.
+func (l *redlock) onNodes(ctx context.Context, timeout time.Duration, idx []int, res []nodeResult, script *redis.Script, keys []string, args ...any) {
 	var wg sync.WaitGroup
-	for i, c := range l.nodes {
+	for _, i := range idx {
+		c := l.nodes[i]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var n int64
-			err := withTimeout(ctx, l.o.NodeTimeout, func(ctx context.Context) error {
+			err := withTimeout(ctx, timeout, func(ctx context.Context) error {
 				var err error
 				n, err = script.Run(ctx, c, keys, args...).Int64()
 				return err
@@ -236,7 +306,21 @@ func (l *redlock) onEveryNode(ctx context.Context, script *redis.Script, keys []
 		}()
 	}
 	wg.Wait()
-	return res
+}
+
+// backOff sets the random delay's bound after an attempt in which yes
+// nodes accepted (see redlock): doubled, up to TTL/4, when the vote split;
+// back to RetryDelay when the client won. No node at all says nothing about
+// collisions (a holder has them, or others split them), so it changes
+// nothing: resetting there would send most of a crowd back to the short
+// bound after every wave, since five nodes go to five clients at most.
+func (l *redlock) backOff(yes int) {
+	switch {
+	case l.bound == 0 || yes >= l.quorum():
+		l.bound = l.o.RetryDelay
+	case yes > 0:
+		l.bound = max(l.o.RetryDelay, min(2*l.bound, l.o.TTL/4))
+	}
 }
 
 // count is how many of rs are r.
@@ -264,10 +348,10 @@ func (l *redlock) Release(ctx context.Context, lease *Lease) error {
 		return fmt.Errorf("redlock: release on %d nodes: outcome unknown", count(res, nodeUnknown))
 	case count(res, nodeYes) > 0:
 		return nil
-	case count(res, nodeUnknown) == 0:
+	case count(res, nodeUnknown)+count(res, nodeGone) == 0:
 		return fmt.Errorf("redlock: no node held our key: %w", ErrNotHeld)
 	}
-	return fmt.Errorf("redlock: released nowhere, %d nodes unknown: outcome unknown", count(res, nodeUnknown))
+	return fmt.Errorf("redlock: released nowhere, %d nodes unknown: outcome unknown", count(res, nodeUnknown)+count(res, nodeGone))
 }
 
 // Extend implements Extender as redsync's Extend does (v4.4.0 on): the

@@ -180,3 +180,35 @@ variants:
 		t.Errorf("spec extra %v, variant extra %v", base.Extra, v.Extra)
 	}
 }
+
+// TestSearchRuleIsExploratory: a rule marked search (sentinel-partition's
+// quorum rule: the schedule forces the split brain, not the votes) makes a
+// claims-derived run ungated, as a random mode's is; the spec's own
+// expectations, and rules without the mark, stay gated.
+func TestSearchRuleIsExploratory(t *testing.T) {
+	s, err := Load("sentinel-partition")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		impl       string
+		fromClaims bool
+		search     bool
+	}{
+		{"redlock", true, true},
+		{"set-nx-px", false, false},
+		{"redisson-hash", true, false},
+	} {
+		info, err := lockimpl.Lookup(tc.impl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp := s.ExpectFor(tc.impl, info.ClaimsUnder(s.Lock))
+		if got := exp.Source == FromClaims; got != tc.fromClaims || exp.Search != tc.search {
+			t.Errorf("%s: source %s, search %v; want from claims %v, search %v", tc.impl, exp.Source, exp.Search, tc.fromClaims, tc.search)
+		}
+		if gated := gatedRun(s, exp); gated == tc.search {
+			t.Errorf("%s: gated %v with search %v", tc.impl, gated, tc.search)
+		}
+	}
+}

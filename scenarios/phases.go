@@ -249,15 +249,22 @@ func (r *run) outcome(plan *Plan, topo *topology, w *watching, h checker.History
 	if len(spec.Failpoints) > 0 || spec.Explore != nil {
 		cov = coverage(r.hub)
 	}
-	// A random mode is gated on the find rate measured for the locks its
-	// spec lists. For a lock whose expectation comes from its claims that
-	// rate is unknown (a quorum lock loses the race only when its votes
-	// fell a certain way), so its run is exploratory: a miss is reported,
-	// not counted as a regression; an unexpected violation still is.
-	gated := spec.IsGated() && !(spec.Mode == "random" && exp.Source == FromClaims)
+	gated := gatedRun(spec, exp)
 	return &Outcome{Points: cov, Client: spec.Workload.Client, Observer: w.observed, CheckOptions: plan.Check,
 		Scenario: spec.Name, Impl: r.cfg.Impl, Seed: plan.Seed, Backend: topo.cl.Kind(), Mode: spec.Mode,
 		Gated: gated, Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
 		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Spec: spec, Processes: r.processStats(), Failover: fo,
 		StoppedAfter: r.stoppedAfter}
+}
+
+// gatedRun says whether a run's verdict is gated. A random mode is gated on
+// the find rate measured for the locks its spec lists. For a lock whose
+// expectation comes from its claims that rate is unknown (a quorum lock
+// loses the race only when its votes fell a certain way), so its run is
+// exploratory: a miss is reported, not counted as a regression; an
+// unexpected violation still is. So is a run whose rule says its verdict
+// is a search's (Rule.Search): the spec's schedule does not force it for
+// this lock.
+func gatedRun(spec *Spec, exp Expectation) bool {
+	return spec.IsGated() && !((spec.Mode == "random" || exp.Search) && exp.Source == FromClaims)
 }

@@ -79,6 +79,7 @@ func (rl *recordingLocker) acquire(ctx context.Context, key string) (*lockimpl.L
 	rl.r.add(rl.c, rl.entry(res), checker.FAcquire, key, func(o *checker.Op) {
 		if res == success {
 			o.Value, o.Fence = lease.Token, lease.Fence
+			rl.c.holding.Store(true)
 			return
 		}
 		o.Error, o.ErrorReply = err.Error(), res == refused
@@ -92,6 +93,7 @@ func (rl *recordingLocker) acquire(ctx context.Context, key string) (*lockimpl.L
 // unknown without calling the lock.
 func (rl *recordingLocker) release(ctx context.Context, key string, lease *lockimpl.Lease, before func() error) (result, error) {
 	rl.r.add(rl.c, checker.Invoke, checker.FRelease, key, func(o *checker.Op) { o.Value = lease.Token })
+	rl.c.holding.Store(false)
 	var err error
 	if before != nil {
 		err = before()

@@ -174,6 +174,9 @@ type runClient struct {
 	crashed atomic.Bool
 	// extends numbers the client's extends and renewals (checker.FExtend's N).
 	extends atomic.Int64
+	// holding is true from an acquire's success to its release's invoke:
+	// what a fault's pick: holder reads (nemesis.ClientControl.Holders).
+	holding atomic.Bool
 }
 
 type run struct {

@@ -41,6 +41,7 @@ func (f testFault) Inject(context.Context, *nemesis.Env) (nemesis.Heal, nemesis.
 
 type nopControl struct{}
 
+func (nopControl) Holders() []int                   { return nil }
 func (nopControl) Pause(int)                        {}
 func (nopControl) Resume(int)                       {}
 func (nopControl) Crash(int)                        {}

@@ -351,6 +351,18 @@ func (r *run) Crash(client int) {
 	}
 }
 
+// Holders implements nemesis.ClientControl: the clients that hold a lease
+// now (acquired, release not yet begun) and have not crashed.
+func (r *run) Holders() []int {
+	var out []int
+	for _, c := range r.clients {
+		if c.holding.Load() && !c.crashed.Load() {
+			out = append(out, c.id)
+		}
+	}
+	return out
+}
+
 // ClockJump implements nemesis.ClientControl.
 func (r *run) ClockJump(client int, d time.Duration) {
 	c := r.clients[client]

@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/lockstorm/lockstorm/reports"
 	"github.com/lockstorm/lockstorm/scenarios"
 )
 
@@ -48,12 +49,14 @@ func (p *progress) done(scen, impl string, out *scenarios.Outcome) {
 	}
 	line := fmt.Sprintf("[%d/%d] %s × %s", p.finished, p.total, scen, impl)
 	if out != nil {
+		// The table's mark: an exploratory run that missed its failure
+		// is a miss there, not a DIFF.
 		mark := "ok"
 		switch {
 		case out.Expected == "":
 			mark = "no expectation"
 		case !out.AsExpected():
-			mark = "DIFF, expected " + out.Expected
+			mark = reports.FromOutcome(out).Mark() + ", expected " + out.Expected
 		}
 		line += fmt.Sprintf(": %s (%s) in %.1f s", out.Result.Verdict, mark, out.Elapsed.Seconds())
 	}

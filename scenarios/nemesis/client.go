@@ -48,8 +48,8 @@ type clientFault struct {
 
 func clientFactory(act func(env *Env, c int) func()) Factory {
 	return func(s Spec) (Fault, error) {
-		if len(s.Clients)+len(s.Hosts) == 0 && s.Pick != "client" {
-			return nil, fmt.Errorf("%s: needs clients, hosts or pick: client", s.Kind)
+		if len(s.Clients)+len(s.Hosts) == 0 && s.Pick != "client" && s.Pick != "holder" {
+			return nil, fmt.Errorf("%s: needs clients, hosts, pick: client or pick: holder", s.Kind)
 		}
 		return &clientFault{spec: s, act: act}, nil
 	}

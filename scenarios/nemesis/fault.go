@@ -35,7 +35,10 @@ type Spec struct {
 	Clients []int    `yaml:"clients" json:"clients,omitempty"` // client numbers (0-based)
 	Nodes   []string `yaml:"nodes" json:"nodes,omitempty"`     // n1..
 	// Pick chooses random targets from the run's seed: minority or majority
-	// of the nodes, or one random client.
+	// of the nodes, one random client, or one random client among those
+	// that hold a lease at the injection (holder; any client when none
+	// does): a fault meant for holders, such as a pause past the TTL, then
+	// meets one whenever there is one, not one time in as many clients.
 	Pick string `yaml:"pick" json:"pick,omitempty"`
 
 	// Parameters.
@@ -67,6 +70,8 @@ type Env struct {
 
 // ClientControl is the runner's handle on its clients.
 type ClientControl interface {
+	// Holders are the clients holding a lease now (for pick: holder).
+	Holders() []int
 	Pause(client int)
 	Resume(client int)
 	Crash(client int)
@@ -107,9 +112,9 @@ type Uses struct {
 // Targets shared by kind families.
 var (
 	// linkTargets select links: from hosts (or the hosts of clients) to nodes.
-	linkTargets = Uses{Fields: []string{"hosts", "clients", "nodes", "pick"}, Picks: []string{"client", "minority", "majority"}}
+	linkTargets = Uses{Fields: []string{"hosts", "clients", "nodes", "pick"}, Picks: []string{"client", "holder", "minority", "majority"}}
 	// clientTargets select clients.
-	clientTargets = Uses{Fields: []string{"hosts", "clients", "pick"}, Picks: []string{"client"}}
+	clientTargets = Uses{Fields: []string{"hosts", "clients", "pick"}, Picks: []string{"client", "holder"}}
 	// nodeTargets select server nodes.
 	nodeTargets = Uses{Fields: []string{"nodes", "pick"}, Picks: []string{"minority", "majority"}}
 )

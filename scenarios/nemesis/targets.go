@@ -99,7 +99,7 @@ type selection struct {
 // majority), so a seed replays the same choice.
 func (s Spec) resolve(env *Env) selection {
 	var sel selection
-	sel.byHost = len(s.Hosts) > 0 || len(s.Clients) > 0 || s.Pick == "client"
+	sel.byHost = len(s.Hosts) > 0 || len(s.Clients) > 0 || s.Pick == "client" || s.Pick == "holder"
 	sel.byNode = len(s.Nodes) > 0 || s.Pick == "minority" || s.Pick == "majority"
 
 	clients := map[int]bool{}
@@ -110,10 +110,10 @@ func (s Spec) resolve(env *Env) selection {
 		}
 		clients[c] = true
 	}
-	if s.Pick == "client" && env.Clients > 0 {
-		c := env.Rand.IntN(env.Clients)
+	if (s.Pick == "client" || s.Pick == "holder") && env.Clients > 0 {
+		c, what := pickClient(s.Pick, env)
 		clients[c] = true
-		sel.picked = fmt.Sprintf("client %d", c)
+		sel.picked = what
 	}
 	for c := 0; c < env.Clients; c++ {
 		if clients[c] {
@@ -179,6 +179,29 @@ func (s Spec) resolve(env *Env) selection {
 		sel.picked = fmt.Sprintf("nodes %v", sel.nodes)
 	}
 	return sel
+}
+
+// pickClient draws one client (exactly one IntN, so a seed replays the
+// draw): any client, or for holder one of the clients holding a lease now,
+// any client when none holds. What was drawn is said for the history.
+func pickClient(pick string, env *Env) (int, string) {
+	var holders []int
+	if pick == "holder" && env.Control != nil {
+		for _, c := range env.Control.Holders() {
+			if c >= 0 && c < env.Clients {
+				holders = append(holders, c)
+			}
+		}
+	}
+	if len(holders) == 0 {
+		c := env.Rand.IntN(env.Clients)
+		if pick == "holder" {
+			return c, fmt.Sprintf("client %d (no holder)", c)
+		}
+		return c, fmt.Sprintf("client %d", c)
+	}
+	c := holders[env.Rand.IntN(len(holders))]
+	return c, fmt.Sprintf("client %d (holder)", c)
 }
 
 // faultClients are the clients a client fault acts on: the selected ones

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,14 +46,20 @@ func (f fakeCluster) Close() error          { return nil }
 
 // recControl records what client faults do to clients.
 type recControl struct {
-	mu    sync.Mutex
-	calls []string
+	mu      sync.Mutex
+	calls   []string
+	holders []int
 }
 
 func (r *recControl) add(f string, a ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, fmt.Sprintf(f, a...))
+}
+func (r *recControl) Holders() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.holders)
 }
 func (r *recControl) Pause(c int)                      { r.add("pause %d", c) }
 func (r *recControl) Resume(c int)                     { r.add("resume %d", c) }
@@ -537,5 +544,36 @@ func TestFailoverTargets(t *testing.T) {
 		if up := l.Upstream(); up != want {
 			t.Errorf("link %s leads to %s, want %s", l.Name(), up, want)
 		}
+	}
+}
+
+// TestPickHolder: pick: holder draws among the clients holding a lease at
+// the injection, and falls back to any client (saying so) when none holds;
+// either way one draw, so a seed replays it.
+func TestPickHolder(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		holders []int
+		want    func(c int) bool
+		suffix  string
+	}{
+		{"one holder", []int{4}, func(c int) bool { return c == 4 }, "(holder)"},
+		{"two holders", []int{1, 5}, func(c int) bool { return c == 1 || c == 5 }, "(holder)"},
+		{"out of range ignored", []int{9, 2}, func(c int) bool { return c == 2 }, "(holder)"},
+		{"none", nil, func(c int) bool { return c >= 0 && c < tClients }, "(no holder)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctl := &recControl{holders: tc.holders}
+			for seed := uint64(1); seed <= 20; seed++ {
+				env := &Env{Clients: tClients, ClientHost: tHostOf, Control: ctl, Rand: rand.New(rand.NewPCG(seed, 2))}
+				sel := Spec{Kind: "pause", Pick: "holder"}.resolve(env)
+				if len(sel.clients) != 1 || !tc.want(sel.clients[0]) {
+					t.Fatalf("seed %d: picked %v (%s) among holders %v", seed, sel.clients, sel.picked, tc.holders)
+				}
+				if !strings.HasSuffix(sel.picked, tc.suffix) {
+					t.Errorf("seed %d: picked %q, want it to end in %q", seed, sel.picked, tc.suffix)
+				}
+			}
+		})
 	}
 }

@@ -26,6 +26,9 @@ type Expectation struct {
 	Verdict string `json:"verdict,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Source  string `json:"source,omitempty"`
+	// Search: the verdict is what a search finds on some schedules, not one
+	// the spec forces (a rule's search: true); see Rule.Search.
+	Search bool `json:"search,omitempty"`
 }
 
 // Rule derives an expectation from a lock's claims: when every claim named
@@ -42,10 +45,18 @@ type Expectation struct {
 //	    because: the lock expires during the pause; a second client acquires while the first still writes
 //	  - expect: safe
 //	    because: the lock never expires; the second client waits out the pause
+//
+// Search marks a rule whose verdict the spec's schedule does not force for
+// the locks it matches: a scheduled spec that forces its interleaving for a
+// single-instance lock may leave a quorum lock's votes to fall as they
+// will, so the failure is possible there but not certain. Such a rule's run
+// is treated as a random mode's is: exploratory, a miss reported rather
+// than a regression (an unexpected violation still is one).
 type Rule struct {
 	If      map[string]OneOf `yaml:"if"`
 	Expect  string           `yaml:"expect"`
 	Because string           `yaml:"because"`
+	Search  bool             `yaml:"search"`
 }
 
 // OneOf is one value or a list of values (YAML scalar or sequence).
@@ -127,7 +138,7 @@ func (s *Spec) Derived(c lockimpl.Claims) Expectation {
 	}
 	for _, r := range s.Derive {
 		if r.Matches(c) {
-			return Expectation{Verdict: r.Expect, Reason: r.Because, Source: FromClaims}
+			return Expectation{Verdict: r.Expect, Reason: r.Because, Source: FromClaims, Search: r.Search}
 		}
 	}
 	return Expectation{}
