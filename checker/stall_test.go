@@ -86,10 +86,22 @@ func TestOverlapOnlyThroughHarnessStalls(t *testing.T) {
 		{"a stall reaching the pause's heal counts", [2]float64{395, 350}, [2]float64{5, 400}, Inconclusive},
 		// Another client's pause does not excuse the stall in c1's hold.
 		{"a pause of another client: inconclusive", [2]float64{380, 350}, [2]float64{5, -400}, Inconclusive},
+		// c1's acquire was in flight from 0 to 400 ms: its SET may have run
+		// before the stall and its lease expired while the reply waited.
+		{"in flight: no stall: unsafe", [2]float64{}, [2]float64{}, Unsafe},
+		{"in flight: a 390 ms stall while the grant was in flight: inconclusive", [2]float64{399, 390}, [2]float64{}, Inconclusive},
+		{"in flight: a 50 ms stall: still an overlap without it", [2]float64{399, 50}, [2]float64{}, Unsafe},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b builder
-			hist(&b)
+			if strings.HasPrefix(tc.name, "in flight") {
+				b.op(0, 400, Ok, 1, 1, FAcquire, k0, val("t1"))
+				b.op(500, 501, Ok, 1, 1, FRelease, k0, val("t1"))
+				b.op(399.5, 402, Ok, 2, 2, FAcquire, k0, val("t2"))
+				b.op(430, 431, Ok, 2, 2, FRelease, k0, val("t2"))
+			} else {
+				hist(&b)
+			}
 			if tc.stall[1] > 0 {
 				b.add(tc.stall[0], Ok, NemesisProcess, -1, FStall, "", func(o *Op) { o.N = msT(tc.stall[1]) })
 			}
