@@ -101,7 +101,14 @@ func (s Spec) resolve(env *Env) selection {
 	var sel selection
 	sel.byHost = len(s.Hosts) > 0 || len(s.Clients) > 0 || s.Pick == "client" || s.Pick == "holder"
 	sel.byNode = len(s.Nodes) > 0 || s.Pick == "minority" || s.Pick == "majority"
+	s.resolveClients(env, &sel)
+	s.resolveHosts(env, &sel)
+	s.resolveNodes(env, &sel)
+	return sel
+}
 
+// resolveClients selects the named clients and the picked one.
+func (s Spec) resolveClients(env *Env, sel *selection) {
 	clients := map[int]bool{}
 	for _, c := range s.Clients {
 		if c < 0 || c >= env.Clients {
@@ -120,14 +127,18 @@ func (s Spec) resolve(env *Env) selection {
 			sel.clients = append(sel.clients, c)
 		}
 	}
+}
 
+// resolveHosts selects the named hosts: the clients' hosts, and the
+// replica hosts (r1, ...) that have links but no clients.
+func (s Spec) resolveHosts(env *Env, sel *selection) {
 	known := map[string]bool{}
 	for c := 0; c < env.Clients; c++ {
 		known[env.ClientHost(c)] = true
 	}
 	if env.Net != nil {
 		for _, h := range env.Net.Hosts() {
-			known[h] = true // replica hosts (r1, ...) have links but no clients
+			known[h] = true
 		}
 	}
 	hosts := map[string]bool{}
@@ -139,7 +150,10 @@ func (s Spec) resolve(env *Env) selection {
 		hosts[h] = true
 	}
 	sel.hosts = sortedKeys(hosts)
+}
 
+// resolveNodes selects the named nodes, or draws a minority or majority.
+func (s Spec) resolveNodes(env *Env, sel *selection) {
 	var all []string
 	if env.Cluster != nil {
 		for _, n := range env.Cluster.Nodes() {
@@ -178,7 +192,6 @@ func (s Spec) resolve(env *Env) selection {
 		sort.Strings(sel.nodes)
 		sel.picked = fmt.Sprintf("nodes %v", sel.nodes)
 	}
-	return sel
 }
 
 // pickClient draws one client (exactly one IntN, so a seed replays the
