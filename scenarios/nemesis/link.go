@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -83,26 +84,68 @@ func (p *pipe) run() {
 
 // direct copies src to dst until the stream ends (false) or a hand-off is
 // requested (true, after releasing src).
+//
+// The copy runs inside one RawConn.Read: after a read that drained the
+// socket it waits for the next readiness edge instead of reading again
+// into EAGAIN first, as net.Conn.Read does; that saves a syscall per
+// message in each direction, a third of a relay's syscalls.
 func (p *pipe) direct() bool {
+	rc, err := p.src.SyscallConn()
+	if err != nil {
+		p.dst.Close()
+		return false
+	}
+	var ioErr error
 	for {
 		if p.handed.Load() {
 			return p.letGo()
 		}
-		n, err := p.src.Read(p.buf)
-		if n > 0 {
-			if _, werr := p.dst.Write(p.buf[:n]); werr != nil {
-				p.dst.Close()
-				return false
+		err := rc.Read(func(fd uintptr) bool {
+			for !p.handed.Load() {
+				n, err := syscall.Read(int(fd), p.buf)
+				switch {
+				case err == syscall.EINTR:
+					continue
+				case err == syscall.EAGAIN:
+					return false
+				case err != nil:
+					ioErr = err
+					return true
+				case n == 0:
+					ioErr = io.EOF
+					return true
+				}
+				if _, err := p.dst.Write(p.buf[:n]); err != nil {
+					ioErr = err
+					return true
+				}
+				if n < len(p.buf) {
+					return false // drained: wait for the next edge
+				}
 			}
+			return true
+		})
+		if err == nil {
+			err = ioErr
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && p.wake() {
+			continue // the flag is checked at the top
 		}
 		if err != nil {
-			if p.handed.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
-				return p.letGo()
-			}
 			p.dst.Close()
 			return false
 		}
 	}
+}
+
+// wake clears the read deadline a request set to interrupt a read. The
+// deadline may outlive its request (set just after the reader saw the
+// flag), so a reader that meets an expired deadline clears it and then
+// looks at the flags again: a request stores its flag before it sets the
+// deadline, so the reader cannot miss one. Always true.
+func (p *pipe) wake() bool {
+	_ = p.src.SetReadDeadline(time.Time{})
+	return true
 }
 
 // letGo lets the chain read src.
@@ -143,18 +186,20 @@ type chainSrc struct{ p *pipe }
 func (s chainSrc) Read(b []byte) (int, error) {
 	p := s.p
 	<-p.released
-	if p.back.Load() {
-		p.switched = true
-		_ = p.src.SetReadDeadline(time.Time{})
-		return 0, io.EOF
+	for {
+		if p.back.Load() {
+			p.switched = true
+			return 0, io.EOF
+		}
+		n, err := p.src.Read(b)
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		if n > 0 {
+			return n, nil
+		}
+		p.wake()
 	}
-	n, err := p.src.Read(b)
-	if err != nil && p.back.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
-		p.switched = true
-		_ = p.src.SetReadDeadline(time.Time{})
-		return n, io.EOF
-	}
-	return n, err
 }
 
 // chainDst is what a chain writes to: dst. toxiproxy closes it when the

@@ -308,4 +308,15 @@ func TestSwitchKeepsBytes(t *testing.T) {
 	if n := <-flipped; n < 5 {
 		t.Errorf("only %d toxic add/remove cycles during the stream", n)
 	}
+	// With no toxic left, both directions are back on the direct pipes.
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pipes) != 2 {
+		t.Errorf("%d direct pipes, want 2 (one connection, two directions)", len(l.pipes))
+	}
+	for p := range l.pipes {
+		if p.handed.Load() {
+			t.Errorf("the %v pipe is still on a chain with no toxic", p.dir)
+		}
+	}
 }
