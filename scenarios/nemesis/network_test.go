@@ -1,6 +1,8 @@
 package nemesis
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -254,13 +256,24 @@ func TestToxicOnFlowingConnection(t *testing.T) {
 }
 
 // TestSwitchKeepsBytes: toxics come and go on a link while a pipelined
-// stream of INCRs flows; every reply arrives, in order.
+// stream of INCRs flows on one raw connection; every reply arrives, in
+// order, with nothing lost, duplicated or left over, and with no toxic left
+// the connection is back on the direct pipes.
 func TestSwitchKeepsBytes(t *testing.T) {
 	env, _ := testNet(t, 1, 1)
-	ctx := context.Background()
 	l := env.Net.Link("h1", "n1")
-	c := redis.NewClient(&redis.Options{Addr: l.Addr, MaxRetries: -1, PoolSize: 1, ReadTimeout: 5 * time.Second})
+	// Connected before the first toxic: a connection accepted under a
+	// toxic stays on toxiproxy's chain for its life, as toxiproxy starts it.
+	c, err := net.Dial("tcp", l.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { c.Close() })
+	r := bufio.NewReader(c)
+	c.Write([]byte("INCR n\r\n")) // a round trip: the link accepted it
+	if line, err := r.ReadString('\n'); line != ":1\r\n" {
+		t.Fatalf("first INCR: %q, %v", line, err)
+	}
 	stop := make(chan struct{})
 	flipped := make(chan int)
 	go func() {
@@ -286,27 +299,30 @@ func TestSwitchKeepsBytes(t *testing.T) {
 			n++
 		}
 	}()
-	want := int64(0)
+	want := 1
 	for round := 0; round < 100; round++ {
-		cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := 0; i < 50; i++ {
-				p.Incr(ctx, "n")
-			}
-			return nil
-		})
-		if err != nil {
+		if _, err := c.Write(bytes.Repeat([]byte("INCR n\r\n"), 50)); err != nil {
 			t.Fatal(err)
 		}
-		for _, cmd := range cmds {
+		for i := 0; i < 50; i++ {
 			want++
-			if got := cmd.(*redis.IntCmd).Val(); got != want {
-				t.Fatalf("reply %d = %d: a byte was lost or reordered at a switch", want, got)
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("reply %d: %v", want, err)
+			}
+			if line != fmt.Sprintf(":%d\r\n", want) {
+				t.Fatalf("reply %d = %q: a byte was lost, duplicated or reordered at a switch", want, line)
 			}
 		}
 	}
 	close(stop)
 	if n := <-flipped; n < 5 {
 		t.Errorf("only %d toxic add/remove cycles during the stream", n)
+	}
+	c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if b, err := r.ReadByte(); !isTimeout(err) {
+		t.Errorf("a byte %q (%v) after the last reply", b, err)
 	}
 	// With no toxic left, both directions are back on the direct pipes.
 	l.mu.Lock()
