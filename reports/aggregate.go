@@ -75,33 +75,49 @@ func WriteAggregate(w io.Writer, aggs []Agg, format string) error {
 		}
 		return nil
 	}
-	opts := []tablewriter.Option{tablewriter.WithHeaderAutoFormat(tw.Off)}
+	h := []string{"scenario / impl", "expected", "as expected", "first viol p50/max ms", "verdicts"}
 	if format == FormatMarkdown {
-		opts = append(opts, tablewriter.WithRenderer(renderer.NewMarkdown()))
-	}
-	t := tablewriter.NewTable(w, opts...)
-	t.Header("scenario", "impl", "mode", "expected", "as expected", "verdicts", "first viol p50 ms", "first viol max ms")
-	for _, a := range aggs {
-		var vs []string
-		for v, n := range a.Verdicts {
-			vs = append(vs, fmt.Sprintf("%s×%d", v, n))
-		}
-		sort.Strings(vs)
-		med, mx := medianMax(a.FirstViolationMs)
-		fv := func(x float64) string {
-			if len(a.FirstViolationMs) == 0 {
-				return "-"
+		t := tablewriter.NewTable(w, tablewriter.WithRenderer(renderer.NewMarkdown()),
+			tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAutoWrap(tw.WrapNone))
+		t.Header(toAny(append([]string{"scenario", "mode", "impl"}, h[1:]...))...)
+		for _, a := range aggs {
+			c := aggCells(a)
+			if err := t.Append(mdEscape(append([]string{a.Scenario, a.Mode}, c...))); err != nil {
+				return err
 			}
-			return fmt.Sprintf("%.1f", x)
 		}
-		exp := a.Expected
-		if exp == "" {
-			exp = "—"
-		}
-		if err := t.Append([]string{a.Scenario, a.Impl, a.Mode, exp, fmt.Sprintf("%d/%d", a.Matched, a.Runs),
-			strings.Join(vs, " "), fv(med), fv(mx)}); err != nil {
-			return err
-		}
+		return t.Render()
 	}
-	return t.Render()
+	// The text table has the verdict table's layout (grouped, see table.go).
+	g := grouped{head: h}
+	for _, a := range aggs {
+		mark := "ok"
+		if a.Matched < a.Runs {
+			mark = "DIFF"
+		}
+		c := aggCells(a)
+		g.rows = append(g.rows, groupedRow{group: scenarioGroup(a.Scenario, a.Mode), cells: c[:4],
+			colors: []string{"", "", markColor(mark), ""}, last: c[4]})
+	}
+	return g.write(w, false)
+}
+
+// aggCells is an aggregate's impl, expected verdict, as-expected count,
+// first-violation times and verdict counts.
+func aggCells(a Agg) []string {
+	var vs []string
+	for v, n := range a.Verdicts {
+		vs = append(vs, fmt.Sprintf("%s×%d", v, n))
+	}
+	sort.Strings(vs)
+	fv := "-"
+	if len(a.FirstViolationMs) > 0 {
+		med, mx := medianMax(a.FirstViolationMs)
+		fv = fmt.Sprintf("%.1f / %.1f", med, mx)
+	}
+	exp := a.Expected
+	if exp == "" {
+		exp = "—"
+	}
+	return []string{a.Impl, exp, fmt.Sprintf("%d/%d", a.Matched, a.Runs), fv, strings.Join(vs, " ")}
 }

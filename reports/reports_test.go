@@ -717,6 +717,22 @@ func TestAggregate(t *testing.T) {
 	if err := WriteAggregate(&buf, aggs, FormatTable); err != nil || !strings.Contains(buf.String(), "2/2") {
 		t.Errorf("aggregate table: %v\n%s", err, buf.String())
 	}
+	// The same layout as the verdict table: its header's first column,
+	// scenarios as headings, implementations indented under them, no box.
+	var verdicts bytes.Buffer
+	if err := WriteTable(&verdicts, rows, TableOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	agg, tab := strings.Split(buf.String(), "\n"), strings.Split(verdicts.String(), "\n")
+	if !strings.HasPrefix(agg[0], "scenario / impl  ") || !strings.HasPrefix(tab[0], "scenario / impl  ") {
+		t.Errorf("headers differ in style:\n%s\n%s", agg[0], tab[0])
+	}
+	if strings.ContainsAny(buf.String(), "│┌─┬") {
+		t.Errorf("aggregate table is boxed, the verdict table is not:\n%s", buf.String())
+	}
+	if agg[1] != tab[1] || !strings.HasPrefix(agg[2], "  "+rows[0].Impl+" ") {
+		t.Errorf("aggregate rows are not grouped as the verdict table's:\n%s\n%s", buf.String(), verdicts.String())
+	}
 }
 
 func TestMissedOnlyForExploratoryNotFound(t *testing.T) {

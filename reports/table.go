@@ -219,17 +219,58 @@ func pad(s string, n int) string {
 //	del-race (scheduled)
 //	  setnx-del      unsafe   unsafe    ok    c1 and c2 both held lock:0 at …
 func writeNarrow(w io.Writer, rows []Row, o TableOptions) error {
-	total := o.Width
+	g := grouped{head: []string{"scenario / impl", "verdict", "expected", "mark", "evidence"}, width: o.Width}
+	for _, r := range rows {
+		mark := r.Mark()
+		g.rows = append(g.rows, groupedRow{group: scenarioGroup(r.Scenario, r.Mode),
+			cells:  []string{r.Impl, r.Verdict, expectedOf(r), mark},
+			colors: []string{"", verdictColor(r.Verdict), "", markColor(mark)}, last: evidenceOf(r)})
+	}
+	return g.write(w, o.Color)
+}
+
+// scenarioGroup is a scenario's heading in the text tables.
+func scenarioGroup(scenario, mode string) string {
+	if mode != "" {
+		return scenario + " (" + mode + ")"
+	}
+	return scenario
+}
+
+// grouped is the text tables' layout (the verdict table and the per-seed
+// aggregate alike): a header line, rows grouped under their scenario's name
+// on a line of its own, each row's name indented, columns padded, and the
+// last column wrapped to the room left of width.
+type grouped struct {
+	head  []string
+	rows  []groupedRow
+	width int
+}
+
+type groupedRow struct {
+	group  string
+	cells  []string // every column but the last; cells[0] is indented
+	colors []string // ANSI colour per cell ("" none)
+	last   string
+}
+
+func (g grouped) write(w io.Writer, color bool) error {
+	total := g.width
 	if total <= 0 {
 		total = TableWidth
 	}
-	head := []string{"scenario / impl", "verdict", "expected", "mark", "evidence"}
-	cw := []int{width(head[0]), width(head[1]), width(head[2]), width(head[3])}
-	for _, r := range rows {
-		cw[0] = max(cw[0], width(indent+r.Impl))
-		cw[1] = max(cw[1], width(r.Verdict))
-		cw[2] = max(cw[2], width(expectedOf(r)))
-		cw[3] = max(cw[3], width(r.Mark()))
+	n := len(g.head) - 1
+	cw := make([]int, n)
+	for i := range cw {
+		cw[i] = width(g.head[i])
+	}
+	for _, r := range g.rows {
+		for i, c := range r.cells {
+			if i == 0 {
+				c = indent + c
+			}
+			cw[i] = max(cw[i], width(c))
+		}
 	}
 	fixed := 0
 	for _, c := range cw {
@@ -238,34 +279,31 @@ func writeNarrow(w io.Writer, rows []Row, o TableOptions) error {
 	ew := max(minEvidence, total-fixed)
 
 	var b strings.Builder
-	line := func(cells []string, ev string) {
+	line := func(cells, colors []string, last string) {
 		s := ""
 		for i, c := range cells {
-			s += pad(c, cw[i]) + gap
-		}
-		b.WriteString(strings.TrimRight(s+ev, " ") + "\n")
-	}
-	line(head[:4], head[4])
-	prev := "\x00"
-	for _, r := range rows {
-		if g := r.Scenario + " (" + r.Mode + ")"; g != prev {
-			prev = g
-			name := r.Scenario
-			if r.Mode != "" {
-				name += " (" + r.Mode + ")"
+			// Colour after padding, so escape codes do not count as width.
+			code := ""
+			if colors != nil {
+				code = colors[i]
 			}
-			b.WriteString(paint(name, "1", o.Color) + "\n")
+			s += paint(c, code, color) + strings.Repeat(" ", cw[i]-width(c)) + gap
 		}
-		mark := r.Mark()
-		ev := wrap(evidenceOf(r), ew, maxEvidenceLines)
-		cells := []string{indent + r.Impl, r.Verdict, expectedOf(r), mark}
-		// Colour after padding, so escape codes do not count as width.
-		s := pad(cells[0], cw[0]) + gap + paint(r.Verdict, verdictColor(r.Verdict), o.Color) +
-			strings.Repeat(" ", cw[1]-width(r.Verdict)) + gap + pad(expectedOf(r), cw[2]) + gap +
-			paint(mark, markColor(mark), o.Color) + strings.Repeat(" ", cw[3]-width(mark)) + gap
-		b.WriteString(strings.TrimRight(s+ev[0], " ") + "\n")
+		b.WriteString(strings.TrimRight(s+last, " ") + "\n")
+	}
+	line(g.head[:n], nil, g.head[n])
+	prev := "\x00"
+	blank := make([]string, n)
+	for _, r := range g.rows {
+		if r.group != prev {
+			prev = r.group
+			b.WriteString(paint(r.group, "1", color) + "\n")
+		}
+		cells := append([]string{indent + r.cells[0]}, r.cells[1:]...)
+		ev := wrap(r.last, ew, maxEvidenceLines)
+		line(cells, r.colors, ev[0])
 		for _, l := range ev[1:] {
-			line([]string{"", "", "", ""}, l)
+			line(blank, nil, l)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

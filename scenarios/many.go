@@ -2,7 +2,9 @@ package scenarios
 
 import (
 	"context"
+	"sort"
 	"sync"
+	"time"
 )
 
 // Job is one scenario run: a spec and how to run it.
@@ -14,30 +16,62 @@ type Job struct {
 // RunMany runs jobs, at most parallel at a time (each has its own servers,
 // proxies and ports), and returns their outcomes and errors in job order.
 // before, when set, is called as each job starts; after as it ends.
+//
+// Jobs start longest first (by expectedLength): a batch's wall time is at
+// least its longest run, so a long run started last would run alone at the
+// end while the others are done.
 func RunMany(ctx context.Context, jobs []Job, parallel int, before func(i int), after func(i int, o *Outcome, err error)) ([]*Outcome, []error) {
 	outs := make([]*Outcome, len(jobs))
 	errs := make([]error, len(jobs))
-	sem := make(chan struct{}, max(parallel, 1))
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return expectedLength(jobs[order[a]].Spec) > expectedLength(jobs[order[b]].Spec)
+	})
+	next := make(chan int)
+	go func() {
+		defer close(next)
+		for _, i := range order {
+			next <- i
+		}
+	}()
 	var wg sync.WaitGroup
-	for i, j := range jobs {
+	for w := 0; w < max(parallel, 1); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if ctx.Err() != nil {
-				errs[i] = ctx.Err()
-				return
-			}
-			if before != nil {
-				before(i)
-			}
-			outs[i], errs[i] = Run(ctx, j.Spec, j.Config)
-			if after != nil {
-				after(i, outs[i], errs[i])
+			for i := range next {
+				if ctx.Err() != nil {
+					errs[i] = ctx.Err()
+					continue
+				}
+				if before != nil {
+					before(i)
+				}
+				outs[i], errs[i] = Run(ctx, jobs[i].Spec, jobs[i].Config)
+				if after != nil {
+					after(i, outs[i], errs[i])
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	return outs, errs
+}
+
+// sentinelStartUp is about what a Sentinel topology adds to a run before
+// its traffic (replicas, three Sentinels agreeing on the master), as seen in
+// the suite's run times.
+const sentinelStartUp = 5 * time.Second
+
+// expectedLength is a job's expected wall time, for ordering only: its
+// duration, plus the Sentinel topology's start-up.
+func expectedLength(s *Spec) time.Duration {
+	d := s.Duration
+	if s.Sentinel != nil {
+		d += sentinelStartUp
+	}
+	return d
 }

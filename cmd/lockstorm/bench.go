@@ -145,64 +145,28 @@ func cmdBench(ctx context.Context, args []string) error {
 	})
 	rep := bench.NewReport(f.quick)
 	start := time.Now()
-
-	if f.groups["drive"] {
-		// The exec row: redis-py's Lock (SET NX PX, compare-and-delete) in
-		// client processes against set-nx-px, the same algorithm, in process.
-		cfg := bench.DriveConfig{Duration: f.duration, Runner: true, Progress: progress,
-			Exec: []string{"/usr/bin/python3", filepath.Join(f.root, "examples", "clients", "redis_py_lock.py")}, ExecSame: "set-nx-px"}
-		if f.quick {
-			if cfg.Duration == 0 {
-				cfg.Duration = 2 * time.Second
+	groups := f.plan(sizes, progress)
+	announce(os.Stderr, groups)
+	for i, g := range groups {
+		gs := time.Now()
+		rows, err := g.run(ctx)
+		if ctx.Err() != nil {
+			// Interrupted: the rows so far and this group marked, then the
+			// output as if the bench had ended here.
+			rep.Rows = append(rep.Rows, bench.Row{Row: g.id, Name: g.name, Measure: g.name, FigureText: "-",
+				Status: bench.Failed, Note: fmt.Sprintf("interrupted after %.1f s", time.Since(gs).Seconds())})
+			rep.ElapsedSec = time.Since(start).Seconds()
+			if werr := writeBench(f, rep); werr != nil {
+				return &exitError{2, werr}
 			}
-			cfg.SetRequests = 100_000
+			return fmt.Errorf("bench: interrupted during %s; %d finished row(s) written", g.name, len(rep.Rows)-1)
 		}
-		rows, err := bench.DriveRate(ctx, cfg)
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			rows = []bench.Row{{Row: "1", Name: "drive", Measure: "drive rate", FigureText: "-", Status: bench.Failed, Note: err.Error()}}
+			rows = []bench.Row{{Row: g.id, Name: g.name, Measure: g.name, FigureText: "-", Status: bench.Failed, Note: err.Error()}}
 		}
 		rep.Rows = append(rep.Rows, rows...)
-	}
-	if f.groups["check"] {
-		rep.Rows = append(rep.Rows, bench.CheckRate(bench.CheckConfig{Sizes: sizes, Progress: progress})...)
-	}
-	if f.groups["ttb"] {
-		seeds := f.seeds
-		if seeds == 0 {
-			seeds = 10
-			if f.quick {
-				seeds = 3
-			}
-		}
-		rows, err := bench.TimeToBug(ctx, bench.TTBConfig{Seeds: seeds, Parallel: f.parallel, Progress: progress})
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			rows = []bench.Row{{Row: "3", Name: "ttb", Measure: "time to bug", FigureText: "-", Status: bench.Failed, Note: err.Error()}}
-		}
-		rep.Rows = append(rep.Rows, rows...)
-	}
-	if f.groups["suite"] {
-		rep.Rows = append(rep.Rows, bench.SuiteTime(ctx, f.root, progress)...)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	} else if len(f.only) == 0 {
-		rep.Rows = append(rep.Rows, bench.SuiteNotRun()...)
-	}
-	if f.groups["battery"] {
-		rep.Rows = append(rep.Rows, bench.BatteryTime(ctx, "set-nx-px", progress))
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
-	if f.groups["recorder"] {
-		progress("recorder: Recorder.Add and Failpoints.Hit")
-		rep.Rows = append(rep.Rows, bench.RecorderCost(0)...)
+		progress("[%d/%d] %s done in %.1f s (expected ~%v): %s", i+1, len(groups), g.name,
+			time.Since(gs).Seconds(), g.expect, rowStatuses(rows))
 	}
 	rep.ElapsedSec = time.Since(start).Seconds()
 
@@ -218,12 +182,7 @@ func cmdBench(ctx context.Context, args []string) error {
 			return &exitError{2, err}
 		}
 	}
-	if f.json {
-		err = bench.WriteJSON(os.Stdout, rep)
-	} else {
-		err = bench.WriteTable(os.Stdout, rep)
-	}
-	if err != nil {
+	if err := writeBench(f, rep); err != nil {
 		return &exitError{2, err}
 	}
 	if f.compare != "" {
@@ -244,4 +203,116 @@ func cmdBench(ctx context.Context, args []string) error {
 		return &exitError{1, fmt.Errorf("bench: %d row(s) missed their goal or failed", n)}
 	}
 	return nil
+}
+
+// benchGroup is one row group of the bench, with the duration it is
+// expected to take (stated up front: the full bench runs for minutes).
+type benchGroup struct {
+	id, name string
+	expect   time.Duration
+	run      func(context.Context) ([]bench.Row, error)
+}
+
+// plan lists the selected row groups in table order.
+func (f *benchFlags) plan(sizes []int, progress bench.Progress) []benchGroup {
+	quick := func(full, q time.Duration) time.Duration {
+		if f.quick {
+			return q
+		}
+		return full
+	}
+	var gs []benchGroup
+	if f.groups["drive"] {
+		// The exec row: redis-py's Lock (SET NX PX, compare-and-delete) in
+		// client processes against set-nx-px, the same algorithm, in process.
+		cfg := bench.DriveConfig{Duration: f.duration, Runner: true, Progress: progress,
+			Exec: []string{"/usr/bin/python3", filepath.Join(f.root, "examples", "clients", "redis_py_lock.py")}, ExecSame: "set-nx-px"}
+		if f.quick {
+			if cfg.Duration == 0 {
+				cfg.Duration = 2 * time.Second
+			}
+			cfg.SetRequests = 100_000
+		}
+		gs = append(gs, benchGroup{"1", "drive", quick(90*time.Second, 45*time.Second),
+			func(ctx context.Context) ([]bench.Row, error) { return bench.DriveRate(ctx, cfg) }})
+	}
+	if f.groups["check"] {
+		// About 50 ms per 1000 ops for the four measurements of a size
+		// (0.5 s at 10k on the shared 2-core machine); a rough guide, since
+		// porcupine's time grows faster than the history on violations.
+		n, all := 0, sizes
+		if len(all) == 0 {
+			all = []int{10_000, 100_000, 1_000_000}
+		}
+		for _, s := range all {
+			n += s
+		}
+		expect := max(time.Duration(n/1000)*50*time.Millisecond, 5*time.Second)
+		gs = append(gs, benchGroup{"2", "check", expect, func(context.Context) ([]bench.Row, error) {
+			return bench.CheckRate(bench.CheckConfig{Sizes: sizes, Progress: progress}), nil
+		}})
+	}
+	if f.groups["ttb"] {
+		seeds := f.seeds
+		if seeds == 0 {
+			seeds = 10
+			if f.quick {
+				seeds = 3
+			}
+		}
+		gs = append(gs, benchGroup{"3", "ttb", time.Duration(seeds) * 25 * time.Second / time.Duration(f.parallel),
+			func(ctx context.Context) ([]bench.Row, error) {
+				return bench.TimeToBug(ctx, bench.TTBConfig{Seeds: seeds, Parallel: f.parallel, Progress: progress})
+			}})
+	}
+	if f.groups["suite"] {
+		gs = append(gs, benchGroup{"4", "suite", 4 * time.Minute, func(ctx context.Context) ([]bench.Row, error) {
+			return bench.SuiteTime(ctx, f.root, progress), nil
+		}})
+	} else if len(f.only) == 0 {
+		gs = append(gs, benchGroup{"4", "suite", 0, func(context.Context) ([]bench.Row, error) { return bench.SuiteNotRun(), nil }})
+	}
+	if f.groups["battery"] {
+		gs = append(gs, benchGroup{"6", "battery", 2 * time.Minute, func(ctx context.Context) ([]bench.Row, error) {
+			return []bench.Row{bench.BatteryTime(ctx, "set-nx-px", progress)}, nil
+		}})
+	}
+	if f.groups["recorder"] {
+		gs = append(gs, benchGroup{"5", "recorder", 5 * time.Second, func(context.Context) ([]bench.Row, error) {
+			progress("recorder: Recorder.Add and Failpoints.Hit")
+			return bench.RecorderCost(0), nil
+		}})
+	}
+	return gs
+}
+
+// announce states each group's expected duration and the total.
+func announce(w io.Writer, gs []benchGroup) {
+	var total time.Duration
+	parts := make([]string, 0, len(gs))
+	for _, g := range gs {
+		if g.expect == 0 {
+			continue
+		}
+		total += g.expect
+		parts = append(parts, fmt.Sprintf("%s %s ~%v", g.id, g.name, g.expect))
+	}
+	fmt.Fprintf(w, "bench: %d row group(s), expected ~%v on 2 CPUs: %s\n", len(parts), total, strings.Join(parts, ", "))
+}
+
+// rowStatuses is "1a met, 1b missed, ..." for the progress line.
+func rowStatuses(rows []bench.Row) string {
+	parts := make([]string, len(rows))
+	for i, r := range rows {
+		parts[i] = r.Row + " " + r.Status
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeBench prints the report as the flags ask (JSON or table) on stdout.
+func writeBench(f *benchFlags, rep *bench.Report) error {
+	if f.json {
+		return bench.WriteJSON(os.Stdout, rep)
+	}
+	return bench.WriteTable(os.Stdout, rep)
 }

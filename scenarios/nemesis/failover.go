@@ -2,11 +2,7 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
-
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
 
 	"github.com/lockstorm/lockstorm/internal/cluster"
 )
@@ -29,23 +25,13 @@ func init() {
 type failover struct{ spec Spec }
 
 // SetUpstream points the link at another server: existing connections are
-// dropped (the client sees its master vanish) and new ones reach addr.
-//
-// toxiproxy restarts the proxy on the same port to change its upstream; the
-// old listener can take a moment to let go of the port, so the restart is
-// retried for a bounded time rather than leaving the link dead.
+// dropped (the client sees its master vanish) and new ones reach addr. The
+// link keeps its listener, so there is no window of refused connections.
 func (l *Link) SetUpstream(addr string) error {
-	err := l.proxy.Update(&toxiproxy.Proxy{Listen: l.Addr, Upstream: addr, Enabled: true})
-	for i := 0; err != nil && i < 100; i++ {
-		time.Sleep(10 * time.Millisecond)
-		err = l.proxy.Start()
-		if errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
-			err = nil
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("link %s: redirect to %s: %w", l.Name(), addr, err)
-	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.upstream = addr
+	l.dropConns()
 	return nil
 }
 

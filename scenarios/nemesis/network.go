@@ -9,10 +9,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"sort"
 	"sync"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/rs/zerolog"
 )
 
@@ -38,10 +40,24 @@ type Link struct {
 	// Node is the node's name (n1, n2, ...).
 	Node string
 	// Addr is where the host dials to reach the node through this link.
-	Addr  string
+	Addr string
+	// proxy holds the link's toxics (its ToxicCollection); its chains run
+	// only while a direction has toxics (see link.go). It never listens.
 	proxy *toxiproxy.Proxy
-	mu    sync.Mutex
-	seq   int
+	srv   *toxiproxy.ApiServer
+	ln    net.Listener
+	wg    sync.WaitGroup
+
+	mu       sync.Mutex
+	seq      int
+	upstream string
+	closed   bool
+	conns    map[net.Conn]struct{}
+	pipes    map[*pipe]struct{}
+	// toxics counts the toxics per direction; names maps each toxic to
+	// its direction.
+	toxics [stream.NumDirections]int
+	names  map[string]stream.Direction
 }
 
 // NewNetwork starts an in-process toxiproxy with no proxies yet.
@@ -57,11 +73,10 @@ func (l *Link) Name() string { return l.Host + ">" + l.Node }
 // proxy listens on a free loopback port.
 func (n *Network) AddLink(host, node, upstream string) (*Link, error) {
 	name := host + ">" + node
-	p := toxiproxy.NewProxy(n.srv, name, "127.0.0.1:0", upstream)
-	if err := n.srv.Collection.Add(p, true); err != nil {
+	l, err := newLink(n.srv, host, node, upstream)
+	if err != nil {
 		return nil, fmt.Errorf("proxy %s: %w", name, err)
 	}
-	l := &Link{Host: host, Node: node, Addr: p.Listen, proxy: p}
 	n.mu.Lock()
 	n.links[name] = l
 	n.order = append(n.order, l)
@@ -114,39 +129,66 @@ type Toxic struct {
 }
 
 // AddToxic installs t on the link and returns its name, for RemoveToxic.
+// Once it returns, every byte the link reads in t's direction goes through
+// t, on live connections as on new ones.
 func (l *Link) AddToxic(t Toxic) (string, error) {
+	dir, err := stream.ParseDirection(t.Stream)
+	if err != nil {
+		return "", fmt.Errorf("link %s: %s toxic: %w", l.Name(), t.Type, err)
+	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.seq++
 	name := fmt.Sprintf("%s_%s_%d", t.Type, t.Stream, l.seq)
-	l.mu.Unlock()
 	body, err := json.Marshal(map[string]any{
 		"name": name, "type": t.Type, "stream": t.Stream, "toxicity": 1.0, "attributes": t.Attributes,
 	})
 	if err != nil {
 		return "", err
 	}
+	l.beforeToxic(dir, t.Type)
 	if _, err := l.proxy.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
+		l.afterRemove(dir)
 		return "", fmt.Errorf("link %s: add %s toxic: %w", l.Name(), t.Type, err)
 	}
+	if l.names == nil {
+		l.names = map[string]stream.Direction{}
+	}
+	l.names[name] = dir
 	return name, nil
 }
 
 // RemoveToxic removes a toxic added by AddToxic.
 func (l *Link) RemoveToxic(name string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.removeToxic(name)
+}
+
+func (l *Link) removeToxic(name string) error {
 	if err := l.proxy.Toxics.RemoveToxic(context.Background(), name); err != nil {
 		return fmt.Errorf("link %s: remove toxic %s: %w", l.Name(), name, err)
 	}
+	dir := l.names[name]
+	delete(l.names, name)
+	l.afterRemove(dir)
 	return nil
 }
 
 // Reset removes every toxic from the link.
-func (l *Link) Reset() { l.proxy.Toxics.ResetToxics(context.Background()) }
+func (l *Link) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for name := range l.names {
+		_ = l.removeToxic(name)
+	}
+}
 
 // Upstream is the node address the link forwards to.
 func (l *Link) Upstream() string {
-	l.proxy.Lock()
-	defer l.proxy.Unlock()
-	return l.proxy.Upstream
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.upstream
 }
 
 // Close stops every proxy and drops their connections.
@@ -159,6 +201,6 @@ func (n *Network) Close() {
 		r.Close()
 	}
 	for _, l := range links {
-		l.proxy.Stop()
+		l.close()
 	}
 }

@@ -1,6 +1,8 @@
 package nemesis
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -191,6 +193,146 @@ func TestBuildRejects(t *testing.T) {
 	} {
 		if _, err := Build(s); err == nil {
 			t.Errorf("Build(%+v) accepted", s)
+		}
+	}
+}
+
+// TestToxicOnFlowingConnection: a connection already carrying traffic in
+// direct mode gets a toxic on its next command, goes back to direct speed
+// when the toxic goes, and is still cut by a partition or a reset.
+func TestToxicOnFlowingConnection(t *testing.T) {
+	for _, tc := range []struct {
+		kind string
+		spec Spec
+		// check runs the next command under the fault.
+		check func(t *testing.T, err error, took time.Duration)
+	}{
+		{"latency", Spec{Kind: "latency", Latency: 60 * time.Millisecond, Hosts: []string{"h1"}}, func(t *testing.T, err error, took time.Duration) {
+			if err != nil || took < 120*time.Millisecond {
+				t.Errorf("INCR under 60 ms each way: %v after %v, want ≥ 120ms", err, took)
+			}
+		}},
+		{"partition", Spec{Kind: "partition", Hosts: []string{"h1"}}, func(t *testing.T, err error, took time.Duration) {
+			if !isTimeout(err) {
+				t.Errorf("INCR across a partition: %v, want a timeout", err)
+			}
+		}},
+		{"reset", Spec{Kind: "reset", Hosts: []string{"h1"}, Stream: "upstream"}, func(t *testing.T, err error, took time.Duration) {
+			if err == nil || isTimeout(err) {
+				t.Errorf("INCR on a reset link: %v, want a connection error", err)
+			}
+		}},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			env, _ := testNet(t, 1, 1)
+			ctx := context.Background()
+			c := redis.NewClient(&redis.Options{Addr: env.Net.Link("h1", "n1").Addr, MaxRetries: -1, PoolSize: 1,
+				ReadTimeout: 400 * time.Millisecond, WriteTimeout: 400 * time.Millisecond})
+			t.Cleanup(func() { c.Close() })
+			for i := 0; i < 200; i++ { // flowing, in direct mode
+				if err := c.Incr(ctx, "n").Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			heal := inject(t, env, tc.spec)
+			start := time.Now()
+			err := c.Incr(ctx, "n").Err()
+			tc.check(t, err, time.Since(start))
+			if err := heal(); err != nil {
+				t.Fatal(err)
+			}
+			c.Ping(ctx) // a connection the fault cut is replaced here
+			start = time.Now()
+			for i := 0; i < 20; i++ {
+				if err := c.Incr(ctx, "n").Err(); err != nil {
+					t.Fatalf("after heal: %v", err)
+				}
+			}
+			if d := time.Since(start); d > 200*time.Millisecond {
+				t.Errorf("20 INCRs after heal took %v", d)
+			}
+		})
+	}
+}
+
+// TestSwitchKeepsBytes: toxics come and go on a link while a pipelined
+// stream of INCRs flows on one raw connection; every reply arrives, in
+// order, with nothing lost, duplicated or left over, and with no toxic left
+// the connection is back on the direct pipes.
+func TestSwitchKeepsBytes(t *testing.T) {
+	env, _ := testNet(t, 1, 1)
+	l := env.Net.Link("h1", "n1")
+	// Connected before the first toxic: a connection accepted under a
+	// toxic stays on toxiproxy's chain for its life, as toxiproxy starts it.
+	c, err := net.Dial("tcp", l.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	r := bufio.NewReader(c)
+	c.Write([]byte("INCR n\r\n")) // a round trip: the link accepted it
+	if line, err := r.ReadString('\n'); line != ":1\r\n" {
+		t.Fatalf("first INCR: %q, %v", line, err)
+	}
+	stop := make(chan struct{})
+	flipped := make(chan int)
+	go func() {
+		n := 0
+		defer func() { flipped <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			st := []string{"upstream", "downstream"}[n%2]
+			name, err := l.AddToxic(Toxic{Type: "latency", Stream: st, Attributes: map[string]any{"latency": 1}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+			if err := l.RemoveToxic(name); err != nil {
+				t.Error(err)
+				return
+			}
+			n++
+		}
+	}()
+	want := 1
+	for round := 0; round < 100; round++ {
+		if _, err := c.Write(bytes.Repeat([]byte("INCR n\r\n"), 50)); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 50; i++ {
+			want++
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("reply %d: %v", want, err)
+			}
+			if line != fmt.Sprintf(":%d\r\n", want) {
+				t.Fatalf("reply %d = %q: a byte was lost, duplicated or reordered at a switch", want, line)
+			}
+		}
+	}
+	close(stop)
+	if n := <-flipped; n < 5 {
+		t.Errorf("only %d toxic add/remove cycles during the stream", n)
+	}
+	c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if b, err := r.ReadByte(); !isTimeout(err) {
+		t.Errorf("a byte %q (%v) after the last reply", b, err)
+	}
+	// With no toxic left, both directions are back on the direct pipes.
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pipes) != 2 {
+		t.Errorf("%d direct pipes, want 2 (one connection, two directions)", len(l.pipes))
+	}
+	for p := range l.pipes {
+		if p.handed.Load() {
+			t.Errorf("the %v pipe is still on a chain with no toxic", p.dir)
 		}
 	}
 }
