@@ -170,21 +170,34 @@ func cmdBench(ctx context.Context, args []string) error {
 	}
 	rep.ElapsedSec = time.Since(start).Seconds()
 
-	if f.memprofile != "" {
-		pf, err := os.Create(f.memprofile)
-		if err != nil {
-			return &exitError{2, err}
-		}
-		runtime.GC()
-		err = pprof.Lookup("allocs").WriteTo(pf, 0)
-		pf.Close()
-		if err != nil {
-			return &exitError{2, err}
-		}
+	if err := writeMemProfile(f.memprofile); err != nil {
+		return &exitError{2, err}
 	}
 	if err := writeBench(f, rep); err != nil {
 		return &exitError{2, err}
 	}
+	return benchOutcome(f, rep)
+}
+
+// writeMemProfile writes the allocations profile, after a collection, when
+// --memprofile asks for one.
+func writeMemProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	pf, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	err = pprof.Lookup("allocs").WriteTo(pf, 0)
+	pf.Close()
+	return err
+}
+
+// benchOutcome is the bench's exit: with --compare, 1 when a ratio regressed
+// past the baseline's tolerance; without, 1 when a row missed its goal.
+func benchOutcome(f *benchFlags, rep *bench.Report) error {
 	if f.compare != "" {
 		out := io.Writer(os.Stdout)
 		if f.json {

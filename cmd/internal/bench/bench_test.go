@@ -181,7 +181,7 @@ func BenchmarkDriveProxied(b *testing.B) {
 }
 
 // BenchmarkRecorderAdd: one entry into a recorder, bytes and allocations
-// per op included (the slice's amortised growth).
+// per op included (the compact entry kept and its chunk's growth).
 func BenchmarkRecorderAdd(b *testing.B) {
 	rec := checker.NewRecorder()
 	b.ReportAllocs()

@@ -118,21 +118,9 @@ func DriveRate(ctx context.Context, cfg DriveConfig) (rows []Row, err error) {
 		return nil, fmt.Errorf("direct: %w", err)
 	}
 
-	cfg.Progress.say("drive: %s through %d proxies, %v", cfg.Impl, cfg.Clients, cfg.Duration)
-	nw := nemesis.NewNetwork()
-	proxied := make([]string, cfg.Clients)
-	for i := range proxied {
-		l, err := nw.AddLink(fmt.Sprintf("h%d", i+1), "n1", addr)
-		if err != nil {
-			nw.Close()
-			return nil, err
-		}
-		proxied[i] = l.Addr
-	}
-	p, err := DriveLocker(ctx, cfg.Impl, proxied, cfg.Keys, cfg.Warmup, cfg.Duration)
-	nw.Close()
+	p, err := driveProxied(ctx, cfg, addr)
 	if err != nil {
-		return nil, fmt.Errorf("proxied: %w", err)
+		return nil, err
 	}
 
 	var rr *RunnerStats
@@ -152,23 +140,11 @@ func DriveRate(ctx context.Context, cfg DriveConfig) (rows []Row, err error) {
 	ref := (ref1 + ref2) / 2
 	refNote := fmt.Sprintf("reference %s: %.0f before, %.0f after (mean %.0f)", how, ref1, ref2, ref)
 
-	mk := func(id, name, measure string, s DriveStats, goal float64, note string) Row {
-		r := Row{Row: id, Name: name, Measure: measure, Figure: s.PerSec, Unit: "cycles/s",
-			Reference: ref, RefUnit: "SET/s", RefName: "redis-benchmark", Ratio: s.PerSec / ref,
-			Extra: map[string]float64{"cycles": float64(s.Cycles), "window_s": s.Window.Seconds(), "errors": float64(s.Errors),
-				"ref_before": ref1, "ref_after": ref2}}
-		r.Goal = "≥ " + strconv.FormatFloat(goal, 'f', 2, 64)
-		r.judge(r.Ratio >= goal && s.Errors == 0)
-		r.Note = note
-		if s.Errors > 0 {
-			r.Note += fmt.Sprintf("; %d errors, first: %s", s.Errors, s.FirstError)
-		}
-		return r
-	}
+	refs := driveRef{ref, ref1, ref2, refNote}
 	rows = []Row{
-		mk("1a", "drive/direct", fmt.Sprintf("drive %s, %d clients/%d keys, direct (Locker, no history)", cfg.Impl, cfg.Clients, cfg.Keys),
+		refs.row("1a", "drive/direct", fmt.Sprintf("drive %s, %d clients/%d keys, direct (Locker, no history)", cfg.Impl, cfg.Clients, cfg.Keys),
 			d, GoalDriveDirect, fmt.Sprintf("%d cycles in %.1f s; %s", d.Cycles, d.Window.Seconds(), refNote)),
-		mk("1b", "drive/proxied", fmt.Sprintf("drive %s, %d clients/%d keys, via %d toxiproxy links (Locker)", cfg.Impl, cfg.Clients, cfg.Keys, cfg.Clients),
+		refs.row("1b", "drive/proxied", fmt.Sprintf("drive %s, %d clients/%d keys, via %d toxiproxy links (Locker)", cfg.Impl, cfg.Clients, cfg.Keys, cfg.Clients),
 			p, GoalDriveProxied, fmt.Sprintf("%d cycles in %.1f s; proxied/direct = %.2f", p.Cycles, p.Window.Seconds(), p.PerSec/d.PerSec)),
 	}
 	if len(cfg.Exec) > 0 {
@@ -183,16 +159,63 @@ func DriveRate(ctx context.Context, cfg DriveConfig) (rows []Row, err error) {
 		}()
 	}
 	if rr != nil {
-		r := Row{Row: "1c", Name: "drive/runner", Measure: fmt.Sprintf("drive %s, %d clients/%d keys, scenarios.Run (proxied, recorded, checked)", cfg.Impl, cfg.Clients, cfg.Keys),
-			Figure: rr.PerSec, Unit: "cycles/s", Reference: ref, RefUnit: "SET/s", RefName: "redis-benchmark", Ratio: rr.PerSec / ref,
-			Status: Info, Extra: map[string]float64{"cycles": float64(rr.Cycles), "window_s": rr.Window.Seconds(), "ops_recorded": float64(rr.Ops),
-				"check_s": rr.Check.Seconds(), "run_elapsed_s": rr.Elapsed.Seconds(), "acquire_attempts": float64(rr.Attempts)}}
-		r.Note = fmt.Sprintf("%d cycles in %.1f s of traffic, %d ops recorded, verdict %s; runner/proxied = %.2f; checker.Check on that history %.2f s; "+
-			"Run's Elapsed %.1f s (traffic + grace + check); the runner picks a random key per cycle, so clients also contend (%d acquire attempts; retry_delay 1ms)",
-			rr.Cycles, rr.Window.Seconds(), rr.Ops, rr.Verdict, rr.PerSec/p.PerSec, rr.Check.Seconds(), rr.Elapsed.Seconds(), rr.Attempts)
-		rows = append(rows, r)
+		rows = append(rows, runnerRow(cfg, rr, ref, p))
 	}
 	return rows, nil
+}
+
+// driveProxied drives the lock through one link per client host, as the
+// runner sets them up.
+func driveProxied(ctx context.Context, cfg DriveConfig, addr string) (DriveStats, error) {
+	cfg.Progress.say("drive: %s through %d proxies, %v", cfg.Impl, cfg.Clients, cfg.Duration)
+	nw := nemesis.NewNetwork()
+	defer nw.Close()
+	proxied := make([]string, cfg.Clients)
+	for i := range proxied {
+		l, err := nw.AddLink(fmt.Sprintf("h%d", i+1), "n1", addr)
+		if err != nil {
+			return DriveStats{}, err
+		}
+		proxied[i] = l.Addr
+	}
+	p, err := DriveLocker(ctx, cfg.Impl, proxied, cfg.Keys, cfg.Warmup, cfg.Duration)
+	if err != nil {
+		return DriveStats{}, fmt.Errorf("proxied: %w", err)
+	}
+	return p, nil
+}
+
+// driveRef is redis-benchmark's reference rate (the mean of the runs
+// before and after) that the drive rows are ratios of.
+type driveRef struct {
+	mean, before, after float64
+	note                string
+}
+
+func (d driveRef) row(id, name, measure string, s DriveStats, goal float64, note string) Row {
+	r := Row{Row: id, Name: name, Measure: measure, Figure: s.PerSec, Unit: "cycles/s",
+		Reference: d.mean, RefUnit: "SET/s", RefName: "redis-benchmark", Ratio: s.PerSec / d.mean,
+		Extra: map[string]float64{"cycles": float64(s.Cycles), "window_s": s.Window.Seconds(), "errors": float64(s.Errors),
+			"ref_before": d.before, "ref_after": d.after}}
+	r.Goal = "≥ " + strconv.FormatFloat(goal, 'f', 2, 64)
+	r.judge(r.Ratio >= goal && s.Errors == 0)
+	r.Note = note
+	if s.Errors > 0 {
+		r.Note += fmt.Sprintf("; %d errors, first: %s", s.Errors, s.FirstError)
+	}
+	return r
+}
+
+// runnerRow is the whole runner's rate (recording, points, links, check).
+func runnerRow(cfg DriveConfig, rr *RunnerStats, ref float64, p DriveStats) Row {
+	r := Row{Row: "1c", Name: "drive/runner", Measure: fmt.Sprintf("drive %s, %d clients/%d keys, scenarios.Run (proxied, recorded, checked)", cfg.Impl, cfg.Clients, cfg.Keys),
+		Figure: rr.PerSec, Unit: "cycles/s", Reference: ref, RefUnit: "SET/s", RefName: "redis-benchmark", Ratio: rr.PerSec / ref,
+		Status: Info, Extra: map[string]float64{"cycles": float64(rr.Cycles), "window_s": rr.Window.Seconds(), "ops_recorded": float64(rr.Ops),
+			"check_s": rr.Check.Seconds(), "run_elapsed_s": rr.Elapsed.Seconds(), "acquire_attempts": float64(rr.Attempts)}}
+	r.Note = fmt.Sprintf("%d cycles in %.1f s of traffic, %d ops recorded, verdict %s; runner/proxied = %.2f; checker.Check on that history %.2f s; "+
+		"Run's Elapsed %.1f s (traffic + grace + check); the runner picks a random key per cycle, so clients also contend (%d acquire attempts; retry_delay 1ms)",
+		rr.Cycles, rr.Window.Seconds(), rr.Ops, rr.Verdict, rr.PerSec/p.PerSec, rr.Check.Seconds(), rr.Elapsed.Seconds(), rr.Attempts)
+	return r
 }
 
 var rpsRe = regexp.MustCompile(`([0-9]+(?:\.[0-9]+)?) requests per second`)

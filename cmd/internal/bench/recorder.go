@@ -61,8 +61,9 @@ var sampleOp = checker.Op{Type: checker.Ok, Process: 17, Client: 17, F: checker.
 // RecorderCost measures checker.Recorder.Add (n entries into one recorder,
 // from one goroutine and from 64) and lockimpl.Failpoints.Hit on a hub with
 // nothing attached (the cost every implementation step pays in a run
-// without failpoints). The recorder's reference is the size of one Op: the
-// bytes per Add above it are the slice's amortised growth.
+// without failpoints). The recorder's reference is the size of one Op: it
+// keeps each entry in a compact form (about half an Op, rarely used fields
+// behind one pointer), plus its chunks' growth.
 func RecorderCost(n int) []Row {
 	if n <= 0 {
 		n = 1_000_000
@@ -87,7 +88,7 @@ func RecorderCost(n int) []Row {
 			FigureText: fmt.Sprintf("%.0f B/op, %.3f allocs/op, %.0f ns/op", one.BytesPerOp, one.AllocsPerOp, one.NsPerOp),
 			Status:     Info, Extra: map[string]float64{"allocs_per_op": one.AllocsPerOp, "ns_per_op": one.NsPerOp, "n": float64(n),
 				"allocs_per_run_steady": allocs},
-			Note: fmt.Sprintf("%d Adds into one recorder; bytes are the ops slice's amortised growth (ratio to sizeof(Op)); "+
+			Note: fmt.Sprintf("%d Adds into one recorder; bytes are the compact entries kept plus their chunks' growth (ratio to sizeof(Op)); "+
 				"testing.AllocsPerRun of one Add into a warm recorder: %.2f", n, allocs)},
 		{Row: "5b", Name: "recorder/add-64", Measure: "checker.Recorder.Add, 64 goroutines: ns per op",
 			Figure: par.NsPerOp, Unit: "ns/op", Reference: one.NsPerOp, RefUnit: "ns/op", RefName: "1 goroutine", Ratio: par.NsPerOp / one.NsPerOp,
