@@ -84,7 +84,6 @@ func ScaledOptions(o lockimpl.Options, ts *checker.TimeScale) lockimpl.Options {
 	return o
 }
 
-
 // scaleTimes multiplies every time.Duration reachable from the settable
 // value v by ts's factor, copying what it goes through (pointers, slices,
 // maps) first, so the value v was copied from is never touched.
