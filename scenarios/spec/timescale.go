@@ -90,7 +90,14 @@ func ScaledOptions(o lockimpl.Options, ts *checker.TimeScale) lockimpl.Options {
 // Unexported fields are left as they are (they hold no schedule).
 func scaleTimes(v reflect.Value, ts *checker.TimeScale) {
 	if v.Type() == durationType {
-		v.SetInt(int64(ts.Of(time.Duration(v.Int()))))
+		d := time.Duration(v.Int())
+		scaled := ts.Of(d)
+		if d%time.Millisecond == 0 {
+			// A time written in whole milliseconds stays so: toxiproxy's
+			// latency and Redis's PX count nothing finer.
+			scaled = scaled.Round(time.Millisecond)
+		}
+		v.SetInt(int64(scaled))
 		return
 	}
 	switch v.Kind() {
