@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
 )
@@ -49,12 +50,25 @@ type matrixClient struct {
 	// note. A difference not listed fails the test, and so does a listed one
 	// that went away (the note would be stale).
 	known map[string]string
-	// inconclusive are cells that prove nothing for a reason of the lock's
-	// own algorithm, scenario → note; any other inconclusive cell fails the
-	// test (a whole-second lock runs stretched to its timescale, so its
-	// clock is never the reason).
+	// inconclusive are cells that may prove nothing for a reason of the
+	// lock's own algorithm, scenario → note (may: the run is a race the
+	// algorithm can lose on a loaded machine); any other inconclusive cell
+	// fails the test (a whole-second lock runs stretched to its timescale,
+	// so its clock is never the reason).
 	inconclusive map[string]string
 }
+
+// Seed 000's unlock script deletes only an expired key (documented case 8)
+// and its EXPIRE is the TTL + 1 s, so after every release the lock stays
+// taken for a whole lock life (4 s at the scaled 3 s TTL) and then goes to
+// whichever waiter polls first: few holds per run, in no chosen order. The
+// Go port lua-getset does the same.
+const (
+	php000Handoff = "seed 000's unlock frees only an expired lock: each hand-off waits out a 4 s lock life and " +
+		"goes to whichever waiter polls first, so the client the schedule needs next may not hold within the run"
+	php000Crash = "the random crash at cs/hold (prob 0.02 per hold) needs many holds; seed 000's unlock frees only " +
+		"an expired lock, so the run has one hold per 4 s lock life (about 20) and the crash may never fire"
+)
 
 func matrixClients() []matrixClient {
 	php := []string{"php", "-r", `exit(class_exists("Redis") ? 0 : 1);`}
@@ -65,16 +79,17 @@ func matrixClients() []matrixClient {
 		port:   func(t *testing.T) *lockimpl.Info { i, _ := lockimpl.Lookup("lua-getset"); return &i },
 		specs:  []string{"pause-past-ttl"},
 		inconclusive: map[string]string{
-			"foreign-unlock": "seed 000's unlock deletes only an expired key and its EXPIRE is the TTL + 1 s: each of the " +
-				"scenario's two hand-offs waits out a whole 4 s lock, so the third client's hold does not come within " +
-				"the 10 s run (its Go port alike)",
+			"del-race":                   php000Handoff,
+			"foreign-unlock":             php000Handoff,
+			"crash-before-expire-random": php000Crash,
+			"del-race-random":            php000Crash,
+			"getset-overwrite-random":    php000Crash,
 		},
 	}, {
 		client: []string{"/usr/bin/python3", example("seed003_getset.py")},
 		probe:  py,
 		port:   pythonRelease,
-		specs:  []string{"pause-past-ttl", "foreign-unlock"},
-		known:  map[string]string{},
+		specs:  []string{"getset-overwrite"},
 	}, {
 		client: []string{"/usr/bin/python3", example("redis_py_lock.py")},
 		probe:  py,
@@ -177,30 +192,33 @@ func (c *matrixCell) line() string {
 	return fmt.Sprintf("%-28s %-16s %-14s %-10s %-14s %s", c.spec, c.client, v, c.orig.Expected, port, pv)
 }
 
-// judge fails the test on an unexplained inconclusive cell, an unexplained
-// difference from the port, or a note that no longer holds.
+// judge fails the test on an unexplained inconclusive cell, or on an
+// unexplained difference from the port in a scheduled scenario (which
+// forces one interleaving) and on a note for one that went away. A random
+// mode finds its failure on some seeds, not all (README): its differences
+// are logged, not failed.
 func (c *matrixCell) judge(t *testing.T) {
 	t.Helper()
 	o := c.orig
-	if note, ok := c.mc.inconclusive[c.spec]; ok != (o.Result.Verdict == "inconclusive") {
-		if ok {
-			t.Errorf("%s × %s: %s, no longer inconclusive; the note %q is stale", c.spec, c.client, o.Result.Verdict, note)
-		} else {
-			t.Errorf("%s × %s: inconclusive (%s)%s: explain it by the lock's algorithm in the client's notes, or fix the cause",
-				c.spec, c.client, o.Result.Reason, scaledWords(o))
-		}
+	if _, ok := c.mc.inconclusive[c.spec]; !ok && o.Result.Verdict == checker.Inconclusive {
+		t.Errorf("%s × %s: inconclusive (%s)%s: explain it by the lock's algorithm in the client's notes, or fix the cause",
+			c.spec, c.client, o.Result.Reason, scaledWords(o))
 	}
 	if c.ported == nil {
 		return
 	}
 	orig, ported := o.Result.Verdict, c.ported.Result.Verdict
 	note, known := c.mc.known[c.spec]
+	report := t.Errorf
+	if o.Mode == "random" {
+		report = t.Logf
+	}
 	switch {
 	case orig != ported && !known:
-		t.Errorf("%s: the original %s is %s%s, the port %s is %s (explain it in the client's known notes, or fix the port)",
+		report("%s: the original %s is %s%s, the port %s is %s (explain it in the client's known notes, or fix the port)",
 			c.spec, c.client, orig, scaledWords(o), c.port, ported)
 	case orig == ported && known:
-		t.Errorf("%s: %s and %s now agree (%s); the note %q is stale", c.spec, c.client, c.port, orig, note)
+		report("%s: %s and %s now agree (%s); the note %q is stale", c.spec, c.client, c.port, orig, note)
 	}
 }
 
