@@ -165,6 +165,9 @@ type Meta struct {
 	Options Options `json:"checker_options"`
 	// Failpoints are the spec's failpoint actions, as armed for this run.
 	Failpoints []Armed `json:"failpoints,omitempty"`
+	// TimeScale, when set, says the run's times were stretched to fit the
+	// lock's clock (the evidence says so).
+	TimeScale *TimeScale `json:"time_scale,omitempty"`
 }
 
 // Armed is one failpoint action of a spec, as armed in a run.

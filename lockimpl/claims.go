@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 )
 
 // Claims is what a lock declares about its own design: where its safety
@@ -100,6 +101,19 @@ const (
 	// wait out the TTL after every release.
 	ExpiredOnlyRelease Release = "expired-only"
 )
+
+// Granularity is the unit the lock counts its expiry in: a second for a
+// lock that declares WholeSeconds, else Redis's millisecond (PX, PEXPIRE).
+// It is the one place a lock, Go or a client process (whole_seconds= in its
+// hello), declares its timescale: the battery stretches every time of a
+// scenario whose TTL is only a few such units (scenarios.Compile), so a
+// whole-second lock faces the schedule the scenario was written for.
+func (c Claims) Granularity() time.Duration {
+	if c.WholeSeconds {
+		return time.Second
+	}
+	return time.Millisecond
+}
 
 // Declared says the claims were stated (Topology is set).
 func (c Claims) Declared() bool { return c.Topology != "" }

@@ -93,6 +93,10 @@ type Row struct {
 	Failover *scenarios.FailoverTimes `json:"failover,omitempty"`
 	// RunDir is the run folder, when one was kept.
 	RunDir string `json:"run_dir,omitempty"`
+	// TimeScale, when set, says every time of the run was stretched to fit
+	// a lock whose clock counts in coarse units (whole seconds); the
+	// evidence ends with the same sentence.
+	TimeScale *checker.TimeScale `json:"time_scale,omitempty"`
 }
 
 // FromOutcome flattens an outcome.
@@ -102,6 +106,7 @@ func FromOutcome(o *scenarios.Outcome) Row {
 		Scenario: o.Scenario, Impl: o.Impl, Seed: o.Seed, Backend: o.Backend, Mode: o.Mode, Gated: o.Gated,
 		Verdict: r.Verdict, Expected: o.Expected, ExpectedReason: o.ExpectedReason, ExpectedSource: o.ExpectedSource,
 		AsExpected: o.AsExpected(), Reason: r.Reason, Replay: ReplayCommand(o), Client: o.Client, Failover: o.Failover,
+		TimeScale: o.TimeScale,
 	}
 	if o.Points != nil {
 		hit, faulted := o.Points.Hit, o.Points.Faulted
@@ -123,7 +128,8 @@ func FromOutcome(o *scenarios.Outcome) Row {
 // `lockstorm check` knows of a run from its history alone.
 func FromMeta(m *checker.Meta) Row {
 	row := Row{Scenario: m.Scenario, Impl: m.Impl, Seed: m.Seed, Backend: m.Backend, Mode: m.Mode, Client: m.Client,
-		Gated: m.Gated, Expected: m.Expected, ExpectedReason: m.ExpectedReason, ExpectedSource: m.ExpectedSource}
+		Gated: m.Gated, Expected: m.Expected, ExpectedReason: m.ExpectedReason, ExpectedSource: m.ExpectedSource,
+		TimeScale: m.TimeScale}
 	scen := m.Scenario
 	if m.File != "" {
 		scen = m.File
@@ -165,6 +171,16 @@ func (row *Row) SetResult(r checker.Result) {
 		row.Witness = r.Witness.Text
 	}
 	row.Evidence = Evidence(r)
+	if row.TimeScale.Scaled() {
+		// A verdict reached on a stretched schedule says so wherever it
+		// is read (table, JSON, suite page), or a reader would compare its
+		// times with the scenario's as written.
+		if row.Evidence == NoEvidence {
+			row.Evidence = row.TimeScale.Brief()
+		} else {
+			row.Evidence += "; " + row.TimeScale.Brief()
+		}
+	}
 }
 
 // Missed says the row is an exploratory (ungated) search that did not find

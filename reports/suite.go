@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -301,6 +302,12 @@ func writeCell(b *strings.Builder, c *cell) {
 	}
 	fmt.Fprintf(b, "<td class=\"cell v-%s m-%s\" title=\"%s\">", esc(v), esc(markClass(m)), esc(strings.Join(tip, "\n")))
 	label := fmt.Sprintf("%s <span class=\"mk\">%s</span>", esc(v), sym)
+	if ts := first.TimeScale; ts.Scaled() {
+		// Visible in the matrix, not only in the tooltip: the cell's run
+		// was stretched to fit its lock's clock.
+		label += fmt.Sprintf(" <span class=\"k\" title=\"%s\">×%s time</span>", esc(ts.String()),
+			strconv.FormatFloat(ts.Factor, 'g', 4, 64))
+	}
 	if len(c.runs) == 1 {
 		if l := c.runs[0].Link; l != "" {
 			fmt.Fprintf(b, "<a href=\"%s\">%s</a>", esc(l), label)

@@ -254,7 +254,7 @@ func (r *run) outcome(plan *Plan, topo *topology, w *watching, h checker.History
 		Scenario: spec.Name, Impl: r.cfg.Impl, Seed: plan.Seed, Backend: topo.cl.Kind(), Mode: spec.Mode,
 		Gated: gated, Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
 		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Spec: spec, Processes: r.processStats(), Failover: fo,
-		StoppedAfter: r.stoppedAfter}
+		StoppedAfter: r.stoppedAfter, TimeScale: plan.TimeScale}
 }
 
 // gatedRun says whether a run's verdict is gated. A random mode is gated on

@@ -52,8 +52,14 @@ type Plan struct {
 	Explore      *Explore              `json:"explore,omitempty"`
 	Check        checker.Options       `json:"checker_options"`
 	Expectation  Expectation           `json:"expectation"`
+	// TimeScale, when set, says every time above (and in the spec the run
+	// executes) was stretched to fit a lock whose clock counts in coarse
+	// units (lockimpl.Claims.Granularity): see FitTimeScale.
+	TimeScale *checker.TimeScale `json:"time_scale,omitempty"`
 
 	info lockimpl.Info
+	// spec is what the run executes: the spec, scaled by TimeScale.
+	spec *Spec
 }
 
 // Compile turns spec, the lock cfg names and cfg into a plan, or says why
@@ -69,10 +75,19 @@ func Compile(spec *Spec, cfg Config) (*Plan, error) {
 		seed = cfg.Seed
 	}
 	claims := info.ClaimsUnder(opts)
+	// A lock that counts time more coarsely than the scenario's TTL runs
+	// the whole scenario stretched by one factor (its order unchanged);
+	// from here on every time comes from the scaled spec.
+	ts := FitTimeScale(claims.Granularity(), opts.TTL)
+	orig := spec
+	if spec, err = spec.Scaled(ts); err != nil {
+		return nil, err
+	}
+	opts = ScaledOptions(opts, ts)
 	p := &Plan{Scenario: spec.Name, File: spec.File, Mode: spec.Mode, Impl: name, Lock: info.Name, Options: opts,
 		Claims: claims, Seed: seed, Nodes: spec.Nodes, Replicas: spec.Replicas, Clients: spec.Clients, Keys: spec.Keys,
 		Hosts: spec.Hosts, Duration: spec.Duration, Faults: spec.Faults, Failpoints: spec.Failpoints, Explore: spec.Explore,
-		info: info}
+		TimeScale: ts, info: info, spec: spec}
 	if p.Nodes == 0 {
 		p.Nodes = info.NodesUnder(opts)
 	}
@@ -85,9 +100,19 @@ func Compile(spec *Spec, cfg Config) (*Plan, error) {
 	fenced := spec.Workload.Resource == "fenced" || (spec.Workload.Resource == "" && claims.Fencing)
 	stamps := claims.Expiry == lockimpl.ClientClockExpiry || claims.Expiry == lockimpl.NoExpiry || claims.WholeSeconds
 	p.Check = checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound, StampTokens: stamps}
-	p.Expectation = cfg.expectation(spec, name, claims)
+	p.Expectation = cfg.expectation(orig, name, claims)
 	p.ClockOffsets = clockOffsets(spec, seed)
 	return p, nil
+}
+
+// Scaled is d stretched by the plan's time scale (d itself when the run
+// is not scaled): for the runner's own times that stand in for the
+// scenario's (defaults, floors).
+func (p *Plan) Scaled(d time.Duration) time.Duration {
+	if p == nil {
+		return d
+	}
+	return p.TimeScale.Of(d)
 }
 
 // clockOffsets are the clients' clock offsets: the spec's, else a seeded
@@ -118,6 +143,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 		src += " (" + p.File + ")"
 	}
 	fmt.Fprintf(&b, "plan: %s × %s, seed %d, %s\n", src, p.Impl, p.Seed, p.Mode)
+	if p.TimeScale.Scaled() {
+		fmt.Fprintf(&b, "  timescale    %s\n", p.TimeScale)
+	}
 	lock := p.Lock
 	if p.Impl != p.Lock {
 		lock = p.Impl + " = " + p.Lock

@@ -202,11 +202,12 @@ func newExplorer(r *run, tl *timeline, e Explore) *explorer {
 	if e.PerPoint == 0 {
 		e.PerPoint = 1
 	}
+	// The defaults are times of the scenario: stretched with it.
 	if e.Delay == 0 {
-		e.Delay = 50 * time.Millisecond
+		e.Delay = r.plan.Scaled(50 * time.Millisecond)
 	}
 	if e.Pause == 0 {
-		e.Pause = time.Second
+		e.Pause = r.plan.Scaled(time.Second)
 		if ttl := r.spec.Lock.TTL; ttl > 0 {
 			e.Pause = 2 * ttl
 		}

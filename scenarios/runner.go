@@ -112,6 +112,9 @@ type Outcome struct {
 	// (lockimpl/exec) and the requests they left unknown by dying, breaking
 	// the protocol or not answering; nil for in-process locks.
 	Processes *lockimpl.ProcessStats `json:"processes,omitempty"`
+	// TimeScale, when set, says the run's times were stretched to fit the
+	// lock's clock (Plan.TimeScale); Spec is the spec as written.
+	TimeScale *checker.TimeScale `json:"time_scale,omitempty"`
 }
 
 // AsExpected says whether the verdict matches the expectation. A run with
@@ -206,16 +209,20 @@ type run struct {
 // up with an error instead of hanging (the stuck goroutines are abandoned;
 // the servers die with the process).
 func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
+	plan, err := Compile(spec, cfg)
+	if err != nil {
+		return nil, err
+	}
 	type result struct {
 		o   *Outcome
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		o, err := runOnce(ctx, spec, cfg)
+		o, err := runOnce(ctx, spec, plan, cfg)
 		done <- result{o, err}
 	}()
-	bound := spec.Duration + (&run{spec: spec}).grace() + 2*time.Minute
+	bound := plan.spec.Duration + (&run{spec: plan.spec, plan: plan}).grace() + 2*time.Minute
 	t := time.NewTimer(bound)
 	defer t.Stop()
 	select {
@@ -227,16 +234,14 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 }
 
 // runOnce is the run's phases in order, the way etcd's robustness runner
-// composes a scenario: compile the plan, start the topology, start the
-// clients, arm the faults, start watching (history, stalls, observers),
-// play the traffic, finish the history, check it.
-func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
-	plan, err := Compile(spec, cfg)
-	if err != nil {
-		return nil, err
-	}
-	r := newRun(spec, cfg, plan)
-	topo, err := startTopology(ctx, spec, r.cfg, plan.Nodes)
+// composes a scenario: from the compiled plan (its spec scaled to the
+// lock's timescale), start the topology, start the clients, arm the
+// faults, start watching (history, stalls, observers), play the traffic,
+// finish the history, check it. The outcome names spec, as written: a
+// replay compiles it again to the same plan.
+func runOnce(ctx context.Context, spec *Spec, plan *Plan, cfg Config) (*Outcome, error) {
+	r := newRun(plan.spec, cfg, plan)
+	topo, err := startTopology(ctx, r.spec, r.cfg, plan.Nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +268,9 @@ func runOnce(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 		return nil, fmt.Errorf("run interrupted: %w", err)
 	}
 	h := r.finish(w)
-	return r.outcome(plan, topo, w, h, time.Since(start)), nil
+	o := r.outcome(plan, topo, w, h, time.Since(start))
+	o.Spec = spec
+	return o, nil
 }
 
 // ready waits, before the run's clock starts, for lockers that start
@@ -311,7 +318,7 @@ func (r *run) meta(seed uint64, backend string, copts checker.Options, exp Expec
 	spec := r.spec
 	m := &checker.Meta{Scenario: spec.Name, Impl: r.cfg.Impl, Seed: seed, Backend: backend, Mode: spec.Mode,
 		Client: spec.Workload.Client, Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason,
-		ExpectedSource: exp.Source, Options: copts}
+		ExpectedSource: exp.Source, Options: copts, TimeScale: r.plan.TimeScale}
 	if spec.File != "" && !strings.HasPrefix(spec.File, "specs/") {
 		m.File = spec.File
 	}
@@ -351,8 +358,8 @@ func ownPoint(info lockimpl.Info, point string) bool {
 // grace bounds how long a client may take to finish its cycle once the run
 // is over: one full wait for the lock plus one critical section and slack.
 func (r *run) grace() time.Duration {
-	g := r.spec.Lock.WaitTimeout + r.spec.Workload.CSMax + 2*r.spec.ClientTimeout + time.Second
-	return min(g, 30*time.Second)
+	g := r.spec.Lock.WaitTimeout + r.spec.Workload.CSMax + 2*r.spec.ClientTimeout + r.plan.Scaled(time.Second)
+	return min(g, r.plan.Scaled(30*time.Second))
 }
 
 // closeLocker stops an implementation's helpers (watchdogs): a crashed

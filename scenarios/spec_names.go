@@ -45,6 +45,7 @@ const (
 var (
 	CmdPoint      = spec.CmdPoint
 	DefaultLimits = spec.DefaultLimits
+	FitTimeScale  = spec.FitTimeScale
 	Load          = spec.Load
 	LoadFor       = spec.LoadFor
 	LoadWith      = spec.LoadWith
@@ -55,6 +56,7 @@ var (
 	ParseWith     = spec.ParseWith
 	ReadBaseline  = spec.ReadBaseline
 	RunnerPoints  = spec.RunnerPoints
+	ScaledOptions = spec.ScaledOptions
 )
 
 // NewBaseline records the verdicts of outs.

@@ -283,7 +283,7 @@ func runCtxOf(runCtx, ctx context.Context) context.Context {
 // real client backs off after a connection error; without it a client facing
 // a dead link would spin and flood the history.
 func (r *run) backoff(ctx context.Context, c *runClient) error {
-	d := max(r.spec.Think, r.spec.Lock.RetryDelay, 10*time.Millisecond)
+	d := max(r.spec.Think, r.spec.Lock.RetryDelay, r.plan.Scaled(10*time.Millisecond))
 	return c.pause.sleep(ctx, d)
 }
 

@@ -53,6 +53,11 @@
 // server_ttl = true|false). Declaring topology declares
 // claims, and expiry and release must then be given; a client that declares
 // none gets no expectation (its verdicts are reported, never a DIFF).
+// whole_seconds=true also declares the lock's timescale
+// (lockimpl.Claims.Granularity): a scenario whose TTL is under three
+// seconds then runs with every time stretched by one factor, TTL to 3 s
+// (LOCKSTORM_TTL_MS and the other options arrive scaled), and the row's
+// evidence says so.
 // extend=true says the client answers extend; the harness sends extend
 // (after every workload.extend_every of a hold, TTL_MS = lock.ttl) only to
 // a client that said so, records it like any operation and judges its ok
