@@ -196,88 +196,11 @@ func WriteSuite(w io.Writer, runs []SuiteRun, info SuiteInfo) error {
 	if info.Title == "" {
 		info.Title = "lockstorm suite"
 	}
-	var scens, impls []string
-	modes := map[string]string{}
-	cells := map[[2]string]*cell{}
-	var total float64
-	counts := map[string]int{}
-	for _, r := range runs {
-		k := [2]string{r.Row.Scenario, r.Row.Impl}
-		c := cells[k]
-		if c == nil {
-			c = &cell{}
-			cells[k] = c
-		}
-		c.runs = append(c.runs, r)
-		if _, ok := modes[r.Row.Scenario]; !ok {
-			modes[r.Row.Scenario] = r.Row.Mode
-			scens = append(scens, r.Row.Scenario)
-		}
-		if !contains(impls, r.Row.Impl) {
-			impls = append(impls, r.Row.Impl)
-		}
-		total += r.Row.ElapsedS
-		counts[r.Row.Mark()]++
-	}
-	for _, c := range cells {
-		sort.SliceStable(c.runs, func(i, j int) bool { return c.runs[i].Row.Seed < c.runs[j].Row.Seed })
-	}
-
+	g := groupRuns(runs)
 	var b strings.Builder
-	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n", esc(info.Title))
-	// The first script records any page error, so a headless check sees it.
-	b.WriteString("<script>window.addEventListener('error',function(e){document.documentElement.setAttribute('data-error',String(e.message||e))});</script>\n")
-	b.WriteString(suiteCSS)
-	b.WriteString("</head><body>\n")
-	fmt.Fprintf(&b, "<h1>%s</h1>\n<p class=\"meta\">", esc(info.Title))
-	meta := []string{"backend <b>" + esc(orDash(info.Backend)) + "</b>",
-		fmt.Sprintf("seeds <b>%d</b>", max(info.Seeds, 1)),
-		"date <b>" + esc(info.Date.Format("2006-01-02 15:04:05 MST")) + "</b>",
-		"lockstorm <b>" + esc(orDash(info.Version)) + "</b>"}
-	if info.Wall > 0 {
-		meta = append(meta, "wall time <b>"+esc(info.Wall.Round(100*time.Millisecond).String())+"</b>")
-	} else {
-		meta = append(meta, fmt.Sprintf("runs' total time <b>%.1f s</b>", total))
-	}
-	b.WriteString(strings.Join(meta, " · "))
-	fmt.Fprintf(&b, "</p>\n<p class=\"meta\">%d runs: <b>%d</b> as expected, <b class=\"diff\">%d DIFF</b>, %d miss (an exploratory run that did not find its failure on that seed), %d without an expectation</p>\n",
-		len(runs), counts["ok"], counts["DIFF"], counts["miss"], counts[NoExpectation])
-	b.WriteString(`<div class="legend"><span><i class="sw v-safe"></i>safe</span><span><i class="sw v-unsafe"></i>unsafe</span>` +
-		`<span><i class="sw v-deadlock"></i>deadlock</span><span><i class="sw v-inconclusive"></i>inconclusive</span>` +
-		`<span><i class="sw m-ok"></i>✓ as expected</span><span><i class="sw m-DIFF"></i>✗ DIFF: not as expected</span>` +
-		`<span><i class="sw m-miss"></i>? miss</span><span>— no expectation</span><span>hover a cell for its evidence; click for its timeline</span></div>` + "\n")
-
-	b.WriteString("<table class=\"matrix\"><thead><tr><th>scenario</th><th>mode</th>")
-	for _, im := range impls {
-		fmt.Fprintf(&b, "<th class=\"impl\"><a href=\"#impl-%s\">%s</a></th>", esc(anchor(im)), esc(im))
-	}
-	b.WriteString("</tr></thead><tbody>\n")
-	for _, sc := range scens {
-		fmt.Fprintf(&b, "<tr><th class=\"scen\">%s</th><td class=\"mode\">%s</td>", esc(sc), esc(modes[sc]))
-		for _, im := range impls {
-			c := cells[[2]string{sc, im}]
-			if c == nil {
-				b.WriteString("<td class=\"none\">·</td>")
-				continue
-			}
-			writeCell(&b, c)
-		}
-		b.WriteString("</tr>\n")
-	}
-	b.WriteString("</tbody></table>\n")
-
-	b.WriteString("<h2>Where each lock broke</h2>\n<p class=\"note\">Per implementation, a strip per scenario (one line per seed) over the run's time: " +
-		"fault windows shaded orange, two holders at once red, a starved key (deadlock) amber, the first violation a black tick. " +
-		"The text says when the first violation began relative to the faults.</p>\n")
-	for _, im := range impls {
-		fmt.Fprintf(&b, "<section class=\"impl\" id=\"impl-%s\"><h3>%s</h3>\n", esc(anchor(im)), esc(im))
-		for _, sc := range scens {
-			if c := cells[[2]string{sc, im}]; c != nil {
-				writeStrip(&b, sc, c)
-			}
-		}
-		b.WriteString("</section>\n")
-	}
+	writeSuiteHeader(&b, runs, info, g)
+	g.writeMatrix(&b)
+	g.writeStrips(&b)
 	b.WriteString(`<script>(function(){var t=document.querySelector('table.matrix');` +
 		`var ok=t&&t.getBoundingClientRect().width>0&&document.querySelectorAll('svg.strip').length>0;` +
 		`document.body.setAttribute('data-cells',String(document.querySelectorAll('td.cell').length));` +
@@ -286,6 +209,111 @@ func WriteSuite(w io.Writer, runs []SuiteRun, info SuiteInfo) error {
 	b.WriteString("</body></html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// suiteGroups is the runs grouped into cells by (scenario, implementation),
+// in the order they first appear.
+type suiteGroups struct {
+	scens, impls []string
+	modes        map[string]string
+	cells        map[[2]string]*cell
+	total        float64        // the runs' summed time
+	counts       map[string]int // runs by mark
+}
+
+func groupRuns(runs []SuiteRun) *suiteGroups {
+	g := &suiteGroups{modes: map[string]string{}, cells: map[[2]string]*cell{}, counts: map[string]int{}}
+	for _, r := range runs {
+		k := [2]string{r.Row.Scenario, r.Row.Impl}
+		c := g.cells[k]
+		if c == nil {
+			c = &cell{}
+			g.cells[k] = c
+		}
+		c.runs = append(c.runs, r)
+		if _, ok := g.modes[r.Row.Scenario]; !ok {
+			g.modes[r.Row.Scenario] = r.Row.Mode
+			g.scens = append(g.scens, r.Row.Scenario)
+		}
+		if !contains(g.impls, r.Row.Impl) {
+			g.impls = append(g.impls, r.Row.Impl)
+		}
+		g.total += r.Row.ElapsedS
+		g.counts[r.Row.Mark()]++
+	}
+	for _, c := range g.cells {
+		sort.SliceStable(c.runs, func(i, j int) bool { return c.runs[i].Row.Seed < c.runs[j].Row.Seed })
+	}
+	return g
+}
+
+// writeSuiteHeader writes the head, the title, the run's facts, the counts
+// by mark and the legend.
+func writeSuiteHeader(b *strings.Builder, runs []SuiteRun, info SuiteInfo, g *suiteGroups) {
+	fmt.Fprintf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n", esc(info.Title))
+	// The first script records any page error, so a headless check sees it.
+	b.WriteString("<script>window.addEventListener('error',function(e){document.documentElement.setAttribute('data-error',String(e.message||e))});</script>\n")
+	b.WriteString(suiteCSS)
+	b.WriteString("</head><body>\n")
+	fmt.Fprintf(b, "<h1>%s</h1>\n<p class=\"meta\">", esc(info.Title))
+	meta := []string{"backend <b>" + esc(orDash(info.Backend)) + "</b>",
+		fmt.Sprintf("seeds <b>%d</b>", max(info.Seeds, 1)),
+		"date <b>" + esc(info.Date.Format("2006-01-02 15:04:05 MST")) + "</b>",
+		"lockstorm <b>" + esc(orDash(info.Version)) + "</b>"}
+	if info.Wall > 0 {
+		meta = append(meta, "wall time <b>"+esc(info.Wall.Round(100*time.Millisecond).String())+"</b>")
+	} else {
+		meta = append(meta, fmt.Sprintf("runs' total time <b>%.1f s</b>", g.total))
+	}
+	b.WriteString(strings.Join(meta, " · "))
+	fmt.Fprintf(b, "</p>\n<p class=\"meta\">%d runs: <b>%d</b> as expected, <b class=\"diff\">%d DIFF</b>, %d miss (an exploratory run that did not find its failure on that seed), %d without an expectation</p>\n",
+		len(runs), g.counts["ok"], g.counts["DIFF"], g.counts["miss"], g.counts[NoExpectation])
+	b.WriteString(`<div class="legend"><span><i class="sw v-safe"></i>safe</span><span><i class="sw v-unsafe"></i>unsafe</span>` +
+		`<span><i class="sw v-deadlock"></i>deadlock</span><span><i class="sw v-inconclusive"></i>inconclusive</span>` +
+		`<span><i class="sw m-ok"></i>✓ as expected</span><span><i class="sw m-DIFF"></i>✗ DIFF: not as expected</span>` +
+		`<span><i class="sw m-miss"></i>? miss</span><span>— no expectation</span><span>hover a cell for its evidence; click for its timeline</span></div>` + "\n")
+
+}
+
+// writeMatrix writes the table of cells, a row per scenario and a column
+// per implementation.
+func (g *suiteGroups) writeMatrix(b *strings.Builder) {
+	b.WriteString("<table class=\"matrix\"><thead><tr><th>scenario</th><th>mode</th>")
+	for _, im := range g.impls {
+		fmt.Fprintf(b, "<th class=\"impl\"><a href=\"#impl-%s\">%s</a></th>", esc(anchor(im)), esc(im))
+	}
+	b.WriteString("</tr></thead><tbody>\n")
+	for _, sc := range g.scens {
+		fmt.Fprintf(b, "<tr><th class=\"scen\">%s</th><td class=\"mode\">%s</td>", esc(sc), esc(g.modes[sc]))
+		for _, im := range g.impls {
+			c := g.cells[[2]string{sc, im}]
+			if c == nil {
+				b.WriteString("<td class=\"none\">·</td>")
+				continue
+			}
+			writeCell(b, c)
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</tbody></table>\n")
+
+}
+
+// writeStrips writes, per implementation, a strip per scenario over the
+// run's time.
+func (g *suiteGroups) writeStrips(b *strings.Builder) {
+	b.WriteString("<h2>Where each lock broke</h2>\n<p class=\"note\">Per implementation, a strip per scenario (one line per seed) over the run's time: " +
+		"fault windows shaded orange, two holders at once red, a starved key (deadlock) amber, the first violation a black tick. " +
+		"The text says when the first violation began relative to the faults.</p>\n")
+	for _, im := range g.impls {
+		fmt.Fprintf(b, "<section class=\"impl\" id=\"impl-%s\"><h3>%s</h3>\n", esc(anchor(im)), esc(im))
+		for _, sc := range g.scens {
+			if c := g.cells[[2]string{sc, im}]; c != nil {
+				writeStrip(b, sc, c)
+			}
+		}
+		b.WriteString("</section>\n")
+	}
 }
 
 func writeCell(b *strings.Builder, c *cell) {
