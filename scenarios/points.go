@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -216,7 +217,7 @@ func newExplorer(r *run, tl *timeline, e Explore) *explorer {
 
 // hit is the hub's Explore hook.
 func (x *explorer) hit(ctx context.Context, client int, point string) error {
-	if runnerPoint(point) || !x.candidate(point) {
+	if runnerPoint(point) || !x.candidate(point) || !x.inCall(ctx) {
 		return nil
 	}
 	after := CmdPoint(point) && strings.HasSuffix(point, "/after")
@@ -263,6 +264,12 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 		return x.tl.injectNow(ctx, nemesis.Spec{Kind: "pause", Clients: []int{client}, For: x.e.Pause})
 	}
 	return nil
+}
+
+// inCall says whether a hit made on ctx is inside one of Explore.During's
+// Locker calls (any hit when During is empty).
+func (x *explorer) inCall(ctx context.Context) bool {
+	return len(x.e.During) == 0 || slices.Contains(x.e.During, lockimpl.CallOf(ctx))
 }
 
 func (x *explorer) candidate(point string) bool {

@@ -74,7 +74,7 @@ func (rl *recordingLocker) entry(res result) checker.Type {
 // acquire records and runs one Acquire.
 func (rl *recordingLocker) acquire(ctx context.Context, key string) (*lockimpl.Lease, result, error) {
 	rl.r.add(rl.c, checker.Invoke, checker.FAcquire, key, nil)
-	lease, err := rl.locker.Acquire(ctx, key)
+	lease, err := rl.locker.Acquire(lockimpl.WithCall(ctx, lockimpl.CallAcquire), key)
 	res := classify(err, lockimpl.ErrNotAcquired)
 	rl.r.add(rl.c, rl.entry(res), checker.FAcquire, key, func(o *checker.Op) {
 		if res == success {
@@ -97,7 +97,7 @@ func (rl *recordingLocker) release(ctx context.Context, key string, lease *locki
 		err = before()
 	}
 	if err == nil {
-		err = rl.locker.Release(ctx, lease)
+		err = rl.locker.Release(lockimpl.WithCall(ctx, lockimpl.CallRelease), lease)
 	}
 	res := classify(err, lockimpl.ErrNotHeld)
 	rl.r.add(rl.c, rl.entry(res), checker.FRelease, key, func(o *checker.Op) {
@@ -112,7 +112,7 @@ func (rl *recordingLocker) release(ctx context.Context, key string, lease *locki
 // only on a Locker that can extend (lockimpl.CanExtend).
 func (rl *recordingLocker) extend(ctx context.Context, key string, lease *lockimpl.Lease, ttl time.Duration) (result, error) {
 	done := rl.renewal(key, lease.Token)
-	err := rl.locker.(lockimpl.Extender).Extend(ctx, lease, ttl)
+	err := rl.locker.(lockimpl.Extender).Extend(lockimpl.WithCall(ctx, lockimpl.CallExtend), lease, ttl)
 	done(err)
 	return classify(err, lockimpl.ErrNotHeld), err
 }

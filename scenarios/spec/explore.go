@@ -33,6 +33,15 @@ type Explore struct {
 	// Points, when set, restrict the candidates to those matching one of
 	// these patterns (path.Match syntax).
 	Points []string `yaml:"points" json:"points,omitempty"`
+	// During, when set, restricts the candidates to hits made inside these
+	// Locker calls: acquire, release, extend (the runner tags the context
+	// it hands each call). A lock's own helpers (a watchdog) are in none.
+	// A pause past the TTL means something else in each: inside a release
+	// it is a late release, which a lock that deletes only its own token
+	// survives; inside an acquire it is a late grant, which only a lock
+	// that checks its validity survives; anywhere else it is a holder
+	// paused past its lease, which no lock without fencing survives.
+	During []string `yaml:"during" json:"during,omitempty"`
 }
 
 // Exploration actions.
@@ -59,6 +68,13 @@ func (e *Explore) validate(field func(string) string, bad func(f, msg string, ar
 	}
 	if e.PerPoint < 0 || e.Delay < 0 || e.Pause < 0 {
 		return bad(field("per_point"), "per_point, delay and pause must not be negative")
+	}
+	for i, c := range e.During {
+		switch c {
+		case "acquire", "release", "extend":
+		default:
+			return bad(field(fmt.Sprintf("during.%d", i)), "want acquire, release or extend, got %q", c)
+		}
 	}
 	for i, p := range e.Points {
 		if _, err := path.Match(p, ""); err != nil {
