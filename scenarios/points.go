@@ -149,12 +149,26 @@ func (h *cmdHook) points(cmd redis.Cmder) *[2]string {
 	if connSetup[name] {
 		return nil
 	}
-	args := cmd.Args()
+	arg := ""
+	if args := cmd.Args(); len(args) > 1 && isScript(name) {
+		arg, _ = args[1].(string)
+	}
+	return h.pointsOf(name, arg)
+}
+
+func isScript(name string) bool {
+	return name == "eval" || name == "evalsha" || name == "eval_ro" || name == "evalsha_ro"
+}
+
+// pointsOf is points for a command by its lower-case name and, for a
+// script, its first argument (the script, or its SHA-1 under EVALSHA).
+func (h *cmdHook) pointsOf(name, arg string) *[2]string {
+	if connSetup[name] || name == "" {
+		return nil
+	}
 	key := name
-	if (name == "eval" || name == "evalsha" || name == "eval_ro" || name == "evalsha_ro") && len(args) > 1 {
-		if s, ok := args[1].(string); ok {
-			key = name + "\x00" + s
-		}
+	if isScript(name) && arg != "" {
+		key = name + "\x00" + arg
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -163,10 +177,9 @@ func (h *cmdHook) points(cmd redis.Cmder) *[2]string {
 	}
 	label := strings.ToUpper(name)
 	if key != name {
-		body := key[len(name)+1:]
-		sha := body
+		sha := arg
 		if !strings.HasPrefix(name, "evalsha") {
-			sum := sha1.Sum([]byte(body))
+			sum := sha1.Sum([]byte(arg))
 			sha = hex.EncodeToString(sum[:])
 		}
 		if len(sha) > 8 {

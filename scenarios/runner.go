@@ -174,6 +174,16 @@ type runClient struct {
 	crashed atomic.Bool
 	// extends numbers the client's extends and renewals (checker.FExtend's N).
 	extends atomic.Int64
+	// call is the Locker call in flight (lockimpl.CallAcquire, ...), for
+	// the relays' points; relays are the client's wire points (relay.go).
+	call   atomic.Value
+	relays []*relay
+}
+
+// callNow is the client's Locker call in flight, or "".
+func (c *runClient) callNow() string {
+	s, _ := c.call.Load().(string)
+	return s
 }
 
 type run struct {
@@ -367,6 +377,9 @@ func (r *run) closeClients() {
 		closeLocker(c)
 		for _, rdb := range c.rdb {
 			rdb.Close()
+		}
+		for _, rl := range c.relays {
+			rl.Close()
 		}
 	}
 }

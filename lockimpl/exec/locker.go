@@ -287,8 +287,9 @@ func NewInfo(argv []string, h Hello) lockimpl.Info {
 			}
 			return h.Nodes
 		},
-		Points: h.Points,
-		Claims: h.Claims,
+		Points:         h.Points,
+		OwnConnections: true,
+		Claims:         h.Claims,
 		New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
 			l, err := New(env, o, argv, name)
 			if err != nil {
