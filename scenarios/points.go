@@ -210,6 +210,10 @@ type explorer struct {
 	mu     sync.Mutex
 	rngs   map[int]*rand.Rand
 	budget map[[2]string]int // (point, action) → faults injected
+	hits   map[string]int    // point → candidate hits so far
+	// crashes and maxCrashes: a crashed client stays dead, so crashes are
+	// capped at half the clients and the run keeps its traffic to the end.
+	crashes, maxCrashes int
 }
 
 func newExplorer(r *run, tl *timeline, e Explore) *explorer {
@@ -225,7 +229,8 @@ func newExplorer(r *run, tl *timeline, e Explore) *explorer {
 			e.Pause = 2 * ttl
 		}
 	}
-	return &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}}
+	return &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}, hits: map[string]int{},
+		maxCrashes: max(1, r.spec.Clients/2)}
 }
 
 // hit is the hub's Explore hook.
@@ -240,7 +245,13 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 		rng = rand.New(rand.NewPCG(x.r.seed(), 0x6578706c6f7265+uint64(client)))
 		x.rngs[client] = rng
 	}
-	if rng.Float64() >= x.e.Rate {
+	// A point's n-th hit is faulted with probability 1/n when that beats
+	// Rate: a rare point (a PEXPIRE after a won SETNX, a release script) is
+	// tried on its first hits, not after 1/Rate of them, which a hot point
+	// (the retried SET NX) would reach in milliseconds and a rare one
+	// perhaps never in the run.
+	x.hits[point]++
+	if rng.Float64() >= max(x.e.Rate, 1/float64(x.hits[point])) {
 		x.mu.Unlock()
 		return nil
 	}
@@ -248,6 +259,9 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 	for _, a := range x.e.Actions {
 		if a == ExploreLoseReply && !after {
 			continue // a reply can only be lost once there is one
+		}
+		if a == ExploreCrash && x.crashes >= x.maxCrashes {
+			continue
 		}
 		if x.budget[[2]string{point, a}] < x.e.PerPoint {
 			open = append(open, a)
@@ -259,6 +273,9 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 	}
 	act := open[rng.IntN(len(open))]
 	x.budget[[2]string{point, act}]++
+	if act == ExploreCrash {
+		x.crashes++
+	}
 	x.mu.Unlock()
 
 	c := x.r.clients[client]
@@ -273,8 +290,14 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 		return c.pause.sleep(ctx, x.e.Delay)
 	case ExplorePause:
 		// Through the timeline, so the pause is a fault window in the
-		// history and heals when the run ends.
-		return x.tl.injectNow(ctx, nemesis.Spec{Kind: "pause", Clients: []int{client}, For: x.e.Pause})
+		// history and heals when the run ends. The world stops for the
+		// thread at the point too: it goes on only when the pause ends (a
+		// before point's command is sent late, an after point's reply is
+		// seen late), not at once into a paused client's next step.
+		if err := x.tl.injectNow(ctx, nemesis.Spec{Kind: "pause", Clients: []int{client}, For: x.e.Pause}); err != nil {
+			return err
+		}
+		return c.pause.wait(ctx)
 	}
 	return nil
 }

@@ -56,12 +56,14 @@ func quorumInfo(name, summary string, bug quorumBug) lockimpl.Info {
 }
 
 // nodeTimeout bounds each node's command: the spec's node_timeout, else a
-// twentieth of the TTL within [50 ms, TTL/2].
+// twentieth of the TTL within [200 ms, TTL/2] (a shorter one times out on a
+// busy machine and leaves a SET that lands after the try's clean-up, whose
+// key then blocks every majority until its TTL).
 func (l *quorum) nodeTimeout() time.Duration {
 	if l.o.NodeTimeout > 0 {
 		return l.o.NodeTimeout
 	}
-	return min(max(l.o.TTL/20, 50*time.Millisecond), l.o.TTL/2)
+	return min(max(l.o.TTL/20, 200*time.Millisecond), l.o.TTL/2)
 }
 
 // onEvery runs f on every node in parallel, each bounded by the node

@@ -251,15 +251,15 @@ func (l *single) watch(key, tok string) *dog {
 // The single-instance locks: the two correct originals and their planted
 // variations.
 var (
-	Single             = singleInfo("planted-single", "correct: SET NX PX, compare-and-delete", bugNone, false)
-	SingleWatchdog     = singleInfo("planted-single-wd", "correct: SET NX PX, compare-and-delete, watchdog renewal", bugNone, true)
-	SetnxThenPexpire   = singleInfo("planted-setnx-then-pexpire", "acquire: SETNX then PEXPIRE", bugSetnxThenPexpire, false)
-	TTLMicros          = singleInfo("planted-ttl-micros", "expiry: PX given microseconds", bugTTLMicros, false)
-	PIDToken           = singleInfo("planted-pid-token", "token: the process id", bugPIDToken, false)
-	GetThenDel         = singleInfo("planted-get-then-del", "release: GET, compare, DEL", bugGetThenDel, false)
-	PlainDel           = singleInfo("planted-plain-del", "release: DEL without owner check", bugPlainDel, false)
-	ScriptNeq          = singleInfo("planted-script-neq", "server-side script: ~= for ==", bugScriptNeq, false)
-	RenewSeconds       = singleInfo("planted-renew-seconds", "renewal: PEXPIRE given seconds", bugRenewSeconds, true)
+	Single           = singleInfo("planted-single", "correct: SET NX PX, compare-and-delete", bugNone, false)
+	SingleWatchdog   = singleInfo("planted-single-wd", "correct: SET NX PX, compare-and-delete, watchdog renewal", bugNone, true)
+	SetnxThenPexpire = singleInfo("planted-setnx-then-pexpire", "acquire: SETNX then PEXPIRE", bugSetnxThenPexpire, false)
+	TTLMicros        = singleInfo("planted-ttl-micros", "expiry: PX given microseconds", bugTTLMicros, false)
+	PIDToken         = singleInfo("planted-pid-token", "token: the process id", bugPIDToken, false)
+	GetThenDel       = singleInfo("planted-get-then-del", "release: GET, compare, DEL", bugGetThenDel, false)
+	PlainDel         = singleInfo("planted-plain-del", "release: DEL without owner check", bugPlainDel, false)
+	ScriptNeq        = singleInfo("planted-script-neq", "server-side script: ~= for ==", bugScriptNeq, false)
+	RenewSeconds     = singleInfo("planted-renew-seconds", "renewal: PEXPIRE given seconds", bugRenewSeconds, true)
 )
 
 // sleep waits d through the client's sleeper (which honours its pauses).

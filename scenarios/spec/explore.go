@@ -13,11 +13,15 @@ func CmdPoint(point string) bool { return strings.HasPrefix(point, "cmd/") }
 // Explore is exploration: faults at points nobody named. Every point a
 // lock hits in the run (its declared failpoints and every command point,
 // discovered as they are hit) is a candidate; each hit of a candidate gets a
-// fault with probability Rate, the action drawn from Actions among those
-// that still have budget at that point (PerPoint faults per point and
-// action in a run, so a hot point such as a retried SET NX does not take
+// fault with probability Rate (or 1/n on the point's n-th hit when that is
+// higher, so a rare point is tried on its first hits), the action drawn
+// from Actions among those that still have budget at that point (PerPoint
+// faults per point and action in a run, so a hot point such as a retried SET NX does not take
 // the whole budget and kill every client before the rarer steps are
-// reached). Draws come from the run's seed, one stream per client.
+// reached). Crashes are capped at half the clients (a crashed client stays
+// dead). A pause stops the thread at the point until the pause ends, as a
+// stop-the-world pause does. Draws come from the run's seed, one stream per
+// client.
 type Explore struct {
 	// Actions are drawn from: crash, pause, delay, lose-reply.
 	Actions []string `yaml:"actions" json:"actions"`
