@@ -214,6 +214,10 @@ type explorer struct {
 	// crashes and maxCrashes: a crashed client stays dead, so crashes are
 	// capped at half the clients and the run keeps its traffic to the end.
 	crashes, maxCrashes int
+	// paused is how many clients an exploration pause holds now, capped
+	// the same way: a pause is worth something only while others run
+	// beside it (they take the lock it lets expire).
+	paused int
 }
 
 func newExplorer(r *run, tl *timeline, e Explore) *explorer {
@@ -231,6 +235,7 @@ func newExplorer(r *run, tl *timeline, e Explore) *explorer {
 	}
 	return &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}, hits: map[string]int{},
 		maxCrashes: max(1, r.spec.Clients/2)}
+
 }
 
 // hit is the hub's Explore hook.
@@ -260,7 +265,7 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 		if a == ExploreLoseReply && !after {
 			continue // a reply can only be lost once there is one
 		}
-		if a == ExploreCrash && x.crashes >= x.maxCrashes {
+		if a == ExploreCrash && x.crashes >= x.maxCrashes || a == ExplorePause && x.paused >= x.maxCrashes {
 			continue
 		}
 		if x.budget[[2]string{point, a}] < x.e.PerPoint {
@@ -273,8 +278,11 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 	}
 	act := open[rng.IntN(len(open))]
 	x.budget[[2]string{point, act}]++
-	if act == ExploreCrash {
+	switch act {
+	case ExploreCrash:
 		x.crashes++
+	case ExplorePause:
+		x.paused++
 	}
 	x.mu.Unlock()
 
@@ -294,10 +302,17 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 		// thread at the point too: it goes on only when the pause ends (a
 		// before point's command is sent late, an after point's reply is
 		// seen late), not at once into a paused client's next step.
+		defer func() {
+			x.mu.Lock()
+			x.paused--
+			x.mu.Unlock()
+		}()
 		if err := x.tl.injectNow(ctx, nemesis.Spec{Kind: "pause", Clients: []int{client}, For: x.e.Pause}); err != nil {
 			return err
 		}
-		return c.pause.wait(ctx)
+		// Not cut short by the command's own deadline: a stopped thread's
+		// timeouts fire only once it runs again.
+		return c.pause.wait(context.WithoutCancel(ctx))
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
@@ -103,7 +102,14 @@ func battery() []string {
 // from what its claims lead the scenario to expect), each correct lock by
 // none. Nothing here names a scenario for a lock: the expectations come
 // from the claims, the same for a lock and its planted variation.
+//
+// Fifteen batteries take about eight minutes a seed on a two-core machine,
+// past what the default go test may add to CI: the test runs when
+// LOCKSTORM_TEST_PLANTED=1 (make planted).
 func TestPlanted(t *testing.T) {
+	if os.Getenv("LOCKSTORM_TEST_PLANTED") != "1" {
+		t.Skip("fifteen batteries, about eight minutes a seed: set LOCKSTORM_TEST_PLANTED=1 (make planted)")
+	}
 	all := trials(t)
 	names := battery()
 	type cell struct {
@@ -111,37 +117,27 @@ func TestPlanted(t *testing.T) {
 		rep    *locktest.Report
 	}
 	table := map[string]map[uint64]*cell{}
-	var mu sync.Mutex
 	for _, seed := range seeds(t) {
-		// Locks run two at a time, each battery four scenarios at a time:
-		// the runs spend their time waiting on timers and servers.
-		sem := make(chan struct{}, 2)
-		var wg sync.WaitGroup
+		// One lock at a time, each battery four scenarios at a time: more
+		// at once on a small shared machine stalls the harness, and a
+		// stalled harness is judged inconclusive, which hides what a lock
+		// does.
 		for _, tr := range all {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				rep, err := locktest.Check(context.Background(), tr.lock, locktest.Battery{Scenarios: names, Seed: seed, Parallel: 4, Keep: reports.KeepFailures})
-				if err != nil {
-					t.Errorf("%s seed %d: %v", tr.lock.Name, seed, err)
-					return
-				}
-				c := &cell{rep: rep}
-				for _, o := range rep.Failures() {
-					c.caught = append(c.caught, fmt.Sprintf("%s: %s (expected %s)", o.Scenario, o.Result.Verdict, o.Expected))
-				}
-				sort.Strings(c.caught)
-				mu.Lock()
-				if table[tr.lock.Name] == nil {
-					table[tr.lock.Name] = map[uint64]*cell{}
-				}
-				table[tr.lock.Name][seed] = c
-				mu.Unlock()
-			}()
+			rep, err := locktest.Check(context.Background(), tr.lock, locktest.Battery{Scenarios: names, Seed: seed, Parallel: 4, Keep: reports.KeepFailures})
+			if err != nil {
+				t.Errorf("%s seed %d: %v", tr.lock.Name, seed, err)
+				continue
+			}
+			c := &cell{rep: rep}
+			for _, o := range rep.Failures() {
+				c.caught = append(c.caught, fmt.Sprintf("%s: %s (expected %s)", o.Scenario, o.Result.Verdict, o.Expected))
+			}
+			sort.Strings(c.caught)
+			if table[tr.lock.Name] == nil {
+				table[tr.lock.Name] = map[uint64]*cell{}
+			}
+			table[tr.lock.Name][seed] = c
 		}
-		wg.Wait()
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "| lock | part | want | seed | caught by (scenario: verdict) | battery wall |\n|---|---|---|---|---|---|\n")

@@ -2,6 +2,7 @@ package planted
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -123,7 +124,7 @@ func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 		})
 		if l.env.Clock.Mono()-begin >= l.o.WaitTimeout {
 			if unheard > 0 {
-				return nil, fmt.Errorf("planted quorum: %d nodes unheard on the last try: outcome unknown", unheard)
+				return nil, fmt.Errorf("planted quorum: %d nodes unheard on the last try: outcome unknown: %w", unheard, errors.Join(errs...))
 			}
 			return nil, lockimpl.ErrNotAcquired
 		}

@@ -19,7 +19,8 @@ func CmdPoint(point string) bool { return strings.HasPrefix(point, "cmd/") }
 // faults per point and action in a run, so a hot point such as a retried SET NX does not take
 // the whole budget and kill every client before the rarer steps are
 // reached). Crashes are capped at half the clients (a crashed client stays
-// dead). A pause stops the thread at the point until the pause ends, as a
+// dead), and so are the clients paused at once (a pause shows something
+// only while others run beside it). A pause stops the thread at the point until the pause ends, as a
 // stop-the-world pause does. Draws come from the run's seed, one stream per
 // client.
 type Explore struct {
