@@ -211,13 +211,12 @@ type explorer struct {
 	rngs   map[int]*rand.Rand
 	budget map[[2]string]int // (point, action) → faults injected
 	hits   map[string]int    // point → candidate hits so far
-	// crashes and maxCrashes: a crashed client stays dead, so crashes are
-	// capped at half the clients and the run keeps its traffic to the end.
-	crashes, maxCrashes int
-	// paused is how many clients an exploration pause holds now, capped
-	// the same way: a pause is worth something only while others run
-	// beside it (they take the lock it lets expire).
-	paused int
+	// crashes are capped at half the clients (half): a crashed client
+	// stays dead, and the run must keep its traffic to the end. paused,
+	// the pauses holding clients now, are capped the same way: a pause
+	// shows something only while others run beside it (and take the lock
+	// it lets expire).
+	crashes, paused, half int
 }
 
 func newExplorer(r *run, tl *timeline, e Explore) *explorer {
@@ -234,8 +233,7 @@ func newExplorer(r *run, tl *timeline, e Explore) *explorer {
 		}
 	}
 	return &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}, hits: map[string]int{},
-		maxCrashes: max(1, r.spec.Clients/2)}
-
+		half: max(1, r.spec.Clients/2)}
 }
 
 // hit is the hub's Explore hook.
@@ -243,49 +241,10 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 	if runnerPoint(point) || !x.candidate(point) || !x.inCall(ctx) {
 		return nil
 	}
-	after := CmdPoint(point) && strings.HasSuffix(point, "/after")
-	x.mu.Lock()
-	rng := x.rngs[client]
-	if rng == nil {
-		rng = rand.New(rand.NewPCG(x.r.seed(), 0x6578706c6f7265+uint64(client)))
-		x.rngs[client] = rng
-	}
-	// A point's n-th hit is faulted with probability 1/n when that beats
-	// Rate: a rare point (a PEXPIRE after a won SETNX, a release script) is
-	// tried on its first hits, not after 1/Rate of them, which a hot point
-	// (the retried SET NX) would reach in milliseconds and a rare one
-	// perhaps never in the run.
-	x.hits[point]++
-	if rng.Float64() >= max(x.e.Rate, 1/float64(x.hits[point])) {
-		x.mu.Unlock()
+	act := x.draw(client, point)
+	if act == "" {
 		return nil
 	}
-	var open []string
-	for _, a := range x.e.Actions {
-		if a == ExploreLoseReply && !after {
-			continue // a reply can only be lost once there is one
-		}
-		if a == ExploreCrash && x.crashes >= x.maxCrashes || a == ExplorePause && x.paused >= x.maxCrashes {
-			continue
-		}
-		if x.budget[[2]string{point, a}] < x.e.PerPoint {
-			open = append(open, a)
-		}
-	}
-	if len(open) == 0 {
-		x.mu.Unlock()
-		return nil
-	}
-	act := open[rng.IntN(len(open))]
-	x.budget[[2]string{point, act}]++
-	switch act {
-	case ExploreCrash:
-		x.crashes++
-	case ExplorePause:
-		x.paused++
-	}
-	x.mu.Unlock()
-
 	c := x.r.clients[client]
 	x.r.hub.MarkFaulted(point)
 	x.r.add(c, checker.Ok, checker.FStep, "", func(o *checker.Op) { o.Value = "explore " + act + " at " + point })
@@ -315,6 +274,54 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 		return c.pause.wait(context.WithoutCancel(ctx))
 	}
 	return nil
+}
+
+// draw decides whether this hit of point by client gets a fault, and which
+// action: "" for none.
+func (x *explorer) draw(client int, point string) string {
+	after := CmdPoint(point) && strings.HasSuffix(point, "/after")
+	x.mu.Lock()
+	rng := x.rngs[client]
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(x.r.seed(), 0x6578706c6f7265+uint64(client)))
+		x.rngs[client] = rng
+	}
+	// A point's n-th hit is faulted with probability 1/n when that beats
+	// Rate: a rare point (a PEXPIRE after a won SETNX, a release script) is
+	// tried on its first hits, not after 1/Rate of them, which a hot point
+	// (the retried SET NX) would reach in milliseconds and a rare one
+	// perhaps never in the run.
+	x.hits[point]++
+	if rng.Float64() >= max(x.e.Rate, 1/float64(x.hits[point])) {
+		x.mu.Unlock()
+		return ""
+	}
+	var open []string
+	for _, a := range x.e.Actions {
+		if a == ExploreLoseReply && !after {
+			continue // a reply can only be lost once there is one
+		}
+		if a == ExploreCrash && x.crashes >= x.half || a == ExplorePause && x.paused >= x.half {
+			continue
+		}
+		if x.budget[[2]string{point, a}] < x.e.PerPoint {
+			open = append(open, a)
+		}
+	}
+	if len(open) == 0 {
+		x.mu.Unlock()
+		return ""
+	}
+	act := open[rng.IntN(len(open))]
+	x.budget[[2]string{point, act}]++
+	switch act {
+	case ExploreCrash:
+		x.crashes++
+	case ExplorePause:
+		x.paused++
+	}
+	x.mu.Unlock()
+	return act
 }
 
 // inCall says whether a hit made on ctx is inside one of Explore.During's
