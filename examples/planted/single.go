@@ -70,7 +70,8 @@ var (
 
 // single is SET key token NX PX ttl, compare-and-delete release, and with
 // watchdog a renewal every TTL/3 by compare-and-pexpire, stopped before the
-// release.
+// release. A grant whose reply took nearly the TTL is given back: on a busy
+// machine a client can read its SET's reply after the key expired.
 type single struct {
 	env      lockimpl.Env
 	o        lockimpl.Options
@@ -113,9 +114,16 @@ func (l *single) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 	tok := l.token()
 	start := l.env.Clock.Mono()
 	for {
+		try := l.env.Clock.Mono()
 		ok, err := l.set(ctx, key, tok)
 		if err != nil {
 			return nil, fmt.Errorf("planted %s: acquire: outcome unknown: %w", l.bug, err)
+		}
+		if ok && l.env.Clock.Mono()-try >= l.o.TTL-l.o.TTL/10 {
+			// The reply came so late that the key has (nearly) expired:
+			// not a lock to trust. Give it back and try again.
+			_ = compareAndDelete.Run(context.WithoutCancel(ctx), l.c, []string{key}, tok).Err()
+			ok = false
 		}
 		if ok {
 			lease := &lockimpl.Lease{Key: key, Token: tok, Acquired: l.env.Clock.Now()}
