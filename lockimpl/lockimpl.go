@@ -201,6 +201,13 @@ type Info struct {
 	// Points are the failpoints (impl/step) the implementation calls, so a
 	// spec naming a point that does not exist is refused at load.
 	Points []string
+	// OwnConnections says the lock dials the addresses of Env.Nodes with a
+	// client of its own (a client process in another language, another
+	// Redis library) instead of sending through Env.Nodes: its commands
+	// never pass lockstorm's go-redis hooks, so when a scenario explores
+	// or names command points the runner relays its connections through
+	// proxies that read the RESP stream and pass the same points.
+	OwnConnections bool
 	// Validate, when set, checks the options the algorithm reads against a
 	// topology of nodes masters before anything starts (New checks them
 	// again). Its errors should be *OptionError so a spec can name the field.

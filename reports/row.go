@@ -113,6 +113,16 @@ func FromOutcome(o *scenarios.Outcome) Row {
 		row.PointsHit, row.PointsFaulted = &hit, &faulted
 	}
 	row.SetResult(r)
+	if o.Points != nil && o.Points.Hit > 0 {
+		// What the points said, beside what the run found: a safe row of
+		// an exploration is worth as much as the points it reached.
+		cov := fmt.Sprintf("points: %d hit, %d faulted", o.Points.Hit, o.Points.Faulted)
+		if row.Evidence == NoEvidence || row.Evidence == "" {
+			row.Evidence = cov
+		} else {
+			row.Evidence += "; " + cov
+		}
+	}
 	if o.StoppedAfter > 0 {
 		ms := round2(float64(o.StoppedAfter) / 1e6)
 		row.StoppedAfterMs = &ms

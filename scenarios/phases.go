@@ -65,6 +65,10 @@ func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology) erro
 		for _, rdb := range c.rdb {
 			env.Nodes = append(env.Nodes, rdb)
 		}
+		if err := r.wirePoints(c, topo, &env); err != nil {
+			r.closeClients()
+			return err
+		}
 		var err error
 		c.locker, err = r.info.New(env, plan.Options)
 		if err != nil {
@@ -73,6 +77,48 @@ func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology) erro
 		}
 		c.rec = &recordingLocker{r: r, c: c, locker: c.locker}
 		r.clients = append(r.clients, c)
+	}
+	return nil
+}
+
+// wantsCmdPoints says whether spec explores or names a command point.
+func wantsCmdPoints(spec *Spec) bool {
+	if spec.Explore != nil {
+		return true
+	}
+	for _, f := range spec.Failpoints {
+		if CmdPoint(f.Point) {
+			return true
+		}
+	}
+	return false
+}
+
+// wirePoints puts relays (relay.go) between a lock that makes its own
+// connections and c's links, when the spec explores or names command
+// points: env's nodes then name the relays' addresses. The relays' clients
+// in env are never used to send (the lock only reads their addresses); they
+// are closed with the relays.
+func (r *run) wirePoints(c *runClient, topo *topology, env *lockimpl.Env) error {
+	if !r.info.OwnConnections || topo.sentinel != nil || !wantsCmdPoints(r.spec) {
+		return nil
+	}
+	hook := &cmdHook{fp: c.fp, crash: func(err error) { r.markCrashed(c, err) }, dead: c.crashed.Load}
+	for j, rdb := range c.rdb {
+		node := topo.cl.Nodes()[j].Name
+		h := &cmdHook{node: node, fp: hook.fp, crash: hook.crash, dead: hook.dead}
+		rl, err := newRelay(rdb.Options().Addr, node, h, c.callNow, func() { r.Crash(c.id) })
+		if err != nil {
+			for _, rl := range c.relays {
+				rl.Close()
+			}
+			return err
+		}
+		c.relays = append(c.relays, rl)
+		o := *rdb.Options()
+		o.Addr = rl.Addr()
+		env.Nodes[j] = redis.NewClient(&o)
+		c.rdb = append(c.rdb, env.Nodes[j].(*redis.Client))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -148,12 +149,26 @@ func (h *cmdHook) points(cmd redis.Cmder) *[2]string {
 	if connSetup[name] {
 		return nil
 	}
-	args := cmd.Args()
+	arg := ""
+	if args := cmd.Args(); len(args) > 1 && isScript(name) {
+		arg, _ = args[1].(string)
+	}
+	return h.pointsOf(name, arg)
+}
+
+func isScript(name string) bool {
+	return name == "eval" || name == "evalsha" || name == "eval_ro" || name == "evalsha_ro"
+}
+
+// pointsOf is points for a command by its lower-case name and, for a
+// script, its first argument (the script, or its SHA-1 under EVALSHA).
+func (h *cmdHook) pointsOf(name, arg string) *[2]string {
+	if connSetup[name] || name == "" {
+		return nil
+	}
 	key := name
-	if (name == "eval" || name == "evalsha" || name == "eval_ro" || name == "evalsha_ro") && len(args) > 1 {
-		if s, ok := args[1].(string); ok {
-			key = name + "\x00" + s
-		}
+	if isScript(name) && arg != "" {
+		key = name + "\x00" + arg
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -162,10 +177,9 @@ func (h *cmdHook) points(cmd redis.Cmder) *[2]string {
 	}
 	label := strings.ToUpper(name)
 	if key != name {
-		body := key[len(name)+1:]
-		sha := body
+		sha := arg
 		if !strings.HasPrefix(name, "evalsha") {
-			sum := sha1.Sum([]byte(body))
+			sum := sha1.Sum([]byte(arg))
 			sha = hex.EncodeToString(sum[:])
 		}
 		if len(sha) > 8 {
@@ -196,6 +210,13 @@ type explorer struct {
 	mu     sync.Mutex
 	rngs   map[int]*rand.Rand
 	budget map[[2]string]int // (point, action) → faults injected
+	hits   map[string]int    // point → candidate hits so far
+	// crashes are capped at half the clients (half): a crashed client
+	// stays dead, and the run must keep its traffic to the end. paused,
+	// the pauses holding clients now, are capped the same way: a pause
+	// shows something only while others run beside it (and take the lock
+	// it lets expire).
+	crashes, paused, half int
 }
 
 func newExplorer(r *run, tl *timeline, e Explore) *explorer {
@@ -212,42 +233,19 @@ func newExplorer(r *run, tl *timeline, e Explore) *explorer {
 			e.Pause = 2 * ttl
 		}
 	}
-	return &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}}
+	return &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}, hits: map[string]int{},
+		half: max(1, r.spec.Clients/2)}
 }
 
 // hit is the hub's Explore hook.
 func (x *explorer) hit(ctx context.Context, client int, point string) error {
-	if runnerPoint(point) || !x.candidate(point) {
+	if runnerPoint(point) || !x.candidate(point) || !x.inCall(ctx) {
 		return nil
 	}
-	after := CmdPoint(point) && strings.HasSuffix(point, "/after")
-	x.mu.Lock()
-	rng := x.rngs[client]
-	if rng == nil {
-		rng = rand.New(rand.NewPCG(x.r.seed(), 0x6578706c6f7265+uint64(client)))
-		x.rngs[client] = rng
-	}
-	if rng.Float64() >= x.e.Rate {
-		x.mu.Unlock()
+	act := x.draw(client, point)
+	if act == "" {
 		return nil
 	}
-	var open []string
-	for _, a := range x.e.Actions {
-		if a == ExploreLoseReply && !after {
-			continue // a reply can only be lost once there is one
-		}
-		if x.budget[[2]string{point, a}] < x.e.PerPoint {
-			open = append(open, a)
-		}
-	}
-	if len(open) == 0 {
-		x.mu.Unlock()
-		return nil
-	}
-	act := open[rng.IntN(len(open))]
-	x.budget[[2]string{point, act}]++
-	x.mu.Unlock()
-
 	c := x.r.clients[client]
 	x.r.hub.MarkFaulted(point)
 	x.r.add(c, checker.Ok, checker.FStep, "", func(o *checker.Op) { o.Value = "explore " + act + " at " + point })
@@ -260,10 +258,77 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 		return c.pause.sleep(ctx, x.e.Delay)
 	case ExplorePause:
 		// Through the timeline, so the pause is a fault window in the
-		// history and heals when the run ends.
-		return x.tl.injectNow(ctx, nemesis.Spec{Kind: "pause", Clients: []int{client}, For: x.e.Pause})
+		// history and heals when the run ends. The world stops for the
+		// thread at the point too: it goes on only when the pause ends (a
+		// before point's command is sent late, an after point's reply is
+		// seen late), not at once into a paused client's next step.
+		defer func() {
+			x.mu.Lock()
+			x.paused--
+			x.mu.Unlock()
+		}()
+		if err := x.tl.injectNow(ctx, nemesis.Spec{Kind: "pause", Clients: []int{client}, For: x.e.Pause}); err != nil {
+			return err
+		}
+		// Not cut short by the command's own deadline: a stopped thread's
+		// timeouts fire only once it runs again.
+		return c.pause.wait(context.WithoutCancel(ctx))
 	}
 	return nil
+}
+
+// draw decides whether this hit of point by client gets a fault, and which
+// action: "" for none.
+func (x *explorer) draw(client int, point string) string {
+	after := CmdPoint(point) && strings.HasSuffix(point, "/after")
+	x.mu.Lock()
+	rng := x.rngs[client]
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(x.r.seed(), 0x6578706c6f7265+uint64(client)))
+		x.rngs[client] = rng
+	}
+	// A point's n-th hit is faulted with probability 1/n when that beats
+	// Rate: a rare point (a PEXPIRE after a won SETNX, a release script) is
+	// tried on its first hits, not after 1/Rate of them, which a hot point
+	// (the retried SET NX) would reach in milliseconds and a rare one
+	// perhaps never in the run.
+	x.hits[point]++
+	if rng.Float64() >= max(x.e.Rate, 1/float64(x.hits[point])) {
+		x.mu.Unlock()
+		return ""
+	}
+	var open []string
+	for _, a := range x.e.Actions {
+		if a == ExploreLoseReply && !after {
+			continue // a reply can only be lost once there is one
+		}
+		if a == ExploreCrash && x.crashes >= x.half || a == ExplorePause && x.paused >= x.half {
+			continue
+		}
+		if x.budget[[2]string{point, a}] < x.e.PerPoint {
+			open = append(open, a)
+		}
+	}
+	if len(open) == 0 {
+		x.mu.Unlock()
+		return ""
+	}
+	act := open[rng.IntN(len(open))]
+	x.budget[[2]string{point, act}]++
+	switch act {
+	case ExploreCrash:
+		x.crashes++
+	case ExplorePause:
+		x.paused++
+	}
+	x.mu.Unlock()
+	return act
+}
+
+// inCall says whether a hit made on ctx is inside one of Explore.During's
+// Locker calls (any hit when During is empty).
+func (x *explorer) inCall(ctx context.Context) bool {
+	return len(x.e.During) == 0 || slices.Contains(x.e.During, lockimpl.CallOf(ctx))
 }
 
 func (x *explorer) candidate(point string) bool {

@@ -74,7 +74,9 @@ func (rl *recordingLocker) entry(res result) checker.Type {
 // acquire records and runs one Acquire.
 func (rl *recordingLocker) acquire(ctx context.Context, key string) (*lockimpl.Lease, result, error) {
 	rl.r.add(rl.c, checker.Invoke, checker.FAcquire, key, nil)
-	lease, err := rl.locker.Acquire(ctx, key)
+	lease, err := rl.call(lockimpl.CallAcquire, func() (*lockimpl.Lease, error) {
+		return rl.locker.Acquire(lockimpl.WithCall(ctx, lockimpl.CallAcquire), key)
+	})
 	res := classify(err, lockimpl.ErrNotAcquired)
 	rl.r.add(rl.c, rl.entry(res), checker.FAcquire, key, func(o *checker.Op) {
 		if res == success {
@@ -99,7 +101,9 @@ func (rl *recordingLocker) release(ctx context.Context, key string, lease *locki
 		err = before()
 	}
 	if err == nil {
-		err = rl.locker.Release(ctx, lease)
+		_, err = rl.call(lockimpl.CallRelease, func() (*lockimpl.Lease, error) {
+			return nil, rl.locker.Release(lockimpl.WithCall(ctx, lockimpl.CallRelease), lease)
+		})
 	}
 	res := classify(err, lockimpl.ErrNotHeld)
 	rl.r.add(rl.c, rl.entry(res), checker.FRelease, key, func(o *checker.Op) {
@@ -114,7 +118,9 @@ func (rl *recordingLocker) release(ctx context.Context, key string, lease *locki
 // only on a Locker that can extend (lockimpl.CanExtend).
 func (rl *recordingLocker) extend(ctx context.Context, key string, lease *lockimpl.Lease, ttl time.Duration) (result, error) {
 	done := rl.renewal(key, lease.Token)
-	err := rl.locker.(lockimpl.Extender).Extend(ctx, lease, ttl)
+	_, err := rl.call(lockimpl.CallExtend, func() (*lockimpl.Lease, error) {
+		return nil, rl.locker.(lockimpl.Extender).Extend(lockimpl.WithCall(ctx, lockimpl.CallExtend), lease, ttl)
+	})
 	done(err)
 	return classify(err, lockimpl.ErrNotHeld), err
 }
@@ -135,4 +141,13 @@ func (rl *recordingLocker) renewal(key, token string) func(error) {
 			}
 		})
 	}
+}
+
+// call runs one Locker call with the client's call in flight set, for the
+// points its relays pass meanwhile (a client process's commands carry no
+// context of ours).
+func (rl *recordingLocker) call(call string, f func() (*lockimpl.Lease, error)) (*lockimpl.Lease, error) {
+	rl.c.call.Store(call)
+	defer rl.c.call.Store("")
+	return f()
 }

@@ -180,6 +180,16 @@ type runClient struct {
 	// holding is true from an acquire's success to its release's invoke:
 	// what a fault's pick: holder reads (nemesis.ClientControl.Holders).
 	holding atomic.Bool
+	// call is the Locker call in flight (lockimpl.CallAcquire, ...), for
+	// the relays' points; relays are the client's wire points (relay.go).
+	call   atomic.Value
+	relays []*relay
+}
+
+// callNow is the client's Locker call in flight, or "".
+func (c *runClient) callNow() string {
+	s, _ := c.call.Load().(string)
+	return s
 }
 
 type run struct {
@@ -377,6 +387,9 @@ func (r *run) closeClients() {
 		closeLocker(c)
 		for _, rdb := range c.rdb {
 			rdb.Close()
+		}
+		for _, rl := range c.relays {
+			rl.Close()
 		}
 	}
 }

@@ -31,6 +31,7 @@ func TestParseRejectsBadSpecs(t *testing.T) {
 		{"explore without actions", goodSpec + "explore: {rate: 0.1}\n", 7, "explore.actions", "missing"},
 		{"explore unknown action", goodSpec + "explore:\n  actions: [crash, explode]\n  rate: 0.1\n", 8, "explore.actions.1", "want crash, pause"},
 		{"explore rate above 1", goodSpec + "explore:\n  actions: [crash]\n  rate: 2\n", 9, "explore.rate", "probability"},
+		{"explore during an unknown call", goodSpec + "explore:\n  actions: [pause]\n  rate: 0.1\n  during: [release, cs]\n", 10, "explore.during.1", "want acquire, release or extend"},
 		{"lost reply at a step", goodSpec + "failpoints:\n  - {client: 0, point: set-nx-px/before-set, lose_reply: true}\n", 8, "failpoints.0.lose_reply", "only at a command's after point"},
 		{"failpoint client out of range", goodSpec + "failpoints:\n  - {client: 5, point: set-nx-px/before-set, sleep: 1s}\n", 8, "failpoints.0.client", "no client 5"},
 	} {

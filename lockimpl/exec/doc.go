@@ -79,6 +79,12 @@
 // faults) before answering; a crash action kills the process there. With
 // points=off the client announces nothing.
 //
+// Command points need no cooperation: a client program makes its own
+// connections (Info.OwnConnections), so when a scenario explores or names
+// cmd/... points the runner relays each of its connections through a proxy
+// that reads the RESP stream and passes cmd/NODE/COMMAND/before before a
+// command goes on and cmd/NODE/COMMAND/after before its reply comes back.
+//
 // # Timeouts and broken clients
 //
 // An acquire must be answered within the lock's wait timeout (default 10 s)

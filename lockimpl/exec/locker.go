@@ -287,8 +287,9 @@ func NewInfo(argv []string, h Hello) lockimpl.Info {
 			}
 			return h.Nodes
 		},
-		Points: h.Points,
-		Claims: h.Claims,
+		Points:         h.Points,
+		OwnConnections: true,
+		Claims:         h.Claims,
 		New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
 			l, err := New(env, o, argv, name)
 			if err != nil {
@@ -319,7 +320,8 @@ type Locker struct {
 	helloed bool // p answered hello
 	extend  bool // the client said it answers extend
 	stopped bool
-	dead    bool // killed for good (crash): no new process
+	dead    bool   // killed for good (crash): no new process
+	call    string // the Locker call of the request in flight (lockimpl.CallOf), for its points
 	stats   lockimpl.ProcessStats
 	frozen  time.Duration // total time stopped or at a point
 	frozenN int           // > 0 while stopped or at a point
@@ -548,8 +550,14 @@ func (l *Locker) Close() error {
 // point runs the scenario's actions at a point the client announced, then
 // lets it go; a crash action kills the process right there.
 func (l *Locker) point(p *proc, name string) {
+	l.mu.Lock()
+	ctx := l.ctx
+	if l.call != "" {
+		ctx = lockimpl.WithCall(ctx, l.call)
+	}
+	l.mu.Unlock()
 	l.freeze()
-	err := l.env.FP.Hit(l.ctx, name)
+	err := l.env.FP.Hit(ctx, name)
 	l.thaw()
 	switch {
 	case errors.Is(err, lockimpl.ErrCrashed):
@@ -725,7 +733,13 @@ func (l *Locker) request(ctx context.Context, line string, timeout time.Duration
 	if err != nil {
 		return nil, message{}, err
 	}
+	l.mu.Lock()
+	l.call = lockimpl.CallOf(ctx)
+	l.mu.Unlock()
 	m, err := l.roundTrip(ctx, p, line, timeout)
+	l.mu.Lock()
+	l.call = ""
+	l.mu.Unlock()
 	return p, m, err
 }
 

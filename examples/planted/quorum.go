@@ -1,0 +1,166 @@
+package planted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/lockimpl"
+)
+
+// Bugs of the quorum lock. The zero value is the correct lock.
+type quorumBug string
+
+const (
+	// quorum counting: half the nodes is taken for a majority, so two
+	// clients with two of five nodes each both hold.
+	bugHalfQuorum quorumBug = "half-quorum"
+	// validity: the time the acquire took is not subtracted from the TTL,
+	// so a lock granted after its keys expired is trusted.
+	bugNoValidity quorumBug = "no-validity"
+)
+
+// quorumNodes is how many independent masters the quorum lock uses.
+const quorumNodes = 5
+
+// quorum is the Redlock algorithm of the Redis distlock page: SET NX PX on
+// every master at once, each bounded by a node timeout; held when a
+// majority said yes and the validity (TTL minus the time the try took minus
+// the clock drift) is positive; otherwise every node is released and the
+// next try comes after a random delay.
+type quorum struct {
+	env   lockimpl.Env
+	o     lockimpl.Options
+	nodes []redis.UniversalClient
+	bug   quorumBug
+	seq   int
+}
+
+func quorumInfo(name, summary string, bug quorumBug) lockimpl.Info {
+	return lockimpl.Info{
+		Name:    name,
+		Summary: summary,
+		Nodes:   func(lockimpl.Options) int { return quorumNodes },
+		Claims: lockimpl.Claims{Topology: lockimpl.Quorum, Expiry: lockimpl.ServerExpiry,
+			Release: lockimpl.OwnerCheckedRelease},
+		New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
+			if o.TTL <= 0 || o.WaitTimeout <= 0 || len(env.Nodes) < quorumNodes {
+				return nil, fmt.Errorf("%s: need lock.ttl, lock.wait_timeout and %d nodes", name, quorumNodes)
+			}
+			return &quorum{env: env, o: o, nodes: env.Nodes[:quorumNodes], bug: bug}, nil
+		},
+	}
+}
+
+// nodeTimeout bounds each node's command: the spec's node_timeout, else a
+// twentieth of the TTL within [200 ms, TTL/2] (a shorter one times out on a
+// busy machine and leaves a SET that lands after the try's clean-up, whose
+// key then blocks every majority until its TTL).
+func (l *quorum) nodeTimeout() time.Duration {
+	if l.o.NodeTimeout > 0 {
+		return l.o.NodeTimeout
+	}
+	return min(max(l.o.TTL/20, 200*time.Millisecond), l.o.TTL/2)
+}
+
+// onEvery runs f on every node in parallel, each bounded by the node
+// timeout, and returns each node's reply and error.
+func (l *quorum) onEvery(ctx context.Context, f func(ctx context.Context, c redis.UniversalClient) (int64, error)) ([]int64, []error) {
+	n, errs := make([]int64, len(l.nodes)), make([]error, len(l.nodes))
+	var wg sync.WaitGroup
+	for i, c := range l.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nctx, cancel := context.WithTimeout(ctx, l.nodeTimeout())
+			defer cancel()
+			n[i], errs[i] = f(nctx, c)
+		}()
+	}
+	wg.Wait()
+	return n, errs
+}
+
+// Acquire tries until the wait timeout. A try that fails with a node
+// unheard leaves the outcome unknown only if it was the last.
+func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	l.seq++
+	tok := fmt.Sprintf("c%d-%d-%x", l.env.Client, l.seq, l.env.Rand.Uint64())
+	drift := l.o.TTL/100 + 2*time.Millisecond
+	begin := l.env.Clock.Mono()
+	for {
+		start := l.env.Clock.Mono()
+		yes, errs := l.onEvery(ctx, func(ctx context.Context, c redis.UniversalClient) (int64, error) {
+			err := c.Do(ctx, "SET", key, tok, "NX", "PX", l.o.TTL.Milliseconds()).Err()
+			if err == nil {
+				return 1, nil
+			}
+			return 0, nilIsNo(err)
+		})
+		votes, unheard := 0, 0
+		for i := range yes {
+			votes += int(yes[i])
+			if errs[i] != nil {
+				unheard++
+			}
+		}
+		need := len(l.nodes)/2 + 1
+		if l.bug == bugHalfQuorum {
+			need = len(l.nodes) / 2 // planted: half is not a majority
+		}
+		validity := l.o.TTL - (l.env.Clock.Mono() - start) - drift
+		if l.bug == bugNoValidity {
+			validity = l.o.TTL // planted: the try's own time not subtracted
+		}
+		if votes >= need && validity > 0 {
+			return &lockimpl.Lease{Key: key, Token: tok, Acquired: l.env.Clock.Now(), Validity: validity}, nil
+		}
+		l.onEvery(context.WithoutCancel(ctx), func(ctx context.Context, c redis.UniversalClient) (int64, error) {
+			return compareAndDelete.Run(ctx, c, []string{key}, tok).Int64()
+		})
+		if l.env.Clock.Mono()-begin >= l.o.WaitTimeout {
+			if unheard > 0 {
+				return nil, fmt.Errorf("planted quorum: %d nodes unheard on the last try: outcome unknown: %w", unheard, errors.Join(errs...))
+			}
+			return nil, lockimpl.ErrNotAcquired
+		}
+		d := max(l.o.RetryDelay, time.Millisecond)
+		if err := sleep(ctx, l.env, d+time.Duration(l.env.Rand.Int64N(int64(d)))); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Release deletes the key on every node where it is still ours: released
+// when a majority deleted it, not ours when every node answered and fewer
+// did, unknown otherwise.
+func (l *quorum) Release(ctx context.Context, lease *lockimpl.Lease) error {
+	n, errs := l.onEvery(ctx, func(ctx context.Context, c redis.UniversalClient) (int64, error) {
+		return compareAndDelete.Run(ctx, c, []string{lease.Key}, lease.Token).Int64()
+	})
+	deleted, unheard := 0, 0
+	for i := range n {
+		deleted += int(n[i])
+		if errs[i] != nil {
+			unheard++
+		}
+	}
+	switch {
+	case deleted > len(l.nodes)/2:
+		return nil
+	case unheard == 0:
+		return lockimpl.ErrNotHeld
+	}
+	return fmt.Errorf("planted quorum: release: %d nodes unheard: outcome unknown", unheard)
+}
+
+// The quorum locks: the correct original and its planted variations.
+var (
+	Quorum     = quorumInfo("planted-quorum", "correct: Redlock on 5 masters", "")
+	HalfQuorum = quorumInfo("planted-half-quorum", "quorum counting: N/2 for a majority", bugHalfQuorum)
+	NoValidity = quorumInfo("planted-no-validity", "validity: the try's time not subtracted", bugNoValidity)
+)

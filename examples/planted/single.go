@@ -1,0 +1,284 @@
+// Package planted is a battery's own test: locks with bugs planted in them,
+// each a small variation of a correct lock written next to it, put on trial
+// through lockstorm's public API as any user would (no lockstorm internals,
+// no failpoints of lockstorm's own locks). Each planted lock declares the
+// claims of its correct original, as its author, who believes it correct,
+// would; no shipped scenario names any of them. planted_test.go runs the
+// shipped battery against every lock and asserts that each planted one is
+// flagged with its class (unsafe or deadlock) and each correct one is not.
+//
+// The bugs are spread over the parts of a lock: acquire, expiry, token,
+// release, renewal, quorum counting, validity and the server-side script;
+// two more are client programs in Python (examples/clients/planted_lock.py)
+// speaking the --exec protocol.
+package planted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/lockimpl"
+)
+
+// singleClaims are what the author of every single-instance lock here
+// believes: one master, the TTL set with the lock, a release that deletes
+// only its own token.
+var singleClaims = lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry,
+	Release: lockimpl.OwnerCheckedRelease}
+
+// Bugs of the single-instance lock. The zero value is the correct lock.
+type singleBug string
+
+const (
+	bugNone singleBug = ""
+	// acquire: SETNX, then PEXPIRE: a crash between them leaves a key that
+	// never expires.
+	bugSetnxThenPexpire singleBug = "setnx-then-pexpire"
+	// expiry: the TTL passed to PX in microseconds: a thousand times too
+	// long, so a dead holder's lock outlives every waiter.
+	bugTTLMicros singleBug = "ttl-micros"
+	// token: the owner is the process id, the same for every client of one
+	// process (a pool of workers in one service).
+	bugPIDToken singleBug = "pid-token"
+	// release: GET, compare in the client, then DEL: the lock can change
+	// hands between the GET and the DEL.
+	bugGetThenDel singleBug = "get-then-del"
+	// release: DEL whoever holds the key.
+	bugPlainDel singleBug = "plain-del"
+	// server-side script: the compare-and-delete compares with ~= instead
+	// of ==, so it deletes the key when it is someone else's.
+	bugScriptNeq singleBug = "script-neq"
+	// renewal: the watchdog's script sets the new TTL with PEXPIRE given
+	// seconds (the unit of EXPIRE): a sub-second TTL becomes 0 ms and the
+	// first renewal deletes the lock it meant to keep.
+	bugRenewSeconds singleBug = "renew-seconds"
+)
+
+// The scripts of the correct lock (the Redis distlock page's), and the
+// planted script with its one changed operator.
+var (
+	compareAndDelete = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
+	compareAndDelNeq = redis.NewScript(`if redis.call("get", KEYS[1]) ~= ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
+	compareAndExpire = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`)
+)
+
+// single is SET key token NX PX ttl, compare-and-delete release, and with
+// watchdog a renewal every TTL/3 by compare-and-pexpire, stopped before the
+// release. A grant whose reply took nearly the TTL is given back: on a busy
+// machine a client can read its SET's reply after the key expired.
+type single struct {
+	env      lockimpl.Env
+	o        lockimpl.Options
+	c        redis.UniversalClient
+	bug      singleBug
+	watchdog bool
+	seq      int
+	mu       sync.Mutex // dogs: Close comes from the runner's goroutine
+	dogs     map[string]*dog
+}
+
+func singleInfo(name, summary string, bug singleBug, watchdog bool) lockimpl.Info {
+	claims := singleClaims
+	claims.Renewal = watchdog
+	return lockimpl.Info{
+		Name:    name,
+		Summary: summary,
+		Claims:  claims,
+		New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
+			if o.TTL <= 0 || o.WaitTimeout <= 0 || len(env.Nodes) == 0 {
+				return nil, fmt.Errorf("%s: need lock.ttl, lock.wait_timeout and a node", name)
+			}
+			return &single{env: env, o: o, c: env.Nodes[0], bug: bug, watchdog: watchdog, dogs: map[string]*dog{}}, nil
+		},
+	}
+}
+
+// token is this holder's owner value.
+func (l *single) token() string {
+	l.seq++
+	if l.bug == bugPIDToken {
+		return fmt.Sprintf("pid-%d", os.Getpid()) // planted: one owner per process
+	}
+	return fmt.Sprintf("c%d-%d-%x", l.env.Client, l.seq, l.env.Rand.Uint64())
+}
+
+// Acquire tries until the wait timeout; a command without a reply is an
+// unknown outcome.
+func (l *single) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	tok := l.token()
+	start := l.env.Clock.Mono()
+	for {
+		try := l.env.Clock.Mono()
+		ok, err := l.set(ctx, key, tok)
+		if err != nil {
+			return nil, fmt.Errorf("planted %s: acquire: outcome unknown: %w", l.bug, err)
+		}
+		if ok && l.env.Clock.Mono()-try >= l.o.TTL-l.o.TTL/10 {
+			// The reply came so late that the key has (nearly) expired:
+			// not a lock to trust. Give it back and try again.
+			_ = compareAndDelete.Run(context.WithoutCancel(ctx), l.c, []string{key}, tok).Err()
+			ok = false
+		}
+		if ok {
+			lease := &lockimpl.Lease{Key: key, Token: tok, Acquired: l.env.Clock.Now()}
+			if l.watchdog {
+				l.mu.Lock()
+				l.dogs[tok] = l.watch(key, tok)
+				l.mu.Unlock()
+			}
+			return lease, nil
+		}
+		if l.env.Clock.Mono()-start >= l.o.WaitTimeout {
+			return nil, lockimpl.ErrNotAcquired
+		}
+		if err := sleep(ctx, l.env, max(l.o.RetryDelay, time.Millisecond)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// set takes the key if free.
+func (l *single) set(ctx context.Context, key, tok string) (bool, error) {
+	switch l.bug {
+	case bugSetnxThenPexpire: // planted: two commands
+		ok, err := l.c.SetNX(ctx, key, tok, 0).Result()
+		if err != nil || !ok {
+			return false, err
+		}
+		return true, l.c.PExpire(ctx, key, l.o.TTL).Err()
+	case bugTTLMicros: // planted: µs where PX wants ms
+		err := l.c.Do(ctx, "SET", key, tok, "NX", "PX", l.o.TTL.Microseconds()).Err()
+		return err == nil, nilIsNo(err)
+	}
+	err := l.c.Do(ctx, "SET", key, tok, "NX", "PX", l.o.TTL.Milliseconds()).Err()
+	return err == nil, nilIsNo(err)
+}
+
+func nilIsNo(err error) error {
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return err
+}
+
+// Release stops the watchdog, then deletes the key if it is still ours.
+func (l *single) Release(ctx context.Context, lease *lockimpl.Lease) error {
+	l.mu.Lock()
+	d := l.dogs[lease.Token]
+	delete(l.dogs, lease.Token)
+	l.mu.Unlock()
+	if d != nil {
+		d.stop()
+	}
+	var n int64
+	var err error
+	switch l.bug {
+	case bugGetThenDel: // planted: check and delete are two commands
+		var v string
+		if v, err = l.c.Get(ctx, lease.Key).Result(); err == nil && v == lease.Token {
+			n, err = l.c.Del(ctx, lease.Key).Result()
+		}
+		err = nilIsNo(err)
+	case bugPlainDel: // planted: no owner check
+		n, err = l.c.Del(ctx, lease.Key).Result()
+	case bugScriptNeq: // planted: ~= in the script
+		n, err = compareAndDelNeq.Run(ctx, l.c, []string{lease.Key}, lease.Token).Int64()
+	default:
+		n, err = compareAndDelete.Run(ctx, l.c, []string{lease.Key}, lease.Token).Int64()
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("planted %s: release: outcome unknown: %w", l.bug, err)
+	case n == 0:
+		return lockimpl.ErrNotHeld
+	}
+	return nil
+}
+
+// Close stops every watchdog: a crashed client renews nothing.
+func (l *single) Close() error {
+	l.mu.Lock()
+	dogs := l.dogs
+	l.dogs = map[string]*dog{}
+	l.mu.Unlock()
+	for _, d := range dogs {
+		d.stop()
+	}
+	return nil
+}
+
+// dog is a running watchdog.
+type dog struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (d *dog) stop() {
+	d.cancel()
+	<-d.done
+}
+
+// watch renews key every TTL/3 while it holds tok, through the client's
+// sleeper (a paused client's watchdog is paused too); it stops at the first
+// renewal that finds the key gone or someone else's.
+func (l *single) watch(key, tok string) *dog {
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &dog{cancel: cancel, done: make(chan struct{})}
+	ttl := l.o.TTL.Milliseconds()
+	if l.bug == bugRenewSeconds {
+		ttl = int64(l.o.TTL.Seconds()) // planted: seconds where PEXPIRE wants ms
+	}
+	go func() {
+		defer close(d.done)
+		for sleep(ctx, l.env, l.o.TTL/3) == nil {
+			var done func(error)
+			if l.env.Renewal != nil {
+				done = l.env.Renewal(key, tok)
+			}
+			n, err := compareAndExpire.Run(ctx, l.c, []string{key}, tok, ttl).Int64()
+			if err == nil && n == 0 {
+				err = lockimpl.ErrNotHeld
+			}
+			if done != nil {
+				done(err)
+			}
+			if errors.Is(err, lockimpl.ErrNotHeld) || ctx.Err() != nil {
+				return
+			}
+		}
+	}()
+	return d
+}
+
+// The single-instance locks: the two correct originals and their planted
+// variations.
+var (
+	Single           = singleInfo("planted-single", "correct: SET NX PX, compare-and-delete", bugNone, false)
+	SingleWatchdog   = singleInfo("planted-single-wd", "correct: SET NX PX, compare-and-delete, watchdog renewal", bugNone, true)
+	SetnxThenPexpire = singleInfo("planted-setnx-then-pexpire", "acquire: SETNX then PEXPIRE", bugSetnxThenPexpire, false)
+	TTLMicros        = singleInfo("planted-ttl-micros", "expiry: PX given microseconds", bugTTLMicros, false)
+	PIDToken         = singleInfo("planted-pid-token", "token: the process id", bugPIDToken, false)
+	GetThenDel       = singleInfo("planted-get-then-del", "release: GET, compare, DEL", bugGetThenDel, false)
+	PlainDel         = singleInfo("planted-plain-del", "release: DEL without owner check", bugPlainDel, false)
+	ScriptNeq        = singleInfo("planted-script-neq", "server-side script: ~= for ==", bugScriptNeq, false)
+	RenewSeconds     = singleInfo("planted-renew-seconds", "renewal: PEXPIRE given seconds", bugRenewSeconds, true)
+)
+
+// sleep waits d through the client's sleeper (which honours its pauses).
+func sleep(ctx context.Context, env lockimpl.Env, d time.Duration) error {
+	if env.Sleep != nil {
+		return env.Sleep(ctx, d)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
