@@ -1,6 +1,7 @@
 """A lock with a bug planted in it, for lockstorm's own test of its battery
 (examples/planted): SET NX PX with a random token, a Lua compare-and-delete
-release, the lockstorm protocol spoken through lockstorm_client. argv[1]
+release, a grant whose reply took nearly the TTL given back, the lockstorm
+protocol spoken through lockstorm_client. argv[1]
 picks the variation; the author of each believes it correct, so each
 declares the claims of the correct one (no argument, or 'ok'):
 
@@ -46,8 +47,15 @@ def acquire(key):
     deadline = time.monotonic() + WAIT
     while True:
         point('before-set')
+        sent = time.monotonic()
         ok = r.set(key, tok, nx=True, px=TTL_MS)
         point('after-set')
+        if ok and (time.monotonic() - sent) * 1000 >= TTL_MS - TTL_MS / 10:
+            # The reply came so late that the key has (nearly) expired (a
+            # busy machine can deliver it after the TTL): not a lock to
+            # trust. Give it back and try again, as the Go original does.
+            UNLOCK(keys=[key], args=[tok])
+            ok = False
         if ok:
             return tok
         if time.monotonic() >= deadline:

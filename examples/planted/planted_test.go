@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,7 +47,27 @@ func pyClient(t *testing.T, bug string) lockimpl.Info {
 	return info
 }
 
+// trials are the locks on trial: every one, or those LOCKSTORM_TEST_LOCKS
+// names (comma-separated), to look again at a few.
 func trials(t *testing.T) []trial {
+	all := allTrials(t)
+	only := os.Getenv("LOCKSTORM_TEST_LOCKS")
+	if only == "" {
+		return all
+	}
+	var out []trial
+	for _, tr := range all {
+		if slices.Contains(strings.Split(only, ","), tr.lock.Name) {
+			out = append(out, tr)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("LOCKSTORM_TEST_LOCKS=%q names none of the locks on trial", only)
+	}
+	return out
+}
+
+func allTrials(t *testing.T) []trial {
 	return []trial{
 		{Single, "correct", ""},
 		{SingleWatchdog, "correct", ""},
