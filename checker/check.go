@@ -100,12 +100,13 @@ func verdict(r *Result, o Options, keys int, lv livenessResult) (string, string)
 	why := harms(r)
 	overlap := overlapText(r)
 	switch {
-	case r.Overlaps > 0 && r.OverlapsWithoutStalls == 0 && r.FalseSuccesses == 0 && r.FenceRegressions == 0 && r.DupFences == 0 && !o.Fenced:
-		// Every overlap (and the harm it did) goes away with the holds
-		// shortened by the harness's own stalls: the lease ran out while the
-		// harness, clients included, was not running.
+	case onlyThroughStalls(r, o):
+		// Every overlap and false success (and the harm they did) goes
+		// away with the holds shortened, and the releases moved earlier, by
+		// the harness's own stalls: the lease ran out while the harness,
+		// clients included, was not running.
 		return Inconclusive, fmt.Sprintf("harness stalled %.0f ms in all (longest %.0f ms); %s, but none without the harness's stalls inside the holds",
-			r.HarnessStallTotalMs, r.HarnessStallMaxMs, overlap)
+			r.HarnessStallTotalMs, r.HarnessStallMaxMs, stallExplained(r, o, overlap))
 	case harmed || r.Overlaps > 0 && !o.Fenced:
 		if r.Overlaps > 0 {
 			why = append([]string{overlap}, why...)
@@ -143,6 +144,30 @@ func verdict(r *Result, o Options, keys int, lv livenessResult) (string, string)
 		return Inconclusive, "not exercised: " + join(r.Gaps)
 	}
 	return Safe, safeReason(r, keys, overlap)
+}
+
+// onlyThroughStalls says whether every violation the run found (overlaps of
+// an unfenced lock, false successes) goes away without the harness's own
+// stalls, and nothing else (fences) was violated.
+func onlyThroughStalls(r *Result, o Options) bool {
+	overlaps := r.Overlaps > 0 && !o.Fenced
+	if !overlaps && r.FalseSuccesses == 0 {
+		return false
+	}
+	return (!overlaps || r.OverlapsWithoutStalls == 0) && r.FalseSuccessesWithoutStalls == 0 &&
+		r.FenceRegressions == 0 && r.DupFences == 0
+}
+
+// stallExplained names what went away without the stalls.
+func stallExplained(r *Result, o Options, overlap string) string {
+	var what []string
+	if r.Overlaps > 0 && !o.Fenced {
+		what = append(what, overlap)
+	}
+	if r.FalseSuccesses > 0 {
+		what = append(what, fmt.Sprintf("%d releases acknowledged on a lock no longer theirs (first: %s)", r.FalseSuccesses, r.FalseSuccess))
+	}
+	return strings.Join(what, "; ")
 }
 
 // harms lists the harm a run did, first the false successes: each is a

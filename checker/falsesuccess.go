@@ -71,6 +71,9 @@ type falseSuccess struct {
 	// foreign: an extend whose key was another holder's throughout its
 	// window on every node.
 	foreign bool
+	// throughStalls: the release is not false once it is moved earlier by
+	// the harness's own stalls in its hold (falseThroughStalls).
+	throughStalls bool
 }
 
 // falseSuccessResult is what the check found, and what it could not judge.
@@ -114,22 +117,7 @@ func checkFalseSuccesses(a *analysis) falseSuccessResult {
 		if r.token == "" || a.owners[r.token] == ambiguousOwner {
 			continue
 		}
-		var end *Op
-		worst, at := notMine, "" // the least conclusive node's answer, and which
-		foreign := true
-		for _, n := range nodes {
-			v, e, f := a.judgeNodeFast(indexes[n], r)
-			foreign = foreign && f
-			if v < worst {
-				worst, at = v, n
-			}
-			if v == mineAtStart {
-				break
-			}
-			if e != nil && (end == nil || e.Time < end.Time) {
-				end = e
-			}
-		}
+		worst, at, end, foreign := a.judgeRelease(nodes, indexes, r)
 		switch {
 		case worst == mineAtStart:
 			continue
@@ -156,10 +144,63 @@ func checkFalseSuccesses(a *analysis) falseSuccessResult {
 		if fs.foreign {
 			fs.text = a.foreignText(r, end, streams)
 		}
+		fs.throughStalls = a.falseThroughStalls(nodes, indexes, r)
 		res.found = append(res.found, fs)
 	}
 	sort.SliceStable(res.found, func(i, j int) bool { return res.found[i].at < res.found[j].at })
 	return res
+}
+
+// judgeRelease is every node's answer for release r: the least conclusive
+// (and on which node), the entry that last ended a state that may have been
+// the releaser's, and whether every node's states were another holder's.
+func (a *analysis) judgeRelease(nodes []string, indexes map[string]*streamIndex, r releaseRec) (worst nodeVerdict, at string, end *Op, foreign bool) {
+	worst, foreign = notMine, true
+	for _, n := range nodes {
+		v, e, f := a.judgeNodeFast(indexes[n], r)
+		foreign = foreign && f
+		if v < worst {
+			worst, at = v, n
+		}
+		if v == mineAtStart {
+			break
+		}
+		if e != nil && (end == nil || e.Time < end.Time) {
+			end = e
+		}
+	}
+	return worst, at, end, foreign
+}
+
+// falseThroughStalls says whether release r, found false, would not be once
+// moved earlier by the harness's own stalls from the invoke of the acquire
+// that granted its hold to its completion. The clients are the harness's
+// goroutines: while it was not scheduled they could not release, so a
+// release that met someone else's key only because the harness stalled in
+// the hold, or between a check and a DEL, proves nothing about the lock
+// (the rule overlapsWithoutStalls applies to holds).
+func (a *analysis) falseThroughStalls(nodes []string, indexes map[string]*streamIndex, r releaseRec) bool {
+	if len(a.stalls) == 0 {
+		return false
+	}
+	from := r.invoke
+	if k, ok := a.keyIdx[r.key]; ok {
+		hs := a.keys[k].holds
+		for i := len(hs) - 1; i >= 0; i-- {
+			if hs[i].Client == r.client && hs[i].From <= r.invoke {
+				from = min(hs[i].invoke, hs[i].From)
+				break
+			}
+		}
+	}
+	s := overlap(a.stallsOutsidePauses(r.client), from, r.done)
+	if s == 0 {
+		return false
+	}
+	early := r
+	early.invoke, early.done = r.invoke-s, r.done-s
+	worst, _, end, _ := a.judgeRelease(nodes, indexes, early)
+	return worst != notMine || end == nil
 }
 
 // nodeVerdict is one node's answer for one release.
@@ -399,6 +440,9 @@ func (f falseSuccessFinding) apply(r *Result) {
 	}
 	r.FalseSuccessUnjudged, r.FalseSuccessUnjudgedWhy = f.unjudged, f.unjudgedWhy
 	for _, fs := range f.found {
+		if !fs.throughStalls {
+			r.FalseSuccessesWithoutStalls++
+		}
 		if fs.f == FExtend {
 			r.ExtendFalseSuccesses++
 		}

@@ -365,3 +365,49 @@ func TestJudgeNodeFast(t *testing.T) {
 		}
 	}
 }
+
+// TestFalseSuccessOnlyThroughStalls: a release that met someone else's key
+// only because the harness stalled in its hold proves nothing about the
+// lock (as an overlap that goes away without the stalls does not): moved
+// earlier by the stalls, c1's release meets its own key.
+func TestFalseSuccessOnlyThroughStalls(t *testing.T) {
+	srv := func(b *builder, at float64, ev, owner string) {
+		b.add(at, Ok, ServerProcess, -1, FServer, k0, func(o *Op) { o.Value, o.Node, o.Owner = ev, "n1", owner })
+	}
+	tok := func(s string) func(*Op) { return func(o *Op) { o.Value = s } }
+	for _, tc := range []struct {
+		name    string
+		stall   [2]float64 // end, length (ms); zero: none
+		verdict string
+		without int
+	}{
+		{"no stall: unsafe", [2]float64{}, Unsafe, 1},
+		{"a 290 ms stall in c1's hold: inconclusive", [2]float64{330, 290}, Inconclusive, 0},
+		{"a 20 ms stall: still false without it", [2]float64{60, 20}, Unsafe, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b builder
+			b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+			srv(&b, 1.5, "set", "t1")
+			srv(&b, 320, "expired", "")
+			b.op(325, 330, Ok, 2, 2, FAcquire, k0, tok("t2"))
+			srv(&b, 330.2, "set", "t2")
+			b.op(340.1, 341, Ok, 1, 1, FRelease, k0, tok("t1"))
+			srv(&b, 341.5, "del", "")
+			if tc.stall[1] > 0 {
+				b.add(tc.stall[0], Ok, NemesisProcess, -1, FStall, "", func(o *Op) { o.N = msT(tc.stall[1]) })
+			}
+			syncAll(&b, 999, 1000)
+			r := Check(b.sorted(), Options{})
+			if r.FalseSuccesses != 1 || r.FalseSuccessesWithoutStalls != tc.without {
+				t.Errorf("false successes %d, %d without the stalls; want 1, %d", r.FalseSuccesses, r.FalseSuccessesWithoutStalls, tc.without)
+			}
+			if r.Verdict != tc.verdict {
+				t.Errorf("verdict %s: %s", r.Verdict, r.Reason)
+			}
+			if tc.verdict == Inconclusive && !strings.Contains(r.Reason, "releases acknowledged on a lock no longer theirs") {
+				t.Errorf("reason %q", r.Reason)
+			}
+		})
+	}
+}

@@ -166,8 +166,12 @@ type Result struct {
 	// complete up to the release's end: a node's stream had no sync after
 	// it (the observer was behind, or stopped). They are neither flagged
 	// nor cleared; FalseSuccessUnjudgedWhy tells the first.
-	FalseSuccessUnjudged    int    `json:"false_success_unjudged,omitempty"`
-	FalseSuccessUnjudgedWhy string `json:"false_success_unjudged_why,omitempty"`
+	FalseSuccessUnjudged int `json:"false_success_unjudged,omitempty"`
+	// FalseSuccessesWithoutStalls counts the false successes (of
+	// FalseSuccesses) that stay false when each release is moved earlier
+	// by the harness's own stalls in its hold: only those are the lock's.
+	FalseSuccessesWithoutStalls int    `json:"false_successes_without_stalls,omitempty"`
+	FalseSuccessUnjudgedWhy     string `json:"false_success_unjudged_why,omitempty"`
 	// Extends counts extends and watchdog renewals invoked (FExtend), and
 	// ExtendsOK, ExtendsFailed, ExtendsUnknown their outcomes.
 	Extends        int `json:"extends,omitempty"`
