@@ -199,30 +199,24 @@ func fewer(n int) []int {
 }
 
 func keys(cur *scenarios.Spec, _ int) []change {
-	var out []change
-	for _, k := range fewer(cur.Keys) {
-		out = append(out, change{fmt.Sprintf("keys %d → %d", cur.Keys, k), func(s *scenarios.Spec) bool {
-			s.Keys = k
-			return true
-		}})
-	}
-	return out
+	return fewerOf("keys", cur.Keys, func(s *scenarios.Spec, k int) { s.Keys = k })
 }
 
 // nodes proposes fewer masters, where the spec sets them (its nodes, or
 // the lock's nodes option); whether the lock's topology allows as few is
 // for the spec's validation and the run's compilation to say.
 func nodes(cur *scenarios.Spec, _ int) []change {
+	return append(fewerOf("nodes", cur.Nodes, func(s *scenarios.Spec, k int) { s.Nodes = k }),
+		fewerOf("lock.nodes", cur.Lock.Nodes, func(s *scenarios.Spec, k int) { s.Lock.Nodes = k })...)
+}
+
+// fewerOf proposes the smaller values fewer gives for a count the spec
+// sets (field names it), set writing one into a candidate.
+func fewerOf(field string, n int, set func(*scenarios.Spec, int)) []change {
 	var out []change
-	for _, k := range fewer(cur.Nodes) {
-		out = append(out, change{fmt.Sprintf("nodes %d → %d", cur.Nodes, k), func(s *scenarios.Spec) bool {
-			s.Nodes = k
-			return true
-		}})
-	}
-	for _, k := range fewer(cur.Lock.Nodes) {
-		out = append(out, change{fmt.Sprintf("lock.nodes %d → %d", cur.Lock.Nodes, k), func(s *scenarios.Spec) bool {
-			s.Lock.Nodes = k
+	for _, k := range fewer(n) {
+		out = append(out, change{fmt.Sprintf("%s %d → %d", field, n, k), func(s *scenarios.Spec) bool {
+			set(s, k)
 			return true
 		}})
 	}

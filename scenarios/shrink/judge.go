@@ -84,22 +84,17 @@ func (t trial) tally(verdict string) tally {
 }
 
 // seeds are the seeds of the runs carried out.
-func (t trial) seeds() []uint64 {
-	var out []uint64
-	for _, r := range t.runs {
-		if !r.canceled {
-			out = append(out, r.seed)
-		}
-	}
-	return out
-}
+func (t trial) seeds() []uint64 { return carried(t, func(r run) uint64 { return r.seed }) }
 
 // verdicts are the verdicts of the runs carried out, by seed.
-func (t trial) verdicts() []string {
-	var out []string
+func (t trial) verdicts() []string { return carried(t, func(r run) string { return r.verdict }) }
+
+// carried is what field reads of each run carried out (not canceled).
+func carried[T any](t trial, field func(run) T) []T {
+	var out []T
 	for _, r := range t.runs {
 		if !r.canceled {
-			out = append(out, r.verdict)
+			out = append(out, field(r))
 		}
 	}
 	return out
