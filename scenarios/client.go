@@ -64,6 +64,37 @@ func (p *pauser) sleep(ctx context.Context, d time.Duration) error {
 	return p.wait(ctx)
 }
 
+// stoppedClock is a client's clock as the lock's own threads read it: while
+// the client is paused, a read waits for the world to restart, as a thread
+// stopped by a GC pause or a SIGSTOP reads the time only once it runs again.
+// Without it a pause entered on one goroutine of a lock (a node's reply,
+// held at its command point) left the lock's other goroutines deciding
+// during the pause on times they could not have read: Redlock's validity
+// was computed before the pause ended, so a grant came out of a stopped
+// acquire and the pause fell into the critical section instead (seen as an
+// overlap of explore-late-grant × redlock, seeds 4 and 5). The waiting is
+// not cut short by a context: a stopped thread has none that runs.
+type stoppedClock struct {
+	lockimpl.Clock
+	p *pauser
+}
+
+// Now implements lockimpl.Clock.
+func (c stoppedClock) Now() time.Time {
+	_ = c.p.wait(context.Background())
+	return c.Clock.Now()
+}
+
+// Mono implements lockimpl.Clock.
+func (c stoppedClock) Mono() time.Duration {
+	_ = c.p.wait(context.Background())
+	return c.Clock.Mono()
+}
+
+// Outside gives the harness's reading, which a pause does not stop
+// (lockimpl.Outside).
+func (c stoppedClock) Outside() lockimpl.Clock { return c.Clock }
+
 // pauseHook makes every command of a paused client wait, before it is sent
 // and again before its reply is delivered.
 type pauseHook struct{ p *pauser }
