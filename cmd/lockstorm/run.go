@@ -409,10 +409,12 @@ func printVerdicts(f *runFlags, rows []reports.Row, mismatch, missed int) error 
 		if err := reports.WriteAggregate(os.Stdout, agg, f.format); err != nil {
 			return &exitError{2, err}
 		}
-		for _, a := range agg {
-			if a.Matched < a.Runs {
-				return &exitError{1, errors.New("")}
-			}
+		// As with one seed and as `report` merging shards: a DIFF fails the
+		// run, a miss (an exploratory run that did not find its failure on
+		// a seed) does not. A shard exited 1 on a miss that its merge
+		// called as expected.
+		if mismatch > 0 {
+			return &exitError{1, errors.New("")}
 		}
 		return nil
 	}
