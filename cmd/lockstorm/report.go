@@ -22,17 +22,17 @@ func cmdReport(args []string) error {
 	fs.SetOutput(io.Discard)
 	out := fs.String("o", "", "write the page here (default DIR/index.html, the first DIR's)")
 	format := fs.String("format", "table", "the merged table: table, markdown or json")
-	if err := fs.Parse(args); err != nil {
+	dirs, err := parseMixed(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Println("usage: lockstorm report [-o FILE] DIR...   (DIRs hold run folders, as lockstorm run --out DIR keeps them; shards' results.jsonl are merged)")
 			return nil
 		}
 		return usage("report: %v", err)
 	}
-	if fs.NArg() < 1 {
+	if len(dirs) < 1 {
 		return usage("usage: lockstorm report [-o FILE] DIR...")
 	}
-	dirs := fs.Args()
 	path := *out
 	if path == "" {
 		path = filepath.Join(dirs[0], reports.IndexFile)
