@@ -54,6 +54,13 @@ type Config struct {
 	// machine. It exists to test the oracles that read them (a release must
 	// never be flagged because its events were late), not to test locks.
 	ObserverDelay Delay
+	// Rejudge is how many more times a run is run when the harness could
+	// not judge it because of its own stalls (checker.Result.ByHarness):
+	// 0 means 2, negative never. Such an inconclusive is no information
+	// about the lock either way, and on a loaded machine the next run of
+	// the same seed usually is judged; the outcome says how many runs it
+	// took (Outcome.Rejudged).
+	Rejudge int
 }
 
 // Delay is a latency with jitter.
@@ -102,12 +109,15 @@ type Outcome struct {
 	// exploration in the spec); nil otherwise, as unarmed points are not
 	// counted (that keeps them at one atomic load).
 	Points *Coverage `json:"points,omitempty"`
-	// History is the recorded run (not in JSON summaries: it has its own file).
 	// Failover is when the Sentinels detected, agreed on and carried out
 	// the first failover (Sentinel topology only).
-	Failover *FailoverTimes  `json:"failover,omitempty"`
-	History  checker.History `json:"-"`
-	Spec     *Spec           `json:"-"`
+	Failover *FailoverTimes `json:"failover,omitempty"`
+	// Rejudged are the reasons of the earlier runs of this job that the
+	// harness's own stalls left inconclusive (Config.Rejudge), oldest first.
+	Rejudged []string `json:"rejudged,omitempty"`
+	// History is the recorded run (not in JSON summaries: it has its own file).
+	History checker.History `json:"-"`
+	Spec    *Spec           `json:"-"`
 	// Processes counts the client processes of a lock that runs in them
 	// (lockimpl/exec) and the requests they left unknown by dying, breaking
 	// the protocol or not answering; nil for in-process locks.
@@ -219,6 +229,33 @@ type run struct {
 // up with an error instead of hanging (the stuck goroutines are abandoned;
 // the servers die with the process).
 func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
+	again := cfg.Rejudge
+	if again == 0 {
+		again = 2
+	}
+	var earlier []string
+	for {
+		o, err := runAttempt(ctx, spec, cfg)
+		if err != nil || !o.Result.ByHarness || len(earlier) >= again || ctx.Err() != nil {
+			if o != nil {
+				o.Rejudged = earlier
+			}
+			return o, err
+		}
+		earlier = append(earlier, o.Result.Reason)
+		if cfg.Log != nil {
+			cfg.Log.Info("run again: the harness's own stalls left the verdict inconclusive", "scenario", spec.Name,
+				"impl", cfg.Impl, "reason", o.Result.Reason)
+		}
+	}
+}
+
+// runAttempt is one run of a job (a test replaces it to count attempts).
+var runAttempt = runBounded
+
+// runBounded compiles spec and runs it once, within a bound past its
+// duration: a run that does not finish by then is the harness's bug.
+func runBounded(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	plan, err := Compile(spec, cfg)
 	if err != nil {
 		return nil, err

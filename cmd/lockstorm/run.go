@@ -53,8 +53,18 @@ type runFlags struct {
 	baseline  string
 	dryRun    bool
 	full      bool
+	rejudge   int
 	shard     string
 	limits    scenarios.Limits
+}
+
+// rejudgeConfig maps --rejudge (0: never) to scenarios.Config.Rejudge
+// (0: the default, negative: never).
+func rejudgeConfig(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
@@ -82,6 +92,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print each run's compiled plan (lock and options, topology, clients, clocks, faults, failpoints, checker options, expectation) and start nothing")
 	fs.BoolVar(&f.dryRun, "plan", false, "same as --dry-run")
 	fs.StringVar(&f.shard, "shard", "", "run the K-th of N disjoint slices of the jobs (scenario × impl × seed), e.g. 0/4; also from JOB_COMPLETION_INDEX or LOCKSTORM_SHARD with LOCKSTORM_SHARDS; writes OUT/results.jsonl for lockstorm report")
+	fs.IntVar(&f.rejudge, "rejudge", 2, "run again, up to this many more times, a run that the harness's own stalls left inconclusive (0: never)")
 	fs.BoolVar(&f.full, "full-duration", false, "run every scenario its whole duration (by default an unsafe run stops two TTLs after its first overlap: its verdict is settled)")
 	f.limits = scenarios.DefaultLimits()
 	fs.IntVar(&f.limits.MaxNodes, "max-nodes", f.limits.MaxNodes, "refuse specs with more Redis nodes than this")
@@ -306,7 +317,7 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, backend string, base 
 	runs := make([]scenarios.Job, len(jobs))
 	for i, j := range jobs {
 		runs[i] = scenarios.Job{Spec: j.spec, Config: scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: backend, Log: log, Baseline: base, Progress: prog.update,
-			FullDuration: f.full}}
+			FullDuration: f.full, Rejudge: rejudgeConfig(f.rejudge)}}
 	}
 	results, errs := scenarios.RunMany(ctx, runs, f.parallel, nil, func(i int, out *scenarios.Outcome, _ error) {
 		prog.done(jobs[i].spec.Name, jobs[i].impl, out)
