@@ -30,10 +30,15 @@ duration: 1s
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := Config{Impl: "set-nx-px", Backend: cluster.RedisServer, Log: slog.New(slog.DiscardHandler)}
+	plan, err := Compile(spec, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := time.Now()
-	topo, err := startTopology(ctx, spec, Config{Backend: cluster.RedisServer, Log: slog.New(slog.DiscardHandler)}, 1)
+	topo, err := startTopology(ctx, plan, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
