@@ -3,13 +3,8 @@ package scenarios
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"sort"
-	"strings"
 	"time"
-
-	"github.com/goccy/go-yaml"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
@@ -362,84 +357,3 @@ func (cfg Config) expectation(spec *Spec, name string, c lockimpl.Claims) Expect
 
 // HostOf is client c's host name.
 func (p *Plan) HostOf(c int) string { return fmt.Sprintf("h%d", c%p.Hosts+1) }
-
-// WriteText prints the plan for a person, one fact a line.
-func (p *Plan) WriteText(w io.Writer) error {
-	var b strings.Builder
-	src := p.Scenario
-	if p.File != "" {
-		src += " (" + p.File + ")"
-	}
-	fmt.Fprintf(&b, "plan: %s × %s, seed %d, %s\n", src, p.Impl, p.Seed, p.Mode)
-	if p.TimeScale.Scaled() {
-		fmt.Fprintf(&b, "  timescale    %s\n", p.TimeScale)
-	}
-	lock := p.Lock
-	if p.Impl != p.Lock {
-		lock = p.Impl + " = " + p.Lock
-	}
-	fmt.Fprintf(&b, "  lock         %s; ttl %v, retry %v, wait %v\n", lock, p.Options.TTL, p.Options.RetryDelay, p.Options.WaitTimeout)
-	fmt.Fprintf(&b, "  claims       %s\n", claimsText(p.Claims))
-	topo := fmt.Sprintf("%d node(s)", p.Nodes)
-	if p.Replicas > 0 {
-		topo += fmt.Sprintf(", %d replica(s) each", p.Replicas)
-	}
-	if p.Sentinels > 0 {
-		topo += fmt.Sprintf(", %d Sentinel(s)", p.Sentinels)
-	}
-	fmt.Fprintf(&b, "  topology     %s\n", topo)
-	fmt.Fprintf(&b, "  traffic      %d client(s) on %d host(s), %d key(s), %v\n", p.Clients, p.Hosts, p.Keys, p.Duration)
-	if len(p.ClockOffsets) > 0 {
-		var cs []int
-		for c := range p.ClockOffsets {
-			cs = append(cs, c)
-		}
-		sort.Ints(cs)
-		var parts []string
-		for _, c := range cs {
-			parts = append(parts, fmt.Sprintf("c%d %+v", c, p.ClockOffsets[c]))
-		}
-		fmt.Fprintf(&b, "  clocks       %s\n", strings.Join(parts, ", "))
-	}
-	for _, f := range p.Faults {
-		fmt.Fprintf(&b, "  fault        %s\n", flow(f))
-	}
-	for i, fp := range p.Failpoints {
-		who := fmt.Sprintf("c%d", fp.Client)
-		if fp.Client == -1 {
-			who = "every client"
-		}
-		line := fmt.Sprintf("%s at %s: %s", who, fp.Point, flow(fp.Action))
-		if fp.Fault != nil {
-			line += ", fault " + flow(fp.Fault)
-		}
-		fmt.Fprintf(&b, "  failpoint #%d %s\n", i, line)
-	}
-	if p.Explore != nil {
-		fmt.Fprintf(&b, "  explore      %s\n", flow(p.Explore))
-	}
-	bound := p.Check.DeadlockBound.String()
-	if p.Check.DeadlockBound <= 0 {
-		bound = checker.DefaultDeadlockBound.String() + " (default)"
-	}
-	fmt.Fprintf(&b, "  checker      fenced resource %v, deadlock bound %s\n", p.Check.Fenced, bound)
-	exp := "none (reported, never a DIFF)"
-	if p.Expectation.Verdict != "" {
-		exp = fmt.Sprintf("%s (%s): %s", p.Expectation.Verdict, p.Expectation.Source, p.Expectation.Reason)
-	}
-	fmt.Fprintf(&b, "  expected     %s\n", exp)
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func claimsText(c lockimpl.Claims) string { return flow(c) }
-
-// flow is v as one line of flow-style YAML, without its empty fields: as
-// a spec would write it.
-func flow(v any) string {
-	out, err := yaml.MarshalWithOptions(v, yaml.Flow(true), yaml.OmitEmpty())
-	if err != nil {
-		return fmt.Sprintf("%+v", v)
-	}
-	return strings.TrimSpace(string(out))
-}
