@@ -211,7 +211,7 @@ func cmdRun(ctx context.Context, args []string) error {
 		return usage("run: nothing to run on the %s backend", backend)
 	}
 	if f.dryRun {
-		return printPlans(os.Stdout, jobs, backend, base, f.format == "json" || f.json)
+		return printPlans(os.Stdout, jobs, scenarios.Config{Backend: backend, Baseline: base, FullDuration: f.full}, f.format == "json" || f.json)
 	}
 	results, errs := runJobs(ctx, f, jobs, backend, base, log)
 	for i := range results {
@@ -493,13 +493,15 @@ func printProcessStats(w io.Writer, results []*scenarios.Outcome, jobs []job) {
 	}
 }
 
-// printPlans compiles every job and prints its plan (text, or one JSON
-// object a line), starting nothing. A job that does not compile is an
-// input error (exit 2), as it would be at the start of a run.
-func printPlans(w io.Writer, jobs []job, backend string, base *scenarios.Baseline, asJSON bool) error {
+// printPlans compiles every job with cfg (its backend, baseline and
+// duration flag) and prints its plan (text, or one JSON object a line),
+// starting nothing. A job that does not compile is an input error (exit
+// 2), as it would be at the start of a run.
+func printPlans(w io.Writer, jobs []job, cfg scenarios.Config, asJSON bool) error {
 	enc := json.NewEncoder(w)
 	for i, j := range jobs {
-		p, err := scenarios.Compile(j.spec, scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: backend, Baseline: base})
+		cfg.Impl, cfg.Seed = j.impl, j.seed
+		p, err := scenarios.Compile(j.spec, cfg)
 		if err != nil {
 			return &exitError{2, fmt.Errorf("%s × %s: %w", j.spec.Name, j.impl, err)}
 		}
