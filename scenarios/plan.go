@@ -45,7 +45,7 @@ type Plan struct {
 	// ClockOffsets are the clients' clock offsets that are not zero
 	// (the spec's, and the seeded skew of every second client).
 	ClockOffsets map[int]time.Duration `json:"clock_offsets,omitempty"`
-	Faults       []nemesis.Spec        `json:"faults,omitempty"`
+	Faults       []PlanFault           `json:"faults,omitempty"`
 	Failpoints   []PlanFailpoint       `json:"failpoints,omitempty"`
 	// Explore is the spec's exploration with its defaults filled in.
 	Explore     *Explore        `json:"explore,omitempty"`
@@ -117,12 +117,21 @@ type PlanNetwork struct {
 	RoundTrip time.Duration `json:"round_trip_ns,omitempty"`
 }
 
+// PlanFault is a fault of the timeline and, when Compile can say it before
+// anything starts (no pick), what it will apply to (nemesis.Preview).
+type PlanFault struct {
+	nemesis.Spec `yaml:",inline"`
+	Targets      *nemesis.Targets `json:"targets,omitempty"`
+}
+
 // PlanFailpoint is a spec's failpoint as armed on this lock.
 type PlanFailpoint struct {
 	FailpointSpec `yaml:",inline"`
 	// Inert: the point is a step of another lock, which this one never
 	// reaches (ownPoint).
 	Inert bool `json:"inert,omitempty"`
+	// FaultTargets is what its fault will apply to, when Compile can say.
+	FaultTargets *nemesis.Targets `json:"fault_targets,omitempty"`
 }
 
 // PlanPoints says how the run's points are armed.
@@ -177,7 +186,7 @@ func Compile(spec *Spec, cfg Config) (*Plan, error) {
 	opts = ScaledOptions(opts, ts)
 	p := &Plan{Scenario: spec.Name, File: spec.File, Mode: spec.Mode, Impl: name, Lock: info.Name, Options: opts,
 		Claims: claims, Seed: seed, Nodes: spec.Nodes, Replicas: spec.Replicas, Clients: spec.Clients, Keys: spec.Keys,
-		Hosts: spec.Hosts, Duration: spec.Duration, Faults: spec.Faults,
+		Hosts: spec.Hosts, Duration: spec.Duration,
 		TimeScale: ts, info: info, ClientTimeout: spec.ClientTimeout, SpecGated: spec.IsGated()}
 	if p.Nodes == 0 {
 		p.Nodes = info.NodesUnder(opts)
@@ -193,6 +202,7 @@ func Compile(spec *Spec, cfg Config) (*Plan, error) {
 	p.Gated = gatedRun(spec, p.Expectation)
 	p.ClockOffsets = clockOffsets(spec, seed)
 	p.compilePoints(spec)
+	p.compileFaults(spec)
 	p.compileStop(spec, cfg.FullDuration)
 	return p, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
 
 // WriteText prints the plan for a person, one fact a line: the lock, the
@@ -128,7 +129,8 @@ func (p *Plan) writeClocks(b *strings.Builder) {
 // writePoints is the faults, the failpoints and the exploration.
 func (p *Plan) writePoints(b *strings.Builder) {
 	for _, f := range p.Faults {
-		fmt.Fprintf(b, "  fault        %s\n", flow(f))
+		fmt.Fprintf(b, "  fault        %s\n", flow(f.Spec))
+		writeTargets(b, f.Spec, f.Targets)
 	}
 	var inert []string
 	for i, fp := range p.Failpoints {
@@ -141,6 +143,9 @@ func (p *Plan) writePoints(b *strings.Builder) {
 			line += ", fault " + flow(fp.Fault)
 		}
 		fmt.Fprintf(b, "  failpoint #%d %s\n", i, line)
+		if fp.Fault != nil {
+			writeTargets(b, *fp.Fault, fp.FaultTargets)
+		}
 		if fp.Inert {
 			inert = append(inert, fmt.Sprintf("#%d", i))
 		}
@@ -157,6 +162,17 @@ func (p *Plan) writePoints(b *strings.Builder) {
 			how += "; the lock's own connections pass through relays that put the command points on the wire"
 		}
 		fmt.Fprintf(b, "  points       %s\n", how)
+	}
+}
+
+// writeTargets says what a fault will apply to, or that its pick is drawn
+// as the run goes.
+func writeTargets(b *strings.Builder, f nemesis.Spec, t *nemesis.Targets) {
+	switch {
+	case t != nil:
+		fmt.Fprintf(b, "  targets      %s\n", t)
+	case f.Pick != "":
+		fmt.Fprintf(b, "  targets      pick: %s, drawn from the seed at each injection\n", f.Pick)
 	}
 }
 

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,9 @@ duration: 1s
 	}
 	defer topo.Close()
 	t.Logf("topology up in %v", time.Since(start))
+	if got, want := linkNames(topo.net), plan.layout().Links; !slices.Equal(got, want) {
+		t.Errorf("the Sentinel topology built links\n%v\nthe plan's layout says\n%v", got, want)
+	}
 	ss := topo.sentinel
 	var events []string
 	evc := make(chan string, 1000)
