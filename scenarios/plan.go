@@ -292,6 +292,28 @@ func wantsCmdPoints(spec *Spec) bool {
 	return false
 }
 
+// compileFaults resolves the timeline's faults and those placed at
+// failpoints to what they will apply to, where that does not depend on the
+// run (nemesis.Preview: not for a pick).
+func (p *Plan) compileFaults(spec *Spec) {
+	l := p.layout()
+	for _, f := range spec.Faults {
+		pf := PlanFault{Spec: f}
+		if t, ok := nemesis.Preview(f, l); ok {
+			pf.Targets = &t
+		}
+		p.Faults = append(p.Faults, pf)
+	}
+	for i, fp := range p.Failpoints {
+		if fp.Fault == nil {
+			continue
+		}
+		if t, ok := nemesis.Preview(*fp.Fault, l); ok {
+			p.Failpoints[i].FaultTargets = &t
+		}
+	}
+}
+
 // compileStop is how the run ends: its grace after the duration, the early
 // stop after a first overlap, and the bound past which Run gives up.
 func (p *Plan) compileStop(spec *Spec, fullDuration bool) {

@@ -6,28 +6,6 @@ import (
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
 
-// compileFaults resolves the timeline's faults and those placed at
-// failpoints to what they will apply to, where that does not depend on the
-// run (nemesis.Preview: not for a pick).
-func (p *Plan) compileFaults(spec *Spec) {
-	l := p.layout()
-	for _, f := range spec.Faults {
-		pf := PlanFault{Spec: f}
-		if t, ok := nemesis.Preview(f, l); ok {
-			pf.Targets = &t
-		}
-		p.Faults = append(p.Faults, pf)
-	}
-	for i, fp := range p.Failpoints {
-		if fp.Fault == nil {
-			continue
-		}
-		if t, ok := nemesis.Preview(*fp.Fault, l); ok {
-			p.Failpoints[i].FaultTargets = &t
-		}
-	}
-}
-
 // faultSpecs are the timeline's faults as the nemesis plays them.
 func (p *Plan) faultSpecs() []nemesis.Spec {
 	out := make([]nemesis.Spec, len(p.Faults))
