@@ -19,10 +19,11 @@ import (
 )
 
 // compileSide are the functions allowed to hold a spec: Compile and its
-// helpers (every function of plan.go), Run (it compiles, and hands the
-// outcome the spec as written for the run folder's copy and a replay), and
+// helpers (every function of plan.go), Run and runBounded (one compiles
+// each attempt, and hands the outcome the spec as written for the run
+// folder's copy and a replay; the other logs the spec's name), and
 // RunMany's ordering of jobs by their specs' length before any plan exists.
-var compileSide = map[string]bool{"Run": true, "RunMany": true, "expectedLength": true}
+var compileSide = map[string]bool{"Run": true, "runBounded": true, "RunMany": true, "expectedLength": true}
 
 // TestRunnerNeverReadsTheSpec: the runner executes a plan and never looks
 // at the spec. A test that zeroed a plan's spec and ran it would only see
