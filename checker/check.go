@@ -144,6 +144,10 @@ func verdict(r *Result, o Options, keys int, lv livenessResult) (string, string)
 		return Inconclusive, "no acquire was attempted: the history tests nothing"
 	case len(r.Gaps) > 0:
 		return Inconclusive, "not exercised: " + join(r.Gaps)
+	case o.ScheduleLease > 0 && r.HarnessStallMaxMs >= float64(o.ScheduleLease)/1e6:
+		r.ByHarness = true
+		return Inconclusive, fmt.Sprintf("no violation, but the harness stalled %.0f ms at once, as long as the %s lease the schedule is timed against: the interleaving it sets may not have happened",
+			r.HarnessStallMaxMs, o.ScheduleLease)
 	}
 	return Safe, safeReason(r, keys, overlap)
 }

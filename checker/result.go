@@ -40,6 +40,14 @@ type Options struct {
 	// The false-success check then concludes only from the key's end
 	// (del, expiry), never from who seems to have set it.
 	StampTokens bool `json:",omitempty"`
+	// ScheduleLease, when set, is the lease a scheduled run's interleaving
+	// is timed against (its TTL). A safe verdict is earned only when the
+	// harness never stalled that long at once: through such a stall a
+	// lease could expire, and a schedule's steps happen, unseen and out of
+	// order (a holder's delayed release and the waiters' takeover falling
+	// due in the same stall, the release first), so the run may never have
+	// made the interleaving it exists for. It is then inconclusive.
+	ScheduleLease time.Duration `json:",omitempty"`
 }
 
 // Hold is one client's belief that it held a key: from its acquire ok to the

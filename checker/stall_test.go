@@ -131,3 +131,34 @@ func TestOverlapOnlyThroughHarnessStalls(t *testing.T) {
 		})
 	}
 }
+
+// A scheduled run's safe verdict is earned only if the harness never
+// stalled as long as the lease its schedule is timed against: seen at load
+// 14, foreign-unlock × getset stalled 787 ms against its 600 ms TTL, the
+// holder's delayed release and the waiters' takeover fell due in the same
+// stall, the release went first, and the run came out safe (expected
+// unsafe). A violation found through such a stall is judged as before.
+func TestScheduleLeaseStall(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		lease   time.Duration
+		stallMs float64
+		verdict string
+	}{
+		{"no schedule: safe", 0, 787, Safe},
+		{"stall shorter than the lease: safe", 600 * time.Millisecond, 300, Safe},
+		{"stall as long as the lease: not earned", 600 * time.Millisecond, 787, Inconclusive},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b builder
+			b.cycle(1, 1, k0, 0, 1, 20, 0, 0)
+			b.cycle(2, 2, k0, 21, 22, 40, 1, 0)
+			b.add(900, Ok, NemesisProcess, -1, FStall, "", func(o *Op) { o.N = msT(tc.stallMs) })
+			b.cycle(1, 1, k0, 1000, 1001, 1020, 2, 0)
+			r := Check(b.sorted(), Options{ScheduleLease: tc.lease})
+			if r.Verdict != tc.verdict || r.ByHarness != (tc.verdict == Inconclusive) {
+				t.Errorf("verdict %s (by harness %v): %s", r.Verdict, r.ByHarness, r.Reason)
+			}
+		})
+	}
+}

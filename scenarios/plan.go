@@ -198,6 +198,9 @@ func Compile(spec *Spec, cfg Config) (*Plan, error) {
 	p.compileWorkload(spec)
 	stamps := claims.Expiry == lockimpl.ClientClockExpiry || claims.Expiry == lockimpl.NoExpiry || claims.WholeSeconds
 	p.Check = checker.Options{Fenced: p.Workload.Resource == "fenced", DeadlockBound: spec.DeadlockBound, StampTokens: stamps}
+	if spec.Mode == "scheduled" {
+		p.Check.ScheduleLease = spec.Lock.TTL
+	}
 	p.Expectation = cfg.expectation(orig, name, claims)
 	p.Gated = gatedRun(spec, p.Expectation)
 	p.ClockOffsets = clockOffsets(spec, seed)

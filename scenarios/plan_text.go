@@ -43,7 +43,11 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if p.Check.DeadlockBound <= 0 {
 		bound = checker.DefaultDeadlockBound.String() + " (default)"
 	}
-	fmt.Fprintf(&b, "  checker      fenced resource %v, deadlock bound %s\n", p.Check.Fenced, bound)
+	fmt.Fprintf(&b, "  checker      fenced resource %v, deadlock bound %s", p.Check.Fenced, bound)
+	if p.Check.ScheduleLease > 0 {
+		fmt.Fprintf(&b, "; safe only if the harness never stalls %s at once (the schedule's lease)", p.Check.ScheduleLease)
+	}
+	b.WriteString("\n")
 	exp := "none (reported, never a DIFF)"
 	if p.Expectation.Verdict != "" {
 		exp = fmt.Sprintf("%s (%s): %s", p.Expectation.Verdict, p.Expectation.Source, p.Expectation.Reason)
