@@ -48,10 +48,13 @@ type Plan struct {
 	// (the spec's, and the seeded skew of every second client).
 	ClockOffsets map[int]time.Duration `json:"clock_offsets,omitempty"`
 	Faults       []nemesis.Spec        `json:"faults,omitempty"`
-	Failpoints   []FailpointSpec       `json:"failpoints,omitempty"`
-	Explore      *Explore              `json:"explore,omitempty"`
-	Check        checker.Options       `json:"checker_options"`
-	Expectation  Expectation           `json:"expectation"`
+	// LeftOut are the spec's faults this run leaves out (nemesis.Applies:
+	// a quorum-only kind on one master), with the reason.
+	LeftOut     []string        `json:"left_out,omitempty"`
+	Failpoints  []FailpointSpec `json:"failpoints,omitempty"`
+	Explore     *Explore        `json:"explore,omitempty"`
+	Check       checker.Options `json:"checker_options"`
+	Expectation Expectation     `json:"expectation"`
 	// TimeScale, when set, says every time above (and in the spec the run
 	// executes) was stretched to fit a lock whose clock counts in coarse
 	// units (lockimpl.Claims.Granularity): see FitTimeScale.
@@ -86,10 +89,17 @@ func Compile(spec *Spec, cfg Config) (*Plan, error) {
 	opts = ScaledOptions(opts, ts)
 	p := &Plan{Scenario: spec.Name, File: spec.File, Mode: spec.Mode, Impl: name, Lock: info.Name, Options: opts,
 		Claims: claims, Seed: seed, Nodes: spec.Nodes, Replicas: spec.Replicas, Clients: spec.Clients, Keys: spec.Keys,
-		Hosts: spec.Hosts, Duration: spec.Duration, Faults: spec.Faults, Failpoints: spec.Failpoints, Explore: spec.Explore,
+		Hosts: spec.Hosts, Duration: spec.Duration, Failpoints: spec.Failpoints, Explore: spec.Explore,
 		TimeScale: ts, info: info, spec: spec}
 	if p.Nodes == 0 {
 		p.Nodes = info.NodesUnder(opts)
+	}
+	for _, f := range spec.Faults {
+		if nemesis.Applies(f, p.Nodes) {
+			p.Faults = append(p.Faults, f)
+		} else {
+			p.LeftOut = append(p.LeftOut, fmt.Sprintf("%s (%d master: nothing to act on)", flow(f), p.Nodes))
+		}
 	}
 	if spec.Sentinel != nil {
 		p.Sentinels = cmp.Or(spec.Sentinel.Sentinels, 3)
@@ -175,6 +185,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 	}
 	for _, f := range p.Faults {
 		fmt.Fprintf(&b, "  fault        %s\n", flow(f))
+	}
+	for _, f := range p.LeftOut {
+		fmt.Fprintf(&b, "  left out     %s\n", f)
 	}
 	for i, fp := range p.Failpoints {
 		who := fmt.Sprintf("c%d", fp.Client)

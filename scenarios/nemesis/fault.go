@@ -107,6 +107,10 @@ type Factory func(s Spec) (Fault, error)
 type Uses struct {
 	Fields []string
 	Picks  []string
+	// Quorum: the kind acts among several masters (the votes of a quorum
+	// lock) and has nothing to act on in a run on one master, which leaves
+	// it out (Applies) instead of recording a fault that applied to nothing.
+	Quorum bool
 }
 
 // Targets shared by kind families.
@@ -121,7 +125,16 @@ var (
 
 // with returns u plus parameter fields.
 func (u Uses) with(fields ...string) Uses {
-	return Uses{Fields: append(append([]string(nil), u.Fields...), fields...), Picks: u.Picks}
+	return Uses{Fields: append(append([]string(nil), u.Fields...), fields...), Picks: u.Picks, Quorum: u.Quorum}
+}
+
+// Applies says whether fault s belongs in a run on nodes masters: every
+// kind does, except a quorum-only kind (Uses.Quorum) on one master. The
+// plan and the timeline ask the same question, so what the plan shows is
+// what runs.
+func Applies(s Spec, nodes int) bool {
+	u, ok := KindUses(s.Kind)
+	return !ok || !u.Quorum || nodes > 1
 }
 
 // TimingFields are the Spec fields every kind accepts.
@@ -242,6 +255,17 @@ type toxicFault struct {
 	spec    Spec
 	toxic   func() Toxic
 	streams []string
+	// links selects the links and says what they are; nil: the spec's
+	// targets through the one resolution (selectLinks).
+	links func(Spec, *Env) ([]*Link, Targets)
+}
+
+// selectLinks is the links a network fault's targets select, from the
+// hosts (or the clients' hosts) to the nodes.
+func selectLinks(s Spec, env *Env) ([]*Link, Targets) {
+	sel := s.resolve(env)
+	links := sel.links(env)
+	return links, sel.networkTargets(env, links)
 }
 
 func (f *toxicFault) Inject(_ context.Context, env *Env) (Heal, Targets, error) {
@@ -257,8 +281,11 @@ func (f *toxicFault) Inject(_ context.Context, env *Env) (Heal, Targets, error) 
 		}
 		return errors.Join(errs...)
 	}
-	sel := f.spec.resolve(env)
-	links := sel.links(env)
+	pick := f.links
+	if pick == nil {
+		pick = selectLinks
+	}
+	links, targets := pick(f.spec, env)
 	for _, l := range links {
 		for _, st := range f.streams {
 			t := f.toxic()
@@ -273,5 +300,5 @@ func (f *toxicFault) Inject(_ context.Context, env *Env) (Heal, Targets, error) 
 			done = append(done, installed{l, name})
 		}
 	}
-	return heal, sel.networkTargets(env, links), nil
+	return heal, targets, nil
 }

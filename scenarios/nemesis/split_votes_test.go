@@ -1,0 +1,118 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/lockstorm/lockstorm/internal/cluster"
+)
+
+// splitNet is the target tests' hosts and clients (tHosts, tClients) on
+// nodes masters.
+func splitNet(t *testing.T, nodes int) *Env {
+	t.Helper()
+	cl := fakeCluster{}
+	for i := 1; i <= nodes; i++ {
+		cl.nodes = append(cl.nodes, cluster.Node{Name: fmt.Sprintf("n%d", i), Addr: "127.0.0.1:1"})
+	}
+	n := NewNetwork()
+	t.Cleanup(n.Close)
+	for h := 1; h <= tHosts; h++ {
+		for _, node := range cl.nodes {
+			if _, err := n.AddLink(fmt.Sprintf("h%d", h), node.Name, node.Addr); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return &Env{Net: n, Cluster: cl, Clients: tClients, ClientHost: tHostOf, Control: &recControl{}}
+}
+
+// TestSplitVotes: each side is cut from the other side's half of the
+// unshared masters, both ways, so each reaches the shared masters plus its
+// own half (a bare majority with one shared master of an odd count);
+// healing removes every toxic; a side left empty cuts nothing.
+func TestSplitVotes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes int
+		spec  Spec
+		links []string
+	}{
+		{"five masters, h1 alone", 5, Spec{Nodes: []string{"n1"}, Hosts: []string{"h1"}},
+			append(linksOf([]string{"h1"}, []string{"n4", "n5"}), linksOf([]string{"h2", "h3", "h4"}, []string{"n2", "n3"})...)},
+		{"three masters, two hosts a side", 3, Spec{Nodes: []string{"n1"}, Hosts: []string{"h1", "h2"}},
+			append(linksOf([]string{"h1", "h2"}, []string{"n3"}), linksOf([]string{"h3", "h4"}, []string{"n2"})...)},
+		{"one side only", 5, Spec{Nodes: []string{"n1"}, Hosts: allHosts}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := splitNet(t, tc.nodes)
+			s := tc.spec
+			s.Kind = "split-votes"
+			f, err := Build(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			heal, tg, err := f.Inject(context.Background(), env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Clone(tc.links)
+			sort.Strings(want)
+			got := slices.Clone(tg.Links)
+			sort.Strings(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("links %v, want %v", got, want)
+			}
+			for _, l := range env.Net.Links(nil) {
+				toxics := toxicsOn(l)
+				cut := slices.Contains(want, l.Name())
+				if cut && !slices.Equal(toxics, []string{"timeout/downstream", "timeout/upstream"}) || !cut && len(toxics) > 0 {
+					t.Errorf("%s: toxics %v, cut %v", l.Name(), toxics, cut)
+				}
+			}
+			if len(want) == 0 {
+				if tg.Count() != 0 {
+					t.Errorf("one side only: targets %s, want nothing", tg)
+				}
+				return
+			}
+			if err := heal(); err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range env.Net.Links(nil) {
+				if toxics := toxicsOn(l); len(toxics) > 0 {
+					t.Errorf("after heal %s: toxics %v", l.Name(), toxics)
+				}
+			}
+		})
+	}
+}
+
+// TestSplitVotesAppliesToQuorumsOnly: the kind is left out of a run on one
+// master, every other kind is not; a spec without its sides is refused.
+func TestSplitVotesAppliesToQuorumsOnly(t *testing.T) {
+	split := Spec{Kind: "split-votes", Nodes: []string{"n1"}, Hosts: []string{"h1"}}
+	partition := Spec{Kind: "partition", Nodes: []string{"n1"}}
+	for _, tc := range []struct {
+		s     Spec
+		nodes int
+		want  bool
+	}{{split, 1, false}, {split, 5, true}, {partition, 1, true}, {partition, 5, true}} {
+		if got := Applies(tc.s, tc.nodes); got != tc.want {
+			t.Errorf("Applies(%s, %d nodes) = %v, want %v", tc.s.Kind, tc.nodes, got, tc.want)
+		}
+	}
+	for _, s := range []Spec{
+		{Kind: "split-votes", Hosts: []string{"h1"}},
+		{Kind: "split-votes", Nodes: []string{"n1"}},
+		{Kind: "split-votes", Nodes: []string{"n1"}, Hosts: []string{"r1"}},
+		{Kind: "split-votes", Nodes: []string{"s1"}, Hosts: []string{"h1"}},
+	} {
+		if _, err := Build(s); err == nil {
+			t.Errorf("%+v: built", s)
+		}
+	}
+}
