@@ -21,9 +21,13 @@ import (
 // is then certain to let a client of the other side win while the first
 // holds, and one that does not is certain to leave them excluded.
 //
-// The cut is a partition (a blackhole both ways: silence until the
-// client's own timeout, as partition), so a quorum lock meets it as an
-// unreachable minority, which it is built to tolerate.
+// The cut rejects (a reset on every connection as data arrives, a
+// firewall's REJECT with tcp-reset): a side learns at once that it cannot
+// reach the other side's masters. A blackhole would split the votes the
+// same way but also add the lock's per-node timeout to every attempt and
+// unwind, so the schedule's holds and retries would mean something else
+// for every timeout policy; how a lock copes with silent masters is the
+// subject of the partition scenarios (quorum-split, quorum-slow-replies).
 //
 // On one master there are no other masters and no votes to split: the
 // kind applies to quorum topologies only (Uses.Quorum), and a run on one
@@ -48,7 +52,7 @@ func init() {
 					return nil, &FieldError{"nodes", fmt.Sprintf("%q: the shared masters are masters (n1, n2, ...)", n)}
 				}
 			}
-			return &toxicFault{spec: s, streams: []string{"upstream", "downstream"}, toxic: partitionToxic, links: splitLinks}, nil
+			return &toxicFault{spec: s, streams: []string{"upstream", "downstream"}, toxic: rejectToxic, links: splitLinks}, nil
 		}, Uses{Fields: []string{"hosts", "nodes"}, Quorum: true})
 }
 

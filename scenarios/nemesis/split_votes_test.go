@@ -69,7 +69,7 @@ func TestSplitVotes(t *testing.T) {
 			for _, l := range env.Net.Links(nil) {
 				toxics := toxicsOn(l)
 				cut := slices.Contains(want, l.Name())
-				if cut && !slices.Equal(toxics, []string{"timeout/downstream", "timeout/upstream"}) || !cut && len(toxics) > 0 {
+				if cut && !slices.Equal(toxics, []string{"reset_peer/downstream", "reset_peer/upstream"}) || !cut && len(toxics) > 0 {
 					t.Errorf("%s: toxics %v, cut %v", l.Name(), toxics, cut)
 				}
 			}
