@@ -187,6 +187,7 @@ variants:
 // is; the spec's own expectations, and rules without the mark, stay gated.
 func TestSearchRuleIsExploratory(t *testing.T) {
 	s, err := Parse("search.yaml", []byte(`name: search
+mode: scheduled
 duration: 1s
 lock: {ttl: 1s}
 impls: [set-nx-px]
