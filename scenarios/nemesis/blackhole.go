@@ -36,12 +36,8 @@ func newBlackhole(variant string) Factory {
 				return nil, fmt.Errorf("partition: needs hosts, clients, nodes or pick")
 			}
 		}
-		return &toxicFault{spec: s, streams: streams, toxic: partitionToxic}, nil
+		return &toxicFault{spec: s, streams: streams, toxic: func() Toxic {
+			return Toxic{Type: "timeout", Attributes: map[string]any{"timeout": 0}}
+		}}, nil
 	}
-}
-
-// partitionToxic is the blackhole: toxiproxy's timeout toxic with timeout 0
-// holds every byte until the toxic goes.
-func partitionToxic() Toxic {
-	return Toxic{Type: "timeout", Attributes: map[string]any{"timeout": 0}}
 }

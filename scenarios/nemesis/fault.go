@@ -255,17 +255,6 @@ type toxicFault struct {
 	spec    Spec
 	toxic   func() Toxic
 	streams []string
-	// links selects the links and says what they are; nil: the spec's
-	// targets through the one resolution (selectLinks).
-	links func(Spec, *Env) ([]*Link, Targets)
-}
-
-// selectLinks is the links a network fault's targets select, from the
-// hosts (or the clients' hosts) to the nodes.
-func selectLinks(s Spec, env *Env) ([]*Link, Targets) {
-	sel := s.resolve(env)
-	links := sel.links(env)
-	return links, sel.networkTargets(env, links)
 }
 
 func (f *toxicFault) Inject(_ context.Context, env *Env) (Heal, Targets, error) {
@@ -281,11 +270,8 @@ func (f *toxicFault) Inject(_ context.Context, env *Env) (Heal, Targets, error) 
 		}
 		return errors.Join(errs...)
 	}
-	pick := f.links
-	if pick == nil {
-		pick = selectLinks
-	}
-	links, targets := pick(f.spec, env)
+	sel := f.spec.resolve(env)
+	links := sel.links(env)
 	for _, l := range links {
 		for _, st := range f.streams {
 			t := f.toxic()
@@ -300,5 +286,5 @@ func (f *toxicFault) Inject(_ context.Context, env *Env) (Heal, Targets, error) 
 			done = append(done, installed{l, name})
 		}
 	}
-	return heal, targets, nil
+	return heal, sel.networkTargets(env, links), nil
 }

@@ -1,6 +1,7 @@
 package nemesis
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,13 +22,17 @@ import (
 // is then certain to let a client of the other side win while the first
 // holds, and one that does not is certain to leave them excluded.
 //
-// The cut rejects (a reset on every connection as data arrives, a
-// firewall's REJECT with tcp-reset): a side learns at once that it cannot
-// reach the other side's masters. A blackhole would split the votes the
-// same way but also add the lock's per-node timeout to every attempt and
-// unwind, so the schedule's holds and retries would mean something else
-// for every timeout policy; how a lock copes with silent masters is the
-// subject of the partition scenarios (quorum-split, quorum-slow-replies).
+// The cut rejects connections (Link.Refuse, a firewall's REJECT): a side
+// learns at once, and for certain, that its commands to the other side's
+// masters were never sent, so a quorum lock counts those masters as a
+// definite no. A blackhole would split the votes the same way but leave
+// every command to them an unknown outcome and add the lock's per-node
+// timeout to every attempt: two of five masters always unknown leave a
+// lock no room for a third (a failed master, a late reply) before it
+// cannot tell a failed attempt from a held majority, and the schedule's
+// holds and retries would mean something else for every timeout policy.
+// How a lock copes with silent masters is the subject of the partition
+// scenarios (quorum-split, quorum-slow-replies).
 //
 // On one master there are no other masters and no votes to split: the
 // kind applies to quorum topologies only (Uses.Quorum), and a run on one
@@ -52,8 +57,23 @@ func init() {
 					return nil, &FieldError{"nodes", fmt.Sprintf("%q: the shared masters are masters (n1, n2, ...)", n)}
 				}
 			}
-			return &toxicFault{spec: s, streams: []string{"upstream", "downstream"}, toxic: rejectToxic, links: splitLinks}, nil
+			return splitVotes{s}, nil
 		}, Uses{Fields: []string{"hosts", "nodes"}, Quorum: true})
+}
+
+type splitVotes struct{ spec Spec }
+
+func (f splitVotes) Inject(_ context.Context, env *Env) (Heal, Targets, error) {
+	links, t := splitLinks(f.spec, env)
+	for _, l := range links {
+		l.Refuse(true)
+	}
+	return func() error {
+		for _, l := range links {
+			l.Refuse(false)
+		}
+		return nil
+	}, t, nil
 }
 
 // splitLinks are the links split-votes cuts: from the named side's hosts to

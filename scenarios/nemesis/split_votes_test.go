@@ -67,10 +67,8 @@ func TestSplitVotes(t *testing.T) {
 				t.Fatalf("links %v, want %v", got, want)
 			}
 			for _, l := range env.Net.Links(nil) {
-				toxics := toxicsOn(l)
-				cut := slices.Contains(want, l.Name())
-				if cut && !slices.Equal(toxics, []string{"reset_peer/downstream", "reset_peer/upstream"}) || !cut && len(toxics) > 0 {
-					t.Errorf("%s: toxics %v, cut %v", l.Name(), toxics, cut)
+				if cut := slices.Contains(want, l.Name()); l.Refused() != cut {
+					t.Errorf("%s: refused %v, cut %v", l.Name(), l.Refused(), cut)
 				}
 			}
 			if len(want) == 0 {
@@ -83,8 +81,8 @@ func TestSplitVotes(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, l := range env.Net.Links(nil) {
-				if toxics := toxicsOn(l); len(toxics) > 0 {
-					t.Errorf("after heal %s: toxics %v", l.Name(), toxics)
+				if l.Refused() {
+					t.Errorf("after heal %s: still refused", l.Name())
 				}
 			}
 		})
