@@ -3,9 +3,12 @@ package nemesis
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/lockstorm/lockstorm/internal/cluster"
 )
@@ -112,5 +115,65 @@ func TestSplitVotesAppliesToQuorumsOnly(t *testing.T) {
 		if _, err := Build(s); err == nil {
 			t.Errorf("%+v: built", s)
 		}
+	}
+}
+
+// TestRefusedLinkResets: a refused link drops its live connections and
+// resets new ones (a client process dialing it sees the reset); once
+// accepted again it relays.
+func TestRefusedLinkResets(t *testing.T) {
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(c, c); c.Close() }()
+		}
+	}()
+	n := NewNetwork()
+	defer n.Close()
+	l, err := n.AddLink("h1", "n1", echo.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip := func() error {
+		c, err := net.DialTimeout("tcp", l.Addr, time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		if _, err := c.Write([]byte("ping")); err != nil {
+			return err
+		}
+		b := make([]byte, 4)
+		_, err = io.ReadFull(c, b)
+		return err
+	}
+	live, err := net.DialTimeout("tcp", l.Addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if err := roundTrip(); err != nil {
+		t.Fatalf("before: %v", err)
+	}
+	l.Refuse(true)
+	if err := roundTrip(); err == nil {
+		t.Error("a refused link relayed")
+	}
+	_ = live.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := live.Read(make([]byte, 1)); err == nil {
+		t.Error("a live connection survived the refusal")
+	}
+	l.Refuse(false)
+	if err := roundTrip(); err != nil {
+		t.Errorf("after: %v", err)
 	}
 }
