@@ -59,6 +59,30 @@ func (p *pauser) wait(ctx context.Context) error {
 	}
 }
 
+// pausedClock is the clock a client's lock reads: a stopped thread cannot
+// read the time, so a read waits for the end of the client's pause. A lock
+// that times itself (Redlock's elapsed, its validity) then counts a pause
+// that began in one of its goroutines (at an explored command point) even
+// when another of its goroutines went on meanwhile, as the same lock does
+// in a process a collector stopped whole. The harness's own reads of the
+// client's clock (a careful client's lease checks) use the SkewClock.
+type pausedClock struct {
+	*lockimpl.SkewClock
+	p *pauser
+}
+
+// Now implements lockimpl.Clock.
+func (c pausedClock) Now() time.Time {
+	_ = c.p.wait(context.Background())
+	return c.SkewClock.Now()
+}
+
+// Mono implements lockimpl.Clock.
+func (c pausedClock) Mono() time.Duration {
+	_ = c.p.wait(context.Background())
+	return c.SkewClock.Mono()
+}
+
 // sleep waits d, then for the end of any pause: a paused thread that was
 // sleeping wakes only when the world restarts.
 func (p *pauser) sleep(ctx context.Context, d time.Duration) error {

@@ -55,7 +55,7 @@ func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology) erro
 		c := &runClient{id: i, host: topo.hostOf(i), clock: lockimpl.NewSkewClock(plan.ClockOffsets[i]), fp: lockimpl.NewFailpoints(r.hub, i)}
 		c.process.Store(int64(i))
 		c.ctx, c.cancel = context.WithCancel(ctx)
-		env := lockimpl.Env{Client: i, Clock: c.clock, FP: c.fp, Log: r.cfg.Log,
+		env := lockimpl.Env{Client: i, Clock: pausedClock{c.clock, &c.pause}, FP: c.fp, Log: r.cfg.Log,
 			Rand: rand.New(rand.NewPCG(plan.Seed, uint64(i)+1)), Sleep: c.pause.sleep,
 			Renewal:   func(key, token string) func(error) { return c.rec.renewal(key, token) },
 			RoundTrip: 2 * (spec.Network.Latency + spec.Network.Jitter)}
