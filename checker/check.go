@@ -105,6 +105,7 @@ func verdict(r *Result, o Options, keys int, lv livenessResult) (string, string)
 		// away with the holds shortened, and the releases moved earlier, by
 		// the harness's own stalls: the lease ran out while the harness,
 		// clients included, was not running.
+		r.ByHarness = true
 		return Inconclusive, fmt.Sprintf("harness stalled %.0f ms in all (longest %.0f ms); %s, but none without the harness's stalls inside the holds",
 			r.HarnessStallTotalMs, r.HarnessStallMaxMs, stallExplained(r, o, overlap))
 	case harmed || r.Overlaps > 0 && !o.Fenced:
@@ -134,6 +135,7 @@ func verdict(r *Result, o Options, keys int, lv livenessResult) (string, string)
 	case r.LongestStarvedMs > float64(o.DeadlockBound)/1e6:
 		// Over the bound only with the harness's own stalls counted: the
 		// starvation may be the harness's, not the lock's.
+		r.ByHarness = true
 		return Inconclusive, fmt.Sprintf("harness stalled %.0f ms in all (longest %.0f ms); %s starved %.0f ms from %s, but at most %.0f ms of it without the harness's stalls, within the bound %s",
 			r.HarnessStallTotalMs, r.HarnessStallMaxMs, r.StarvedKey, r.LongestStarvedMs, ms(r.StarvedFromNs), lv.net, o.DeadlockBound)
 	case r.TimedOutPieces > 0:

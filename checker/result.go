@@ -218,10 +218,15 @@ type Result struct {
 	// OverlapsWithoutStalls counts the overlapping pairs left when every
 	// hold is shortened by the harness's stalls inside it (Overlaps when
 	// there were none): 0 while Overlaps > 0 makes the run inconclusive.
-	OverlapsWithoutStalls int     `json:"overlaps_without_stalls"`
-	HarnessStalls         int     `json:"harness_stalls,omitempty"`
-	HarnessStallMaxMs     float64 `json:"harness_stall_max_ms,omitempty"`
-	HarnessStallTotalMs   float64 `json:"harness_stall_total_ms,omitempty"`
+	OverlapsWithoutStalls int `json:"overlaps_without_stalls"`
+	HarnessStalls         int `json:"harness_stalls,omitempty"`
+	// ByHarness: the verdict is inconclusive because of the harness's own
+	// stalls alone (every violation, or the starvation past the bound,
+	// goes away without them). Such a run says nothing about the lock; a
+	// runner may run it again (scenarios.Config.Rejudge).
+	ByHarness           bool    `json:"by_harness,omitempty"`
+	HarnessStallMaxMs   float64 `json:"harness_stall_max_ms,omitempty"`
+	HarnessStallTotalMs float64 `json:"harness_stall_total_ms,omitempty"`
 	// DurationNs is the time of the history's last entry.
 	DurationNs int64 `json:"duration_ns"`
 }

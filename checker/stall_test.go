@@ -53,6 +53,9 @@ func TestStarvationNetOfHarnessStalls(t *testing.T) {
 			if r.HarnessStalls != len(tc.stalls) {
 				t.Errorf("%d stalls counted, want %d", r.HarnessStalls, len(tc.stalls))
 			}
+			if r.ByHarness != (tc.verdict == Inconclusive) {
+				t.Errorf("ByHarness %v with verdict %s", r.ByHarness, r.Verdict)
+			}
 		})
 	}
 }
@@ -121,6 +124,9 @@ func TestOverlapOnlyThroughHarnessStalls(t *testing.T) {
 			}
 			if tc.verdict == Inconclusive && !strings.Contains(r.Reason, "none without the harness's stalls") {
 				t.Errorf("reason %q", r.Reason)
+			}
+			if r.ByHarness != (tc.verdict == Inconclusive) {
+				t.Errorf("ByHarness %v with verdict %s", r.ByHarness, r.Verdict)
 			}
 		})
 	}

@@ -88,3 +88,15 @@ func (c *SkewClock) SetDrift(rate float64) {
 func (c *SkewClock) Offset() time.Duration {
 	return c.Now().Sub(time.Now())
 }
+
+// Outside is the reading of clock c that code outside the client may take
+// at any time (a client process's clock pump, the harness's own logs). A
+// client's Clock may stop with its client during a stop-the-world pause (a
+// stopped thread reads the time only when it runs again); such a clock
+// implements Outside() Clock to give the reading that does not wait.
+func Outside(c Clock) Clock {
+	if o, ok := c.(interface{ Outside() Clock }); ok {
+		return o.Outside()
+	}
+	return c
+}

@@ -66,6 +66,9 @@ type Row struct {
 	// StoppedAfterMs, when set, says the run stopped this long after its
 	// first overlap instead of running its whole duration.
 	StoppedAfterMs *float64 `json:"stopped_after_ms,omitempty"`
+	// Rejudged is how many earlier runs of the job the harness's own
+	// stalls left inconclusive before this one was judged.
+	Rejudged int `json:"rejudged,omitempty"`
 	// ElapsedS is the run's wall time in seconds.
 	ElapsedS float64 `json:"elapsed_s,omitempty"`
 	// PointsHit and PointsFaulted are the point coverage (distinct lock
@@ -122,6 +125,10 @@ func FromOutcome(o *scenarios.Outcome) Row {
 		} else {
 			row.Evidence += "; " + cov
 		}
+	}
+	if n := len(o.Rejudged); n > 0 {
+		row.Rejudged = n
+		row.Evidence += fmt.Sprintf("; run %d times: the harness's own stalls left %d run(s) before it inconclusive", n+1, n)
 	}
 	if o.StoppedAfter > 0 {
 		ms := round2(float64(o.StoppedAfter) / 1e6)

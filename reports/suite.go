@@ -70,6 +70,9 @@ type SuiteRun struct {
 	Starved  *checker.Span
 	// FirstNs is the first violation's time (-1: none).
 	FirstNs int64
+	// RowOnly: the run is known by its results row alone (RowSuiteRun); its
+	// faults were not recorded, so nothing may be said of them.
+	RowOnly bool
 }
 
 // NewSuiteRun gathers what the page draws of one run. root is the suite
@@ -88,6 +91,19 @@ func NewSuiteRun(row Row, h checker.History, res checker.Result, root string) Su
 		sr.FirstNs = -1
 	}
 	sr.Link = runLink(root, row.RunDir)
+	return sr
+}
+
+// RowSuiteRun is a run known only by its results row: a shard's safe and
+// as-expected runs, whose folders it did not keep. Its cell and first
+// violation are on the page; its strip has no fault windows, none having
+// been recorded outside the folder.
+func RowSuiteRun(row Row) SuiteRun {
+	sr := SuiteRun{Row: row, FirstNs: -1, DurationNs: int64(row.ElapsedS * 1e9), RowOnly: true}
+	if row.FirstViolationMs != nil && row.Verdict != checker.Safe {
+		sr.FirstNs = int64(*row.FirstViolationMs * 1e6)
+		sr.DurationNs = max(sr.DurationNs, sr.FirstNs)
+	}
 	return sr
 }
 
@@ -443,6 +459,8 @@ func relativeToFaults(runs []SuiteRun) string {
 			prefix = fmt.Sprintf("seed %d: ", r.Row.Seed)
 		}
 		switch {
+		case r.RowOnly:
+			return fmt.Sprintf("%sfirst violation at %s (its faults are in its run folder, which was not kept)", prefix, when(t))
 		case during != nil:
 			return fmt.Sprintf("%sfirst violation at %s, %s into fault %q", prefix, when(t), span(t-during.From), during.Desc)
 		case before != nil:

@@ -59,10 +59,3 @@ func (w *overlapWatch) observe(client int, t checker.Type, f, key string) {
 		}
 	}
 }
-
-// earlyStopGrace is how long a run goes on after its first overlap: two
-// TTLs (the late release, the next holder's stale write), at least 300 ms
-// (of the scenario's time: stretched with it).
-func (r *run) earlyStopGrace() time.Duration {
-	return max(2*r.spec.Lock.TTL, r.plan.Scaled(300*time.Millisecond))
-}

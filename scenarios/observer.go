@@ -105,10 +105,10 @@ var errNoNotifications = errors.New("no keyspace notifications")
 // run goes on, the false-success check then has nothing to go on, and the
 // outcome says so.
 func (r *run) startObservers(ctx context.Context, nodes []cluster.Node) ([]*observer, string) {
-	if r.spec.Observe != nil && !*r.spec.Observe {
+	if !r.plan.Observe {
 		return nil, "off (observe: false)"
 	}
-	keys := make([]string, r.spec.Keys)
+	keys := make([]string, r.plan.Keys)
 	for k := range keys {
 		keys[k] = keyName(k)
 	}

@@ -19,16 +19,16 @@ import (
 // The phases of one run (runOnce), each a function of its own.
 
 // newRun is a run of plan, before anything starts.
-func newRun(spec *Spec, cfg Config, plan *Plan) *run {
+func newRun(cfg Config, plan *Plan) *run {
 	cfg.Impl = plan.Impl
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	debugLog.Store(cfg.Log)
-	r := &run{spec: spec, cfg: cfg, info: plan.info, rec: checker.NewRecorder(), log: cfg.Log,
+	r := &run{cfg: cfg, info: plan.info, rec: checker.NewRecorder(), log: cfg.Log,
 		rng: rand.New(rand.NewPCG(plan.Seed, 0x6c6f636b73746f72)), plan: plan}
 	r.res = newResource(plan.Check.Fenced)
-	if !cfg.FullDuration && !plan.Check.Fenced {
+	if plan.Stop.EarlyStop > 0 {
 		r.overlaps = newOverlapWatch()
 	}
 	r.hub = lockimpl.NewHub()
@@ -40,8 +40,7 @@ func newRun(spec *Spec, cfg Config, plan *Plan) *run {
 // through its host's links, and the lock on trial. On error the clients
 // made so far are closed.
 func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology) error {
-	spec := r.spec
-	if len(spec.Failpoints) > 0 {
+	if len(plan.Failpoints) > 0 {
 		r.hub.OnHit = func(client int, point string, fired []int) {
 			if CmdPoint(point) && len(fired) == 0 {
 				return // every command would flood the history; the witness names the lock's steps
@@ -50,16 +49,16 @@ func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology) erro
 			r.rec.Add(checker.Op{Type: checker.Ok, Process: int(c.process.Load()), Client: client, F: checker.FStep, Value: point, Fired: fired})
 		}
 	}
-	r.nextPID.Store(int64(spec.Clients))
-	for i := 0; i < spec.Clients; i++ {
+	r.nextPID.Store(int64(plan.Clients))
+	for i := 0; i < plan.Clients; i++ {
 		c := &runClient{id: i, host: topo.hostOf(i), clock: lockimpl.NewSkewClock(plan.ClockOffsets[i]), fp: lockimpl.NewFailpoints(r.hub, i)}
 		c.process.Store(int64(i))
 		c.ctx, c.cancel = context.WithCancel(ctx)
-		env := lockimpl.Env{Client: i, Clock: pausedClock{c.clock, &c.pause}, FP: c.fp, Log: r.cfg.Log,
+		env := lockimpl.Env{Client: i, Clock: stoppedClock{c.clock, &c.pause}, FP: c.fp, Log: r.cfg.Log,
 			Rand: rand.New(rand.NewPCG(plan.Seed, uint64(i)+1)), Sleep: c.pause.sleep,
 			Renewal:   func(key, token string) func(error) { return c.rec.renewal(key, token) },
-			RoundTrip: 2 * (spec.Network.Latency + spec.Network.Jitter)}
-		c.rdb = topo.connect(i, c.host, spec.ClientTimeout, &c.pause, func(node string) redis.Hook {
+			RoundTrip: plan.Network.RoundTrip}
+		c.rdb = topo.connect(i, c.host, plan.ClientTimeout, &c.pause, func(node string) redis.Hook {
 			return &cmdHook{node: node, fp: c.fp, crash: func(err error) { r.markCrashed(c, err) }, dead: c.crashed.Load}
 		})
 		for _, rdb := range c.rdb {
@@ -81,26 +80,14 @@ func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology) erro
 	return nil
 }
 
-// wantsCmdPoints says whether spec explores or names a command point.
-func wantsCmdPoints(spec *Spec) bool {
-	if spec.Explore != nil {
-		return true
-	}
-	for _, f := range spec.Failpoints {
-		if CmdPoint(f.Point) {
-			return true
-		}
-	}
-	return false
-}
-
 // wirePoints puts relays (relay.go) between a lock that makes its own
-// connections and c's links, when the spec explores or names command
-// points: env's nodes then name the relays' addresses. The relays' clients
+// connections and c's links, when the plan says so (Points.Relayed: the
+// spec explores or names command points): env's nodes then name the
+// relays' addresses. The relays' clients
 // in env are never used to send (the lock only reads their addresses); they
 // are closed with the relays.
 func (r *run) wirePoints(c *runClient, topo *topology, env *lockimpl.Env) error {
-	if !r.info.OwnConnections || topo.sentinel != nil || !wantsCmdPoints(r.spec) {
+	if !r.plan.Points.Relayed {
 		return nil
 	}
 	hook := &cmdHook{fp: c.fp, crash: func(err error) { r.markCrashed(c, err) }, dead: c.crashed.Load}
@@ -123,19 +110,19 @@ func (r *run) wirePoints(c *runClient, topo *topology, env *lockimpl.Env) error 
 	return nil
 }
 
-// arm attaches the spec's failpoints and the explorer to the clients and
+// arm attaches the plan's failpoints and the explorer to the clients and
 // puts the steady network condition on the links; the timeline it returns
 // plays the scheduled faults. healSteady lifts the steady condition.
 func (r *run) arm(ctx context.Context, topo *topology) (tl *timeline, healSteady []nemesis.Heal, err error) {
-	spec := r.spec
-	nenv := &nemesis.Env{Net: topo.net, Cluster: topo.cl, ClientHost: topo.hostOf, Clients: spec.Clients, Control: r,
+	plan := r.plan
+	nenv := &nemesis.Env{Net: topo.net, Cluster: topo.cl, ClientHost: topo.hostOf, Clients: plan.Clients, Control: r,
 		Rand: rand.New(rand.NewPCG(r.plan.Seed, 0x6e656d6573697300)), Replicas: topo.replicas}
 	tl = newTimeline(r, nenv)
-	if spec.Explore != nil {
-		r.hub.Explore = newExplorer(r, tl, *spec.Explore).hit
+	if plan.Explore != nil {
+		r.hub.Explore = newExplorer(r, tl, *plan.Explore).hit
 		r.hub.Arm()
 	}
-	for i, fp := range spec.Failpoints {
+	for i, fp := range plan.Failpoints {
 		a := fp.Action
 		a.ID = i
 		if fp.Fault != nil {
@@ -151,8 +138,8 @@ func (r *run) arm(ctx context.Context, topo *topology) (tl *timeline, healSteady
 		r.clients[fp.Client].fp.Attach(fp.Point, a)
 	}
 	// The steady network condition is a latency fault from time zero to the end.
-	if spec.Network.Latency > 0 {
-		f, err := nemesis.Build(nemesis.Spec{Kind: "latency", Latency: spec.Network.Latency, Jitter: spec.Network.Jitter})
+	if plan.Network.Latency > 0 {
+		f, err := nemesis.Build(nemesis.Spec{Kind: "latency", Latency: plan.Network.Latency, Jitter: plan.Network.Jitter})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -190,7 +177,7 @@ func (w *watching) close() {
 func (r *run) watch(ctx context.Context, plan *Plan, topo *topology) *watching {
 	r.rec = checker.NewRecorder()
 	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
-		Meta: r.meta(plan.Seed, topo.cl.Kind(), plan.Check, plan.Expectation)})
+		Meta: r.meta(topo.cl.Kind())})
 	w := &watching{stopStalls: watchStalls(r.rec)}
 	w.obs, w.observed = r.startObservers(ctx, topo.cl.Nodes())
 	if topo.sentinel != nil {
@@ -199,13 +186,13 @@ func (r *run) watch(ctx context.Context, plan *Plan, topo *topology) *watching {
 	return w
 }
 
-// playTraffic runs the clients and the fault timeline for the spec's
+// playTraffic runs the clients and the fault timeline for the plan's
 // duration, then lets the clients finish the cycle they are in.
 func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
-	spec, cfg := r.spec, r.cfg
-	runCtx, stop := context.WithTimeout(ctx, spec.Duration)
+	plan, cfg := r.plan, r.cfg
+	runCtx, stop := context.WithTimeout(ctx, plan.Duration)
 	defer stop()
-	tl.start(runCtx, spec.Faults)
+	tl.start(runCtx, plan.faultSpecs())
 	var attempts, acquired atomic.Int64
 	var wg sync.WaitGroup
 	for _, c := range r.clients {
@@ -231,7 +218,7 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 		case <-found:
 			// The verdict is settled: the traffic ends a grace from now.
 			found = nil
-			grace := r.earlyStopGrace()
+			grace := plan.Stop.EarlyStop
 			t := time.AfterFunc(grace, func() {
 				r.stoppedAfter = grace
 				stop()
@@ -239,7 +226,7 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 			defer t.Stop()
 		case <-tick.C:
 			if cfg.Progress != nil {
-				cfg.Progress(Progress{Scenario: spec.Name, Impl: cfg.Impl, Elapsed: time.Since(start), Total: spec.Duration, Acquired: acquired.Load()})
+				cfg.Progress(Progress{Scenario: plan.Scenario, Impl: cfg.Impl, Elapsed: time.Since(start), Total: plan.Duration, Acquired: acquired.Load()})
 			}
 		case <-runCtx.Done():
 			r.stopTraffic(ctx, tl, done)
@@ -254,7 +241,7 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 // that covers one more wait and hold; then they are cancelled.
 func (r *run) stopTraffic(ctx context.Context, tl *timeline, done <-chan struct{}) {
 	tl.stopAndHeal()
-	grace := time.NewTimer(r.grace())
+	grace := time.NewTimer(r.plan.Stop.Grace)
 	defer grace.Stop()
 	select {
 	case <-done:
@@ -273,7 +260,7 @@ func (r *run) stopTraffic(ctx context.Context, tl *timeline, done <-chan struct{
 // file without it was cut short).
 func (r *run) finish(w *watching) checker.History {
 	w.close()
-	for k := 0; k < r.spec.Keys; k++ {
+	for k := 0; k < r.plan.Keys; k++ {
 		key := keyName(k)
 		r.rec.Add(checker.Op{Type: checker.Invoke, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key})
 		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key, N: r.res.read(key, 0)})
@@ -283,34 +270,21 @@ func (r *run) finish(w *watching) checker.History {
 
 // outcome checks the history and says what the run found.
 func (r *run) outcome(plan *Plan, topo *topology, w *watching, h checker.History, elapsed time.Duration) *Outcome {
-	spec, exp := r.spec, plan.Expectation
+	exp := plan.Expectation
 	res := checker.Check(h, plan.Check)
 	var fo *FailoverTimes
 	if topo.sentinel != nil {
 		nameMasters(&res, h)
 		fo = failoverTimes(h)
-		r.log.Info("sentinel failover", "scenario", spec.Name, "impl", r.cfg.Impl, "times", fo.String())
+		r.log.Info("sentinel failover", "scenario", plan.Scenario, "impl", r.cfg.Impl, "times", fo.String())
 	}
 	var cov *Coverage
-	if len(spec.Failpoints) > 0 || spec.Explore != nil {
+	if plan.Points.Counted {
 		cov = coverage(r.hub)
 	}
-	gated := gatedRun(spec, exp)
-	return &Outcome{Points: cov, Client: spec.Workload.Client, Observer: w.observed, CheckOptions: plan.Check,
-		Scenario: spec.Name, Impl: r.cfg.Impl, Seed: plan.Seed, Backend: topo.cl.Kind(), Mode: spec.Mode,
-		Gated: gated, Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
-		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Spec: spec, Processes: r.processStats(), Failover: fo,
+	return &Outcome{Points: cov, Client: plan.Workload.Client, Observer: w.observed, CheckOptions: plan.Check,
+		Scenario: plan.Scenario, Impl: r.cfg.Impl, Seed: plan.Seed, Backend: topo.cl.Kind(), Mode: plan.Mode,
+		Gated: plan.Gated, Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
+		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Processes: r.processStats(), Failover: fo,
 		StoppedAfter: r.stoppedAfter, TimeScale: plan.TimeScale}
-}
-
-// gatedRun says whether a run's verdict is gated. A random mode is gated on
-// the find rate measured for the locks its spec lists. For a lock whose
-// expectation comes from its claims that rate is unknown (a quorum lock
-// loses the race only when its votes fell a certain way), so its run is
-// exploratory: a miss is reported, not counted as a regression; an
-// unexpected violation still is. So is a run whose rule says its verdict
-// is a search's (Rule.Search): the spec's schedule does not force it for
-// this lock.
-func gatedRun(spec *Spec, exp Expectation) bool {
-	return spec.IsGated() && !((spec.Mode == "random" || exp.Search) && exp.Source == FromClaims)
 }

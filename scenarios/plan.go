@@ -3,13 +3,8 @@ package scenarios
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"sort"
-	"strings"
 	"time"
-
-	"github.com/goccy/go-yaml"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
@@ -19,9 +14,12 @@ import (
 // Plan is a spec compiled against one lock and config, before anything
 // starts: every default applied, the variant resolved to its lock and
 // options, the node count, the seed, each client's host and clock offset,
-// the checker's options and the expectation with its reason. A run
-// executes what its plan says; `lockstorm run --dry-run` prints it, so a
-// user sees what will happen before it happens.
+// the workload, the network, the topology, the faults and failpoints, the
+// checker's options and the expectation with its reason, every time
+// stretched by the plan's time scale. The runner executes what its plan
+// says and nothing else: it never sees the spec (plan_isolation_test.go
+// fails if it does). `lockstorm run --dry-run` prints it, so a user sees
+// what will happen before it happens.
 type Plan struct {
 	Scenario string `json:"scenario"`
 	File     string `json:"file,omitempty"`
@@ -47,22 +45,124 @@ type Plan struct {
 	// ClockOffsets are the clients' clock offsets that are not zero
 	// (the spec's, and the seeded skew of every second client).
 	ClockOffsets map[int]time.Duration `json:"clock_offsets,omitempty"`
-	Faults       []nemesis.Spec        `json:"faults,omitempty"`
+	Faults       []PlanFault           `json:"faults,omitempty"`
 	// LeftOut are the spec's faults this run leaves out (nemesis.Applies:
 	// a quorum-only kind on one master), with the reason.
-	LeftOut     []string        `json:"left_out,omitempty"`
-	Failpoints  []FailpointSpec `json:"failpoints,omitempty"`
+	LeftOut    []string        `json:"left_out,omitempty"`
+	Failpoints []PlanFailpoint `json:"failpoints,omitempty"`
+	// Explore is the spec's exploration with its defaults filled in.
 	Explore     *Explore        `json:"explore,omitempty"`
 	Check       checker.Options `json:"checker_options"`
 	Expectation Expectation     `json:"expectation"`
-	// TimeScale, when set, says every time above (and in the spec the run
-	// executes) was stretched to fit a lock whose clock counts in coarse
-	// units (lockimpl.Claims.Granularity): see FitTimeScale.
+	// TimeScale, when set, says every time of the plan was stretched to
+	// fit a lock whose clock counts in coarse units
+	// (lockimpl.Claims.Granularity): see FitTimeScale.
 	TimeScale *checker.TimeScale `json:"time_scale,omitempty"`
 
+	// Gated says a DIFF of this run fails the gate (gatedRun); SpecGated
+	// is the spec's own gating, which the history's header records.
+	Gated     bool `json:"gated"`
+	SpecGated bool `json:"spec_gated"`
+	// Workload is what every client does.
+	Workload PlanWorkload `json:"workload"`
+	// ClientTimeout is every Redis command's dial, read and write timeout.
+	ClientTimeout time.Duration `json:"client_timeout_ns"`
+	// Network is the steady condition on every link.
+	Network PlanNetwork `json:"network"`
+	// Sentinel is the Sentinel set (nil: clients talk to the masters);
+	// MinReplicas the data servers' min-replicas settings (nil: none).
+	Sentinel    *SentinelSpec `json:"sentinel,omitempty"`
+	MinReplicas *MinReplicas  `json:"min_replicas,omitempty"`
+	// ServerClock starts the servers under the clock shim (a fault moves
+	// their clock).
+	ServerClock bool `json:"server_clock,omitempty"`
+	// Observe records the servers' key events (the spec's observe).
+	Observe bool `json:"observe"`
+	// Points is how the run's points are armed.
+	Points PlanPoints `json:"points"`
+	// Stop is how the run ends.
+	Stop PlanStop `json:"stop"`
+
 	info lockimpl.Info
-	// spec is what the run executes: the spec, scaled by TimeScale.
-	spec *Spec
+}
+
+// PlanWorkload is each client's loop: acquire, hold, release, think.
+type PlanWorkload struct {
+	// CSMin and CSMax bound the critical section's hold (uniform).
+	CSMin time.Duration `json:"cs_min_ns"`
+	CSMax time.Duration `json:"cs_max_ns"`
+	// Client is careful or careless (Workload.Client).
+	Client string `json:"client"`
+	// Resource is counter or fenced (the spec's, else fenced for a lock
+	// that claims fencing tokens).
+	Resource string `json:"resource"`
+	// Ops bounds the run's acquire attempts, Cycles each client's
+	// acquisitions (0: unbounded).
+	Ops    int `json:"ops,omitempty"`
+	Cycles int `json:"cycles,omitempty"`
+	// Think is the pause after a cycle and after a failed acquire.
+	Think time.Duration `json:"think_ns,omitempty"`
+	// Backoff is the wait after an unknown outcome or a refused command:
+	// the longest of Think, the spec's retry delay and 10 ms (scaled).
+	Backoff time.Duration `json:"backoff_ns"`
+	// ExtendEvery, when set, cuts a hold into slices after each of which
+	// the holder extends its lease to ExtendTTL (the spec's lock.ttl).
+	ExtendEvery time.Duration `json:"extend_every_ns,omitempty"`
+	ExtendTTL   time.Duration `json:"extend_ttl_ns,omitempty"`
+}
+
+// PlanNetwork is the steady condition on every link.
+type PlanNetwork struct {
+	Latency time.Duration `json:"latency_ns,omitempty"`
+	Jitter  time.Duration `json:"jitter_ns,omitempty"`
+	// RoundTrip is what a lock is told a round trip takes
+	// (lockimpl.Env.RoundTrip): twice latency plus jitter.
+	RoundTrip time.Duration `json:"round_trip_ns,omitempty"`
+}
+
+// PlanFault is a fault of the timeline and, when Compile can say it before
+// anything starts (no pick), what it will apply to (nemesis.Preview).
+type PlanFault struct {
+	nemesis.Spec `yaml:",inline"`
+	Targets      *nemesis.Targets `json:"targets,omitempty"`
+}
+
+// PlanFailpoint is a spec's failpoint as armed on this lock.
+type PlanFailpoint struct {
+	FailpointSpec `yaml:",inline"`
+	// Inert: the point is a step of another lock, which this one never
+	// reaches (ownPoint).
+	Inert bool `json:"inert,omitempty"`
+	// FaultTargets is what its fault will apply to, when Compile can say.
+	FaultTargets *nemesis.Targets `json:"fault_targets,omitempty"`
+}
+
+// PlanPoints says how the run's points are armed.
+type PlanPoints struct {
+	// Counted: failpoints or exploration arm the points, and the outcome
+	// reports their coverage.
+	Counted bool `json:"counted,omitempty"`
+	// Relayed: the lock makes its own connections and the spec explores or
+	// names command points, so each connection goes through a relay that
+	// passes them on the wire (relay.go).
+	Relayed bool `json:"relayed,omitempty"`
+}
+
+// PlanStop is how a run ends once its duration is up or its verdict is
+// settled.
+type PlanStop struct {
+	// Grace is how long clients may take to finish their cycle after the
+	// duration (one wait for the lock, one critical section, two command
+	// timeouts and a second, at most 30 s; scaled).
+	Grace time.Duration `json:"grace_ns"`
+	// EarlyStop, when set, ends the traffic that long after the first
+	// overlap (two TTLs, at least 300 ms scaled): unless the run keeps its
+	// whole duration (Config.FullDuration) or its resource is fenced (its
+	// overlaps may be safe).
+	EarlyStop time.Duration `json:"early_stop_ns,omitempty"`
+	// Bound is when Run gives up on a stuck harness: the duration, the
+	// grace and two minutes for set-up and checking.
+	Bound time.Duration `json:"bound_ns"`
 }
 
 // Compile turns spec, the lock cfg names and cfg into a plan, or says why
@@ -89,30 +189,147 @@ func Compile(spec *Spec, cfg Config) (*Plan, error) {
 	opts = ScaledOptions(opts, ts)
 	p := &Plan{Scenario: spec.Name, File: spec.File, Mode: spec.Mode, Impl: name, Lock: info.Name, Options: opts,
 		Claims: claims, Seed: seed, Nodes: spec.Nodes, Replicas: spec.Replicas, Clients: spec.Clients, Keys: spec.Keys,
-		Hosts: spec.Hosts, Duration: spec.Duration, Failpoints: spec.Failpoints, Explore: spec.Explore,
-		TimeScale: ts, info: info, spec: spec}
+		Hosts: spec.Hosts, Duration: spec.Duration,
+		TimeScale: ts, info: info, ClientTimeout: spec.ClientTimeout, SpecGated: spec.IsGated()}
 	if p.Nodes == 0 {
 		p.Nodes = info.NodesUnder(opts)
-	}
-	for _, f := range spec.Faults {
-		if nemesis.Applies(f, p.Nodes) {
-			p.Faults = append(p.Faults, f)
-		} else {
-			p.LeftOut = append(p.LeftOut, fmt.Sprintf("%s (%d master: nothing to act on)", flow(f), p.Nodes))
-		}
-	}
-	if spec.Sentinel != nil {
-		p.Sentinels = cmp.Or(spec.Sentinel.Sentinels, 3)
 	}
 	if p.Hosts == 0 {
 		p.Hosts = min(spec.Clients, 64)
 	}
-	fenced := spec.Workload.Resource == "fenced" || (spec.Workload.Resource == "" && claims.Fencing)
+	p.compileTopology(spec)
+	p.compileWorkload(spec)
 	stamps := claims.Expiry == lockimpl.ClientClockExpiry || claims.Expiry == lockimpl.NoExpiry || claims.WholeSeconds
-	p.Check = checker.Options{Fenced: fenced, DeadlockBound: spec.DeadlockBound, StampTokens: stamps}
+	p.Check = checker.Options{Fenced: p.Workload.Resource == "fenced", DeadlockBound: spec.DeadlockBound, StampTokens: stamps}
 	p.Expectation = cfg.expectation(orig, name, claims)
+	p.Gated = gatedRun(spec, p.Expectation)
 	p.ClockOffsets = clockOffsets(spec, seed)
+	p.compilePoints(spec)
+	p.compileFaults(spec)
+	p.compileStop(spec, cfg.FullDuration)
 	return p, nil
+}
+
+// compileTopology copies what the servers are started with: the Sentinel
+// set (its defaults applied by the spec's validation), min-replicas, the
+// server clock shim, the observers.
+func (p *Plan) compileTopology(spec *Spec) {
+	if spec.Sentinel != nil {
+		sn := *spec.Sentinel
+		sn.Sentinels = cmp.Or(sn.Sentinels, 3)
+		p.Sentinel, p.Sentinels = &sn, sn.Sentinels
+	}
+	if spec.MinReplicas != nil {
+		m := *spec.MinReplicas
+		p.MinReplicas = &m
+	}
+	p.ServerClock = nemesis.UsesServerClock(spec.AllFaults())
+	p.Observe = spec.Observe == nil || *spec.Observe
+	p.Network = PlanNetwork{Latency: spec.Network.Latency, Jitter: spec.Network.Jitter,
+		RoundTrip: 2 * (spec.Network.Latency + spec.Network.Jitter)}
+}
+
+// compileWorkload is the clients' loop. The runner's own times that stand
+// in for the scenario's (the backoff's floor) are times of the scenario:
+// stretched with it. The extend TTL and the backoff read the spec's lock
+// block, not a variant's overlay of it.
+func (p *Plan) compileWorkload(spec *Spec) {
+	w := spec.Workload
+	resource := cmp.Or(w.Resource, "counter")
+	if w.Resource == "" && p.Claims.Fencing {
+		resource = "fenced"
+	}
+	p.Workload = PlanWorkload{CSMin: w.CSMin, CSMax: w.CSMax, Client: w.Client, Resource: resource,
+		Ops: spec.Ops, Cycles: w.Cycles, Think: spec.Think, ExtendEvery: w.ExtendEvery,
+		Backoff: max(spec.Think, spec.Lock.RetryDelay, p.Scaled(10*time.Millisecond))}
+	if w.ExtendEvery > 0 {
+		p.Workload.ExtendTTL = spec.Lock.TTL
+	}
+}
+
+// compilePoints arms the failpoints (saying which are steps of another
+// lock) and fills in the exploration's defaults, times of the scenario:
+// stretched with it.
+func (p *Plan) compilePoints(spec *Spec) {
+	for _, fp := range spec.Failpoints {
+		p.Failpoints = append(p.Failpoints, PlanFailpoint{FailpointSpec: fp, Inert: !ownPoint(p.info, fp.Point)})
+	}
+	if spec.Explore != nil {
+		e := *spec.Explore
+		e.PerPoint = cmp.Or(e.PerPoint, 1)
+		e.Delay = cmp.Or(e.Delay, p.Scaled(50*time.Millisecond))
+		if e.Pause == 0 {
+			e.Pause = p.Scaled(time.Second)
+			if ttl := spec.Lock.TTL; ttl > 0 {
+				e.Pause = 2 * ttl
+			}
+		}
+		p.Explore = &e
+	}
+	p.Points.Counted = len(spec.Failpoints) > 0 || spec.Explore != nil
+	p.Points.Relayed = p.info.OwnConnections && spec.Sentinel == nil && wantsCmdPoints(spec)
+}
+
+// gatedRun says whether a run's verdict is gated. A random mode is gated on
+// the find rate measured for the locks its spec lists. For a lock whose
+// expectation comes from its claims that rate is unknown (a quorum lock
+// loses the race only when its votes fell a certain way), so its run is
+// exploratory: a miss is reported, not counted as a regression; an
+// unexpected violation still is. So is a run whose rule says its verdict
+// is a search's (Rule.Search): the spec's schedule does not force it for
+// this lock.
+func gatedRun(spec *Spec, exp Expectation) bool {
+	return spec.IsGated() && !((spec.Mode == "random" || exp.Search) && exp.Source == FromClaims)
+}
+
+// wantsCmdPoints says whether spec explores or names a command point.
+func wantsCmdPoints(spec *Spec) bool {
+	if spec.Explore != nil {
+		return true
+	}
+	for _, f := range spec.Failpoints {
+		if CmdPoint(f.Point) {
+			return true
+		}
+	}
+	return false
+}
+
+// compileFaults resolves the timeline's faults and those placed at
+// failpoints to what they will apply to, where that does not depend on the
+// run (nemesis.Preview: not for a pick).
+func (p *Plan) compileFaults(spec *Spec) {
+	l := p.layout()
+	for _, f := range spec.Faults {
+		if !nemesis.Applies(f, p.Nodes) {
+			p.LeftOut = append(p.LeftOut, fmt.Sprintf("%s (%d master: nothing to act on)", flow(f), p.Nodes))
+			continue
+		}
+		pf := PlanFault{Spec: f}
+		if t, ok := nemesis.Preview(f, l); ok {
+			pf.Targets = &t
+		}
+		p.Faults = append(p.Faults, pf)
+	}
+	for i, fp := range p.Failpoints {
+		if fp.Fault == nil {
+			continue
+		}
+		if t, ok := nemesis.Preview(*fp.Fault, l); ok {
+			p.Failpoints[i].FaultTargets = &t
+		}
+	}
+}
+
+// compileStop is how the run ends: its grace after the duration, the early
+// stop after a first overlap, and the bound past which Run gives up.
+func (p *Plan) compileStop(spec *Spec, fullDuration bool) {
+	g := spec.Lock.WaitTimeout + spec.Workload.CSMax + 2*spec.ClientTimeout + p.Scaled(time.Second)
+	p.Stop.Grace = min(g, p.Scaled(30*time.Second))
+	if !fullDuration && !p.Check.Fenced {
+		p.Stop.EarlyStop = max(2*spec.Lock.TTL, p.Scaled(300*time.Millisecond))
+	}
+	p.Stop.Bound = p.Duration + p.Stop.Grace + 2*time.Minute
 }
 
 // Scaled is d stretched by the plan's time scale (d itself when the run
@@ -142,89 +359,40 @@ func clockOffsets(spec *Spec, seed uint64) map[int]time.Duration {
 	return out
 }
 
+// resolve picks the lock on trial, its options and the name it is reported
+// under.
+func (cfg Config) resolve(spec *Spec) (string, lockimpl.Info, lockimpl.Options, error) {
+	if cfg.Info == nil {
+		info, o, err := spec.Resolve(cfg.Impl)
+		return cfg.Impl, info, o, err
+	}
+	if err := cfg.Info.Check(); err != nil {
+		return "", lockimpl.Info{}, lockimpl.Options{}, err
+	}
+	name := cfg.Impl
+	if name == "" {
+		name = cfg.Info.Name
+	}
+	if v, ok := spec.Variants[name]; ok && spec.Knows(cfg.Info.Name) && v.Impl == cfg.Info.Name {
+		return name, *cfg.Info, Overlay(spec.Lock, v.Options), nil
+	}
+	return name, *cfg.Info, spec.Lock, nil
+}
+
+// expectation is what the run is expected to give: the baseline's verdict,
+// else the spec's, else the one derived from the claims.
+func (cfg Config) expectation(spec *Spec, name string, c lockimpl.Claims) Expectation {
+	if e, ok := cfg.Baseline.Expect(spec.Name, name); ok {
+		return e
+	}
+	if cfg.Info != nil && !spec.Knows(cfg.Info.Name) {
+		// A lock given in code is the one a spec's expected names only
+		// when the spec was loaded for it (LoadFor): an embedded spec's
+		// entry for a registered lock of the same name is not about it.
+		return spec.Derived(c)
+	}
+	return spec.ExpectFor(name, c)
+}
+
 // HostOf is client c's host name.
 func (p *Plan) HostOf(c int) string { return fmt.Sprintf("h%d", c%p.Hosts+1) }
-
-// WriteText prints the plan for a person, one fact a line.
-func (p *Plan) WriteText(w io.Writer) error {
-	var b strings.Builder
-	src := p.Scenario
-	if p.File != "" {
-		src += " (" + p.File + ")"
-	}
-	fmt.Fprintf(&b, "plan: %s × %s, seed %d, %s\n", src, p.Impl, p.Seed, p.Mode)
-	if p.TimeScale.Scaled() {
-		fmt.Fprintf(&b, "  timescale    %s\n", p.TimeScale)
-	}
-	lock := p.Lock
-	if p.Impl != p.Lock {
-		lock = p.Impl + " = " + p.Lock
-	}
-	fmt.Fprintf(&b, "  lock         %s; ttl %v, retry %v, wait %v\n", lock, p.Options.TTL, p.Options.RetryDelay, p.Options.WaitTimeout)
-	fmt.Fprintf(&b, "  claims       %s\n", claimsText(p.Claims))
-	topo := fmt.Sprintf("%d node(s)", p.Nodes)
-	if p.Replicas > 0 {
-		topo += fmt.Sprintf(", %d replica(s) each", p.Replicas)
-	}
-	if p.Sentinels > 0 {
-		topo += fmt.Sprintf(", %d Sentinel(s)", p.Sentinels)
-	}
-	fmt.Fprintf(&b, "  topology     %s\n", topo)
-	fmt.Fprintf(&b, "  traffic      %d client(s) on %d host(s), %d key(s), %v\n", p.Clients, p.Hosts, p.Keys, p.Duration)
-	if len(p.ClockOffsets) > 0 {
-		var cs []int
-		for c := range p.ClockOffsets {
-			cs = append(cs, c)
-		}
-		sort.Ints(cs)
-		var parts []string
-		for _, c := range cs {
-			parts = append(parts, fmt.Sprintf("c%d %+v", c, p.ClockOffsets[c]))
-		}
-		fmt.Fprintf(&b, "  clocks       %s\n", strings.Join(parts, ", "))
-	}
-	for _, f := range p.Faults {
-		fmt.Fprintf(&b, "  fault        %s\n", flow(f))
-	}
-	for _, f := range p.LeftOut {
-		fmt.Fprintf(&b, "  left out     %s\n", f)
-	}
-	for i, fp := range p.Failpoints {
-		who := fmt.Sprintf("c%d", fp.Client)
-		if fp.Client == -1 {
-			who = "every client"
-		}
-		line := fmt.Sprintf("%s at %s: %s", who, fp.Point, flow(fp.Action))
-		if fp.Fault != nil {
-			line += ", fault " + flow(fp.Fault)
-		}
-		fmt.Fprintf(&b, "  failpoint #%d %s\n", i, line)
-	}
-	if p.Explore != nil {
-		fmt.Fprintf(&b, "  explore      %s\n", flow(p.Explore))
-	}
-	bound := p.Check.DeadlockBound.String()
-	if p.Check.DeadlockBound <= 0 {
-		bound = checker.DefaultDeadlockBound.String() + " (default)"
-	}
-	fmt.Fprintf(&b, "  checker      fenced resource %v, deadlock bound %s\n", p.Check.Fenced, bound)
-	exp := "none (reported, never a DIFF)"
-	if p.Expectation.Verdict != "" {
-		exp = fmt.Sprintf("%s (%s): %s", p.Expectation.Verdict, p.Expectation.Source, p.Expectation.Reason)
-	}
-	fmt.Fprintf(&b, "  expected     %s\n", exp)
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func claimsText(c lockimpl.Claims) string { return flow(c) }
-
-// flow is v as one line of flow-style YAML, without its empty fields: as
-// a spec would write it.
-func flow(v any) string {
-	out, err := yaml.MarshalWithOptions(v, yaml.Flow(true), yaml.OmitEmpty())
-	if err != nil {
-		return fmt.Sprintf("%+v", v)
-	}
-	return strings.TrimSpace(string(out))
-}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -219,22 +218,10 @@ type explorer struct {
 	crashes, paused, half int
 }
 
+// newExplorer explores as e says, its defaults filled in by Compile.
 func newExplorer(r *run, tl *timeline, e Explore) *explorer {
-	if e.PerPoint == 0 {
-		e.PerPoint = 1
-	}
-	// The defaults are times of the scenario: stretched with it.
-	if e.Delay == 0 {
-		e.Delay = r.plan.Scaled(50 * time.Millisecond)
-	}
-	if e.Pause == 0 {
-		e.Pause = r.plan.Scaled(time.Second)
-		if ttl := r.spec.Lock.TTL; ttl > 0 {
-			e.Pause = 2 * ttl
-		}
-	}
 	return &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}, hits: map[string]int{},
-		half: max(1, r.spec.Clients/2)}
+		half: max(1, r.plan.Clients/2)}
 }
 
 // hit is the hub's Explore hook.

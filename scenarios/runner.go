@@ -54,6 +54,13 @@ type Config struct {
 	// machine. It exists to test the oracles that read them (a release must
 	// never be flagged because its events were late), not to test locks.
 	ObserverDelay Delay
+	// Rejudge is how many more times a run is run when the harness could
+	// not judge it because of its own stalls (checker.Result.ByHarness):
+	// 0 means 2, negative never. Such an inconclusive is no information
+	// about the lock either way, and on a loaded machine the next run of
+	// the same seed usually is judged; the outcome says how many runs it
+	// took (Outcome.Rejudged).
+	Rejudge int
 }
 
 // Delay is a latency with jitter.
@@ -102,12 +109,15 @@ type Outcome struct {
 	// exploration in the spec); nil otherwise, as unarmed points are not
 	// counted (that keeps them at one atomic load).
 	Points *Coverage `json:"points,omitempty"`
-	// History is the recorded run (not in JSON summaries: it has its own file).
 	// Failover is when the Sentinels detected, agreed on and carried out
 	// the first failover (Sentinel topology only).
-	Failover *FailoverTimes  `json:"failover,omitempty"`
-	History  checker.History `json:"-"`
-	Spec     *Spec           `json:"-"`
+	Failover *FailoverTimes `json:"failover,omitempty"`
+	// Rejudged are the reasons of the earlier runs of this job that the
+	// harness's own stalls left inconclusive (Config.Rejudge), oldest first.
+	Rejudged []string `json:"rejudged,omitempty"`
+	// History is the recorded run (not in JSON summaries: it has its own file).
+	History checker.History `json:"-"`
+	Spec    *Spec           `json:"-"`
 	// Processes counts the client processes of a lock that runs in them
 	// (lockimpl/exec) and the requests they left unknown by dying, breaking
 	// the protocol or not answering; nil for in-process locks.
@@ -122,41 +132,6 @@ type Outcome struct {
 // list it) matches whatever it gives: its verdict is reported, not judged.
 func (o *Outcome) AsExpected() bool {
 	return o.Expected == "" || o.Result.Verdict == o.Expected
-}
-
-// resolve picks the lock on trial, its options and the name it is reported
-// under.
-func (cfg Config) resolve(spec *Spec) (string, lockimpl.Info, lockimpl.Options, error) {
-	if cfg.Info == nil {
-		info, o, err := spec.Resolve(cfg.Impl)
-		return cfg.Impl, info, o, err
-	}
-	if err := cfg.Info.Check(); err != nil {
-		return "", lockimpl.Info{}, lockimpl.Options{}, err
-	}
-	name := cfg.Impl
-	if name == "" {
-		name = cfg.Info.Name
-	}
-	if v, ok := spec.Variants[name]; ok && spec.Knows(cfg.Info.Name) && v.Impl == cfg.Info.Name {
-		return name, *cfg.Info, Overlay(spec.Lock, v.Options), nil
-	}
-	return name, *cfg.Info, spec.Lock, nil
-}
-
-// expectation is what the run is expected to give: the baseline's verdict,
-// else the spec's, else the one derived from the claims.
-func (cfg Config) expectation(spec *Spec, name string, c lockimpl.Claims) Expectation {
-	if e, ok := cfg.Baseline.Expect(spec.Name, name); ok {
-		return e
-	}
-	if cfg.Info != nil && !spec.Knows(cfg.Info.Name) {
-		// A lock given in code is the one a spec's expected names only
-		// when the spec was loaded for it (LoadFor): an embedded spec's
-		// entry for a registered lock of the same name is not about it.
-		return spec.Derived(c)
-	}
-	return spec.ExpectFor(name, c)
 }
 
 // keyName is the lock key clients contend on.
@@ -193,7 +168,6 @@ func (c *runClient) callNow() string {
 }
 
 type run struct {
-	spec    *Spec
 	cfg     Config
 	info    lockimpl.Info
 	rec     *checker.Recorder
@@ -219,6 +193,33 @@ type run struct {
 // up with an error instead of hanging (the stuck goroutines are abandoned;
 // the servers die with the process).
 func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
+	again := cfg.Rejudge
+	if again == 0 {
+		again = 2
+	}
+	var earlier []string
+	for {
+		o, err := runAttempt(ctx, spec, cfg)
+		if err != nil || !o.Result.ByHarness || len(earlier) >= again || ctx.Err() != nil {
+			if o != nil {
+				o.Rejudged = earlier
+			}
+			return o, err
+		}
+		earlier = append(earlier, o.Result.Reason)
+		if cfg.Log != nil {
+			cfg.Log.Info("run again: the harness's own stalls left the verdict inconclusive", "scenario", spec.Name,
+				"impl", cfg.Impl, "reason", o.Result.Reason)
+		}
+	}
+}
+
+// runAttempt is one run of a job (a test replaces it to count attempts).
+var runAttempt = runBounded
+
+// runBounded compiles spec and runs it once, within a bound past its
+// duration: a run that does not finish by then is the harness's bug.
+func runBounded(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	plan, err := Compile(spec, cfg)
 	if err != nil {
 		return nil, err
@@ -229,29 +230,32 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		o, err := runOnce(ctx, spec, plan, cfg)
+		o, err := runOnce(ctx, plan, cfg)
+		if o != nil {
+			// The outcome names the spec as written: a replay compiles it
+			// again to the same plan, and the run folder keeps a copy.
+			o.Spec = spec
+		}
 		done <- result{o, err}
 	}()
-	bound := plan.spec.Duration + (&run{spec: plan.spec, plan: plan}).grace() + 2*time.Minute
-	t := time.NewTimer(bound)
+	t := time.NewTimer(plan.Stop.Bound)
 	defer t.Stop()
 	select {
 	case r := <-done:
 		return r.o, r.err
 	case <-t.C:
-		return nil, fmt.Errorf("%s × %s did not finish within %v: the harness is stuck (a bug: please report it with the seed)", spec.Name, cfg.Impl, bound)
+		return nil, fmt.Errorf("%s × %s did not finish within %v: the harness is stuck (a bug: please report it with the seed)", plan.Scenario, cfg.Impl, plan.Stop.Bound)
 	}
 }
 
 // runOnce is the run's phases in order, the way etcd's robustness runner
-// composes a scenario: from the compiled plan (its spec scaled to the
-// lock's timescale), start the topology, start the clients, arm the
+// composes a scenario: from the compiled plan (every time already scaled to
+// the lock's timescale), start the topology, start the clients, arm the
 // faults, start watching (history, stalls, observers), play the traffic,
-// finish the history, check it. The outcome names spec, as written: a
-// replay compiles it again to the same plan.
-func runOnce(ctx context.Context, spec *Spec, plan *Plan, cfg Config) (*Outcome, error) {
-	r := newRun(plan.spec, cfg, plan)
-	topo, err := startTopology(ctx, r.spec, r.cfg, plan.Nodes)
+// finish the history, check it.
+func runOnce(ctx context.Context, plan *Plan, cfg Config) (*Outcome, error) {
+	r := newRun(cfg, plan)
+	topo, err := startTopology(ctx, plan, r.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -278,9 +282,7 @@ func runOnce(ctx context.Context, spec *Spec, plan *Plan, cfg Config) (*Outcome,
 		return nil, fmt.Errorf("run interrupted: %w", err)
 	}
 	h := r.finish(w)
-	o := r.outcome(plan, topo, w, h, time.Since(start))
-	o.Spec = spec
-	return o, nil
+	return r.outcome(plan, topo, w, h, time.Since(start)), nil
 }
 
 // ready waits, before the run's clock starts, for lockers that start
@@ -324,20 +326,20 @@ func (r *run) processStats() *lockimpl.ProcessStats {
 }
 
 // meta is the history's header: what this run was asked to exercise.
-func (r *run) meta(seed uint64, backend string, copts checker.Options, exp Expectation) *checker.Meta {
-	spec := r.spec
-	m := &checker.Meta{Scenario: spec.Name, Impl: r.cfg.Impl, Seed: seed, Backend: backend, Mode: spec.Mode,
-		Client: spec.Workload.Client, Gated: spec.IsGated(), Expected: exp.Verdict, ExpectedReason: exp.Reason,
-		ExpectedSource: exp.Source, Options: copts, TimeScale: r.plan.TimeScale}
-	if spec.File != "" && !strings.HasPrefix(spec.File, "specs/") {
-		m.File = spec.File
+func (r *run) meta(backend string) *checker.Meta {
+	p, exp := r.plan, r.plan.Expectation
+	m := &checker.Meta{Scenario: p.Scenario, Impl: r.cfg.Impl, Seed: p.Seed, Backend: backend, Mode: p.Mode,
+		Client: p.Workload.Client, Gated: p.SpecGated, Expected: exp.Verdict, ExpectedReason: exp.Reason,
+		ExpectedSource: exp.Source, Options: p.Check, TimeScale: p.TimeScale}
+	if p.File != "" && !strings.HasPrefix(p.File, "specs/") {
+		m.File = p.File
 	}
-	for k := 0; k < spec.Keys; k++ {
+	for k := 0; k < p.Keys; k++ {
 		m.Keys = append(m.Keys, keyName(k))
 	}
-	for i, fp := range spec.Failpoints {
+	for i, fp := range p.Failpoints {
 		m.Failpoints = append(m.Failpoints, checker.Armed{Index: i, Client: fp.Client, Point: fp.Point,
-			Skip: fp.Skip, Times: fp.Times, Prob: fp.Prob, Inert: !ownPoint(r.info, fp.Point)})
+			Skip: fp.Skip, Times: fp.Times, Prob: fp.Prob, Inert: fp.Inert})
 	}
 	return m
 }
@@ -363,13 +365,6 @@ func ownPoint(info lockimpl.Info, point string) bool {
 		}
 	}
 	return false
-}
-
-// grace bounds how long a client may take to finish its cycle once the run
-// is over: one full wait for the lock plus one critical section and slack.
-func (r *run) grace() time.Duration {
-	g := r.spec.Lock.WaitTimeout + r.spec.Workload.CSMax + 2*r.spec.ClientTimeout + r.plan.Scaled(time.Second)
-	return min(g, r.plan.Scaled(30*time.Second))
 }
 
 // closeLocker stops an implementation's helpers (watchdogs): a crashed

@@ -76,12 +76,13 @@ func sourceIP(name string) string {
 	return fmt.Sprintf("127.0.%d.%d", kind, i)
 }
 
-func startSentinelTopology(ctx context.Context, spec *Spec, cfg Config, nodes int) (_ *topology, err error) {
+func startSentinelTopology(ctx context.Context, plan *Plan, cfg Config) (_ *topology, err error) {
+	nodes := plan.Nodes
 	if k, rerr := cluster.Resolve(cfg.Backend); rerr != nil || k != cluster.RedisServer {
-		return nil, fmt.Errorf("scenario %s needs Sentinel, which only the redis-server backend has", spec.Name)
+		return nil, fmt.Errorf("scenario %s needs Sentinel, which only the redis-server backend has", plan.Scenario)
 	}
-	if nodes > 250 || spec.Sentinel.Sentinels > 250 {
-		return nil, fmt.Errorf("scenario %s: at most 250 masters and 250 sentinels", spec.Name)
+	if nodes > 250 || plan.Sentinel.Sentinels > 250 {
+		return nil, fmt.Errorf("scenario %s: at most 250 masters and 250 sentinels", plan.Scenario)
 	}
 	t := &topology{net: nemesis.NewNetwork(), replicas: map[string]*cluster.Process{}}
 	ss := &sentinelSet{announced: map[string]string{}, byAddr: map[string]string{}}
@@ -91,7 +92,7 @@ func startSentinelTopology(ctx context.Context, spec *Spec, cfg Config, nodes in
 			t.Close()
 		}
 	}()
-	b := &sentinelBuild{t: t, ss: ss, spec: spec, cfg: cfg, real: map[string]string{}}
+	b := &sentinelBuild{t: t, ss: ss, plan: plan, cfg: cfg, real: map[string]string{}}
 	// Each step needs the one before: routers give the announced addresses
 	// the servers are started with, replicas need their masters' real
 	// addresses, Sentinels the replicas, and the clients' links everything.
@@ -121,7 +122,7 @@ func startSentinelTopology(ctx context.Context, spec *Spec, cfg Config, nodes in
 	if err := stage("ready"); err != nil {
 		return nil, err
 	}
-	cfg.Log.Info("sentinel topology up", "masters", nodes, "sentinels", len(ss.sentinels), "quorum", spec.Sentinel.Quorum)
+	cfg.Log.Info("sentinel topology up", "masters", nodes, "sentinels", len(ss.sentinels), "quorum", plan.Sentinel.Quorum)
 	return t, nil
 }
 
@@ -130,7 +131,7 @@ func startSentinelTopology(ctx context.Context, spec *Spec, cfg Config, nodes in
 type sentinelBuild struct {
 	t         *topology
 	ss        *sentinelSet
-	spec      *Spec
+	plan      *Plan
 	cfg       Config
 	data, all []string          // data servers (n, r), every server
 	real      map[string]string // server name -> its real address
@@ -146,7 +147,7 @@ func (b *sentinelBuild) startRouters(nodes int) error {
 		ss.masters = append(ss.masters, fmt.Sprintf("n%d", i))
 	}
 	b.all = append(b.all, b.data...)
-	for k := 1; k <= b.spec.Sentinel.Sentinels; k++ {
+	for k := 1; k <= b.plan.Sentinel.Sentinels; k++ {
 		b.all = append(b.all, fmt.Sprintf("s%d", k))
 	}
 	for _, name := range b.all {
@@ -163,19 +164,19 @@ func (b *sentinelBuild) startRouters(nodes int) error {
 // startServers starts the masters, each announcing its router's address so
 // replicas and Sentinels reach it through the links.
 func (b *sentinelBuild) startServers(ctx context.Context, nodes int) error {
-	ss, spec := b.ss, b.spec
+	ss, plan := b.ss, b.plan
 	extra := func(name string) []string {
 		_, port, _ := net.SplitHostPort(ss.announced[name])
 		args := []string{"--protected-mode", "no", "--bind-source-addr", sourceIP(name),
 			"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", port}
-		if m := spec.MinReplicas; m != nil {
+		if m := plan.MinReplicas; m != nil {
 			args = append(args, "--min-replicas-to-write", strconv.Itoa(m.ToWrite),
 				"--min-replicas-max-lag", strconv.Itoa(int(m.MaxLag/time.Second)))
 		}
 		return args
 	}
 	cl, err := cluster.Start(ctx, cluster.RedisServer, cluster.Options{Nodes: nodes, Log: b.cfg.Log,
-		ServerClock: nemesis.UsesServerClock(spec.AllFaults()), ExtraArgs: extra})
+		ServerClock: plan.ServerClock, ExtraArgs: extra})
 	if err != nil {
 		return fmt.Errorf("start redis-server backend: %w", err)
 	}
@@ -185,13 +186,7 @@ func (b *sentinelBuild) startServers(ctx context.Context, nodes int) error {
 	for _, n := range cl.Nodes() {
 		b.real[n.Name] = n.Addr
 	}
-	t := b.t
-	t.hosts = spec.Hosts
-	if t.hosts == 0 {
-		t.hosts = min(spec.Clients, 64)
-	}
-	hosts := t.hosts
-	t.hostOf = func(c int) string { return fmt.Sprintf("h%d", c%hosts+1) }
+	b.t.hosts, b.t.hostOf = plan.Hosts, plan.HostOf
 	return nil
 }
 
@@ -234,7 +229,7 @@ func (b *sentinelBuild) startReplicas(ctx context.Context) error {
 // so each Sentinel's links are made before the next starts... and all before
 // anyone waits on them.
 func (b *sentinelBuild) startSentinels(ctx context.Context) error {
-	t, ss, sn := b.t, b.ss, b.spec.Sentinel
+	t, ss, sn := b.t, b.ss, b.plan.Sentinel
 	for k := 1; k <= sn.Sentinels; k++ {
 		name := fmt.Sprintf("s%d", k)
 		for _, srv := range b.data {

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,15 +31,23 @@ duration: 1s
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := Config{Impl: "set-nx-px", Backend: cluster.RedisServer, Log: slog.New(slog.DiscardHandler)}
+	plan, err := Compile(spec, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := time.Now()
-	topo, err := startTopology(ctx, spec, Config{Backend: cluster.RedisServer, Log: slog.New(slog.DiscardHandler)}, 1)
+	topo, err := startTopology(ctx, plan, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer topo.Close()
 	t.Logf("topology up in %v", time.Since(start))
+	if got, want := linkNames(topo.net), plan.layout().Links; !slices.Equal(got, want) {
+		t.Errorf("the Sentinel topology built links\n%v\nthe plan's layout says\n%v", got, want)
+	}
 	ss := topo.sentinel
 	var events []string
 	evc := make(chan string, 1000)

@@ -54,7 +54,7 @@ func (nopControl) ClockDrift(client int, _ float64) {}
 // have: never wrapped onto another) or whose injection erred starts Fail
 // and never stops; a heal that failed stops Fail with its error.
 func TestTimelineRecordsTargetsAndHeals(t *testing.T) {
-	r := &run{spec: &Spec{Seed: 1}, rec: checker.NewRecorder(), log: slog.New(slog.DiscardHandler)}
+	r := &run{plan: &Plan{Seed: 1}, rec: checker.NewRecorder(), log: slog.New(slog.DiscardHandler)}
 	env := &nemesis.Env{Clients: 4, ClientHost: func(c int) string { return fmt.Sprintf("h%d", c%2+1) },
 		Control: nopControl{}, Rand: rand.New(rand.NewPCG(1, 1))}
 	tl := newTimeline(r, env)

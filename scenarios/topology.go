@@ -42,15 +42,16 @@ func stage(name string) error {
 
 // startTopology starts the backend's nodes, the links and the replicas.
 // On error everything started so far is stopped.
-func startTopology(ctx context.Context, spec *Spec, cfg Config, nodes int) (_ *topology, err error) {
-	if spec.Sentinel != nil {
-		return startSentinelTopology(ctx, spec, cfg, nodes)
+func startTopology(ctx context.Context, plan *Plan, cfg Config) (_ *topology, err error) {
+	if plan.Sentinel != nil {
+		return startSentinelTopology(ctx, plan, cfg)
 	}
+	nodes := plan.Nodes
 	if err := stage("backend"); err != nil {
 		return nil, err
 	}
 	cl, err := cluster.Start(ctx, cfg.Backend, cluster.Options{Nodes: nodes, Log: cfg.Log,
-		ServerClock: nemesis.UsesServerClock(spec.AllFaults())})
+		ServerClock: plan.ServerClock})
 	if err != nil {
 		return nil, fmt.Errorf("start %s backend: %w", cfg.Backend, err)
 	}
@@ -64,23 +65,18 @@ func startTopology(ctx context.Context, spec *Spec, cfg Config, nodes int) (_ *t
 		return nil, err
 	}
 	cfg.Log.Info("backend up", "kind", cl.Kind(), "nodes", nodes)
-	t.hosts = spec.Hosts
-	if t.hosts == 0 {
-		t.hosts = min(spec.Clients, 64)
-	}
-	hosts := t.hosts
-	t.hostOf = func(c int) string { return fmt.Sprintf("h%d", c%hosts+1) }
-	for h := 0; h < hosts; h++ {
+	t.hosts, t.hostOf = plan.Hosts, plan.HostOf
+	for h := 0; h < t.hosts; h++ {
 		for _, n := range cl.Nodes() {
 			if _, err := t.net.AddLink(fmt.Sprintf("h%d", h+1), n.Name, n.Addr); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if spec.Replicas > 0 {
+	if plan.Replicas > 0 {
 		servers, ok := cl.(*cluster.Servers)
 		if !ok {
-			return nil, fmt.Errorf("scenario %s needs replicas, which only the redis-server backend has", spec.Name)
+			return nil, fmt.Errorf("scenario %s needs replicas, which only the redis-server backend has", plan.Scenario)
 		}
 		for i, n := range cl.Nodes() {
 			// Replication flows through its own link, so a fault can delay or cut it.

@@ -14,22 +14,22 @@ import (
 
 // clientLoop runs acquire → critical section → release until the run ends.
 func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquired *atomic.Int64) {
-	spec := r.spec
+	w := r.plan.Workload
 	rng := rand.New(rand.NewPCG(r.seed(), uint64(c.id)+0x10000))
 	ctx := c.ctx
 	barrierCtx := runCtxOf(runCtx, ctx)
 	cycles := 0
 	for runCtx.Err() == nil && ctx.Err() == nil {
-		if spec.Ops > 0 && attempts.Add(1) > int64(spec.Ops) {
+		if w.Ops > 0 && attempts.Add(1) > int64(w.Ops) {
 			return
 		}
-		if spec.Workload.Cycles > 0 && cycles >= spec.Workload.Cycles {
+		if w.Cycles > 0 && cycles >= w.Cycles {
 			return
 		}
 		if err := c.pause.wait(ctx); err != nil {
 			return
 		}
-		key := keyName(rng.IntN(spec.Keys))
+		key := keyName(rng.IntN(r.plan.Keys))
 		c.fp.NewCycle()
 		// A client waiting at a barrier for a step that never comes (the
 		// step of another algorithm) is released when the run ends.
@@ -90,8 +90,8 @@ func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lea
 	r.add(c, checker.Invoke, checker.FRead, key, func(o *checker.Op) { o.Fence = lease.Fence })
 	n := r.res.read(key, lease.Fence)
 	r.add(c, checker.Ok, checker.FRead, key, func(o *checker.Op) { o.N = n; o.Fence = lease.Fence })
-	hold := r.spec.Workload.CSMin
-	if span := r.spec.Workload.CSMax - r.spec.Workload.CSMin; span > 0 {
+	hold := r.plan.Workload.CSMin
+	if span := r.plan.Workload.CSMax - r.plan.Workload.CSMin; span > 0 {
 		hold += time.Duration(rng.Int64N(int64(span) + 1))
 	}
 	if err := c.fp.Hit(ctx, PointHold); err != nil {
@@ -147,7 +147,7 @@ func (r *run) markCrashed(c *runClient, err error) {
 // abandonment is recorded (the hold ends there) and the client goes on to
 // release. A careless client never abandons.
 func (r *run) abandoned(c *runClient, key string, lease *lockimpl.Lease) bool {
-	if r.spec.Workload.Client != Careful {
+	if r.plan.Workload.Client != Careful {
 		return false
 	}
 	why := ""
@@ -177,7 +177,7 @@ func (r *run) abandoned(c *runClient, key string, lease *lockimpl.Lease) bool {
 // holder knows it lost the lock; a careless one works on regardless); an
 // unknown outcome does not.
 func (r *run) holdExtending(ctx context.Context, c *runClient, key string, lease *lockimpl.Lease, hold time.Duration) error {
-	every := r.spec.Workload.ExtendEvery
+	every := r.plan.Workload.ExtendEvery
 	if every <= 0 || !lockimpl.CanExtend(c.locker) {
 		return r.work(ctx, c, lease, hold)
 	}
@@ -209,18 +209,18 @@ func (r *run) holdExtending(ctx context.Context, c *runClient, key string, lease
 // deadline is Until()): an extend that cannot answer before the lease ends
 // is an unknown outcome, and the holder gives up rather than wait on it.
 func (r *run) extendOnce(ctx context.Context, c *runClient, key string, lease *lockimpl.Lease) (result, error) {
-	if r.spec.Workload.Client == Careful && lease.Validity > 0 {
+	if r.plan.Workload.Client == Careful && lease.Validity > 0 {
 		left := lease.Validity - c.clock.Now().Sub(lease.Acquired)
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, max(left, 0))
 		defer cancel()
 	}
-	return c.rec.extend(ctx, key, lease, r.spec.Lock.TTL)
+	return c.rec.extend(ctx, key, lease, r.plan.Workload.ExtendTTL)
 }
 
 // leaseOver says a careful client's lease has run out on its own clock.
 func (r *run) leaseOver(c *runClient, lease *lockimpl.Lease) bool {
-	return r.spec.Workload.Client == Careful && lease.Validity > 0 && c.clock.Now().Sub(lease.Acquired) >= lease.Validity
+	return r.plan.Workload.Client == Careful && lease.Validity > 0 && c.clock.Now().Sub(lease.Acquired) >= lease.Validity
 }
 
 // work is the critical section's hold. A careless client holds for d. A
@@ -232,7 +232,7 @@ func (r *run) leaseOver(c *runClient, lease *lockimpl.Lease) bool {
 // the world restarts, which is why careful clients are not safe under pauses
 // past the TTL either.
 func (r *run) work(ctx context.Context, c *runClient, lease *lockimpl.Lease, d time.Duration) error {
-	if r.spec.Workload.Client != Careful {
+	if r.plan.Workload.Client != Careful {
 		return c.pause.sleep(ctx, d)
 	}
 	if lease.Validity > 0 {
@@ -283,23 +283,17 @@ func runCtxOf(runCtx, ctx context.Context) context.Context {
 // real client backs off after a connection error; without it a client facing
 // a dead link would spin and flood the history.
 func (r *run) backoff(ctx context.Context, c *runClient) error {
-	d := max(r.spec.Think, r.spec.Lock.RetryDelay, r.plan.Scaled(10*time.Millisecond))
-	return c.pause.sleep(ctx, d)
+	return c.pause.sleep(ctx, r.plan.Workload.Backoff)
 }
 
 func (r *run) sleepThink(ctx context.Context, c *runClient) error {
-	if r.spec.Think > 0 {
-		return c.pause.sleep(ctx, r.spec.Think)
+	if r.plan.Workload.Think > 0 {
+		return c.pause.sleep(ctx, r.plan.Workload.Think)
 	}
 	return ctx.Err()
 }
 
-func (r *run) seed() uint64 {
-	if r.cfg.Seed != 0 {
-		return r.cfg.Seed
-	}
-	return r.spec.Seed
-}
+func (r *run) seed() uint64 { return r.plan.Seed }
 
 // osProcess is the client's own OS process when its lock runs in one
 // (lockimpl/exec); client faults then act on the process itself.

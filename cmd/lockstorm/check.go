@@ -22,15 +22,16 @@ func cmdCheck(args []string) error {
 	format := fs.String("format", reports.FormatTable, "table, markdown or json")
 	wide := fs.Bool("wide", false, "table and markdown: every figure in its own column")
 	fenced := fs.Bool("fenced", false, "for a bare history.jsonl: the resource was fenced")
-	if err := fs.Parse(args); err != nil {
+	paths, err := parseMixed(fs, args)
+	if err != nil {
 		return usage("check: %v", err)
 	}
-	if fs.NArg() == 0 {
+	if len(paths) == 0 {
 		return usage("usage: lockstorm check RUN_DIR|history.jsonl ...")
 	}
 	var rows []reports.Row
 	mismatch := 0
-	for _, path := range fs.Args() {
+	for _, path := range paths {
 		sum, p, err := reports.ReadRunDirChecked(path)
 		if err != nil {
 			return &exitError{2, fmt.Errorf("check: %w", err)}

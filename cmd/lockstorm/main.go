@@ -16,9 +16,11 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -83,4 +85,30 @@ func run(ctx context.Context, args []string) error {
 		return nil
 	}
 	return usage("unknown command %q (want list, run, check, replay, shrink, report, bench or baseline)", args[0])
+}
+
+// parseMixed parses args with fs allowing flags after the operands, as
+// `lockstorm report DIR -o page.html` or `replay DIR --n 5` are typed: the
+// flag package alone stops at the first operand and would take "-o" for a
+// folder. "--" ends the flags. It returns the operands in order.
+func parseMixed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var operands []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) > 0 && len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(operands, rest...), nil
+		}
+		i := 0
+		for i < len(rest) && (rest[i] == "-" || !strings.HasPrefix(rest[i], "-")) {
+			i++
+		}
+		operands = append(operands, rest[:i]...)
+		if i == len(rest) {
+			return operands, nil
+		}
+		args = rest[i:]
+	}
 }

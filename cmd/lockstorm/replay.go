@@ -25,17 +25,18 @@ func cmdReplay(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	n := fs.Int("n", 0, "replays (default 1 for a scheduled run, 5 for a random mode)")
-	if err := fs.Parse(args); err != nil {
+	operands, err := parseMixed(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Println("usage: lockstorm replay [--n N] RUN_DIR   (a run folder that lockstorm run kept)")
 			return nil
 		}
 		return usage("replay: %v", err)
 	}
-	if fs.NArg() != 1 {
+	if len(operands) != 1 {
 		return usage("usage: lockstorm replay [--n N] RUN_DIR")
 	}
-	dir := fs.Arg(0)
+	dir := operands[0]
 	var sum reports.Summary
 	b, err := os.ReadFile(filepath.Join(dir, reports.SummaryFile))
 	if err == nil {

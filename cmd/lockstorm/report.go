@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/reports"
@@ -21,17 +22,17 @@ func cmdReport(args []string) error {
 	fs.SetOutput(io.Discard)
 	out := fs.String("o", "", "write the page here (default DIR/index.html, the first DIR's)")
 	format := fs.String("format", "table", "the merged table: table, markdown or json")
-	if err := fs.Parse(args); err != nil {
+	dirs, err := parseMixed(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Println("usage: lockstorm report [-o FILE] DIR...   (DIRs hold run folders, as lockstorm run --out DIR keeps them; shards' results.jsonl are merged)")
 			return nil
 		}
 		return usage("report: %v", err)
 	}
-	if fs.NArg() < 1 {
+	if len(dirs) < 1 {
 		return usage("usage: lockstorm report [-o FILE] DIR...")
 	}
-	dirs := fs.Args()
 	path := *out
 	if path == "" {
 		path = filepath.Join(dirs[0], reports.IndexFile)
@@ -46,6 +47,19 @@ func cmdReport(args []string) error {
 		runs = append(runs, r...)
 		info = mergeInfo(info, in, len(dirs) > 1)
 	}
+	// Shards write every row (kept folders or not): the merged table, found
+	// k of N per cell, and an exit as the gate's; the page shows the runs
+	// whose folders were not kept from their rows.
+	rows, err := readResults(dirs)
+	if err != nil {
+		return &exitError{2, fmt.Errorf("report: %w", err)}
+	}
+	runs, info = withResultRows(runs, info, rows)
+	for _, d := range dirs {
+		if st, err := os.Stat(filepath.Join(d, ResultsFile)); err == nil && st.ModTime().After(info.Date) {
+			info.Date = st.ModTime() // a shard that kept no folder dates the page by its results
+		}
+	}
 	if err := reports.WriteSuiteFile(path, runs, info); err != nil {
 		return &exitError{2, fmt.Errorf("report: %w", err)}
 	}
@@ -53,12 +67,6 @@ func cmdReport(args []string) error {
 		return &exitError{2, err}
 	}
 	fmt.Printf("\nsuite page: %s (%d runs)\n", path, len(runs))
-	// Shards write every row (kept folders or not): the merged table, found
-	// k of N per cell, and an exit as the gate's.
-	rows, err := readResults(dirs)
-	if err != nil {
-		return &exitError{2, fmt.Errorf("report: %w", err)}
-	}
 	if len(rows) == 0 {
 		return nil
 	}
@@ -84,6 +92,61 @@ func cmdReport(args []string) error {
 		return &exitError{1, errors.New("")}
 	}
 	return nil
+}
+
+// withResultRows adds to runs (from kept folders) every results row whose
+// run has no folder among them, in the page's order (scenario, lock,
+// seed), and completes info from the rows: the seeds per cell, the
+// backends, the lockstorm version.
+func withResultRows(runs []reports.SuiteRun, info reports.SuiteInfo, rows []reports.Row) ([]reports.SuiteRun, reports.SuiteInfo) {
+	type key struct {
+		scen, impl string
+		seed       uint64
+	}
+	have := map[key]bool{}
+	for _, r := range runs {
+		have[key{r.Row.Scenario, r.Row.Impl, r.Row.Seed}] = true
+	}
+	seeds := map[[2]string]map[uint64]bool{}
+	backends := map[string]bool{}
+	for _, r := range runs {
+		backends[r.Row.Backend] = true
+	}
+	for _, row := range rows {
+		k := key{row.Scenario, row.Impl, row.Seed}
+		if !have[k] {
+			have[k] = true
+			runs = append(runs, reports.RowSuiteRun(row))
+		}
+		c := [2]string{row.Scenario, row.Impl}
+		if seeds[c] == nil {
+			seeds[c] = map[uint64]bool{}
+		}
+		seeds[c][row.Seed] = true
+		info.Seeds = max(info.Seeds, len(seeds[c]))
+		backends[row.Backend] = true
+	}
+	var bs []string
+	for b := range backends {
+		if b != "" {
+			bs = append(bs, b)
+		}
+	}
+	sort.Strings(bs)
+	if len(bs) > 0 {
+		info.Backend = strings.Join(bs, ", ")
+	}
+	sort.SliceStable(runs, func(i, j int) bool {
+		a, b := runs[i].Row, runs[j].Row
+		if a.Scenario != b.Scenario {
+			return a.Scenario < b.Scenario
+		}
+		if a.Impl != b.Impl {
+			return a.Impl < b.Impl
+		}
+		return a.Seed < b.Seed
+	})
+	return runs, info
 }
 
 // mergeInfo combines the suite facts of several folders.

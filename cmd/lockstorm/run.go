@@ -53,8 +53,18 @@ type runFlags struct {
 	baseline  string
 	dryRun    bool
 	full      bool
+	rejudge   int
 	shard     string
 	limits    scenarios.Limits
+}
+
+// rejudgeConfig maps --rejudge (0: never) to scenarios.Config.Rejudge
+// (0: the default, negative: never).
+func rejudgeConfig(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 func parseRunFlags(args []string) (*runFlags, error) {
@@ -79,9 +89,10 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.BoolVar(&f.onlyDiff, "only-diff", false, "print only the verdicts that differ from the expected ones (the gate's output)")
 	fs.StringVar(&f.baseline, "baseline", "", "expect the verdicts recorded in this baseline file (lockstorm baseline) for the pairs it holds")
 	fs.IntVar(&f.parallel, "parallel", 3, "scenario runs at once (each has its own servers and ports)")
-	fs.BoolVar(&f.dryRun, "dry-run", false, "print each run's compiled plan (lock and options, topology, clients, clocks, faults, failpoints, checker options, expectation) and start nothing")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print each run's compiled plan (lock and options, topology, workload, network, clocks, faults and what they apply to, failpoints, checker options, expectation, how the run stops) and start nothing")
 	fs.BoolVar(&f.dryRun, "plan", false, "same as --dry-run")
 	fs.StringVar(&f.shard, "shard", "", "run the K-th of N disjoint slices of the jobs (scenario × impl × seed), e.g. 0/4; also from JOB_COMPLETION_INDEX or LOCKSTORM_SHARD with LOCKSTORM_SHARDS; writes OUT/results.jsonl for lockstorm report")
+	fs.IntVar(&f.rejudge, "rejudge", 2, "run again, up to this many more times, a run that the harness's own stalls left inconclusive (0: never)")
 	fs.BoolVar(&f.full, "full-duration", false, "run every scenario its whole duration (by default an unsafe run stops two TTLs after its first overlap: its verdict is settled)")
 	f.limits = scenarios.DefaultLimits()
 	fs.IntVar(&f.limits.MaxNodes, "max-nodes", f.limits.MaxNodes, "refuse specs with more Redis nodes than this")
@@ -200,7 +211,7 @@ func cmdRun(ctx context.Context, args []string) error {
 		return usage("run: nothing to run on the %s backend", backend)
 	}
 	if f.dryRun {
-		return printPlans(os.Stdout, jobs, backend, base, f.format == "json" || f.json)
+		return printPlans(os.Stdout, jobs, scenarios.Config{Backend: backend, Baseline: base, FullDuration: f.full}, f.format == "json" || f.json)
 	}
 	results, errs := runJobs(ctx, f, jobs, backend, base, log)
 	for i := range results {
@@ -306,7 +317,7 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, backend string, base 
 	runs := make([]scenarios.Job, len(jobs))
 	for i, j := range jobs {
 		runs[i] = scenarios.Job{Spec: j.spec, Config: scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: backend, Log: log, Baseline: base, Progress: prog.update,
-			FullDuration: f.full}}
+			FullDuration: f.full, Rejudge: rejudgeConfig(f.rejudge)}}
 	}
 	results, errs := scenarios.RunMany(ctx, runs, f.parallel, nil, func(i int, out *scenarios.Outcome, _ error) {
 		prog.done(jobs[i].spec.Name, jobs[i].impl, out)
@@ -409,10 +420,12 @@ func printVerdicts(f *runFlags, rows []reports.Row, mismatch, missed int) error 
 		if err := reports.WriteAggregate(os.Stdout, agg, f.format); err != nil {
 			return &exitError{2, err}
 		}
-		for _, a := range agg {
-			if a.Matched < a.Runs {
-				return &exitError{1, errors.New("")}
-			}
+		// As with one seed and as `report` merging shards: a DIFF fails the
+		// run, a miss (an exploratory run that did not find its failure on
+		// a seed) does not. A shard exited 1 on a miss that its merge
+		// called as expected.
+		if mismatch > 0 {
+			return &exitError{1, errors.New("")}
 		}
 		return nil
 	}
@@ -480,13 +493,15 @@ func printProcessStats(w io.Writer, results []*scenarios.Outcome, jobs []job) {
 	}
 }
 
-// printPlans compiles every job and prints its plan (text, or one JSON
-// object a line), starting nothing. A job that does not compile is an
-// input error (exit 2), as it would be at the start of a run.
-func printPlans(w io.Writer, jobs []job, backend string, base *scenarios.Baseline, asJSON bool) error {
+// printPlans compiles every job with cfg (its backend, baseline and
+// duration flag) and prints its plan (text, or one JSON object a line),
+// starting nothing. A job that does not compile is an input error (exit
+// 2), as it would be at the start of a run.
+func printPlans(w io.Writer, jobs []job, cfg scenarios.Config, asJSON bool) error {
 	enc := json.NewEncoder(w)
 	for i, j := range jobs {
-		p, err := scenarios.Compile(j.spec, scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: backend, Baseline: base})
+		cfg.Impl, cfg.Seed = j.impl, j.seed
+		p, err := scenarios.Compile(j.spec, cfg)
 		if err != nil {
 			return &exitError{2, fmt.Errorf("%s × %s: %w", j.spec.Name, j.impl, err)}
 		}

@@ -50,6 +50,11 @@ func TestShardsMergeLikeUnsharded(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("merged: %d runs from 4 folder(s)", len(want))) {
 		t.Errorf("report: exit %d:\n%s%s", code, stdout, stderr)
 	}
+	// The page shows every run, those whose folders the shards did not keep
+	// (safe ones, here) from their results rows.
+	if !strings.Contains(stdout, fmt.Sprintf("index.html (%d runs)", len(want))) {
+		t.Errorf("the merged page does not hold the %d runs:\n%s", len(want), stdout)
+	}
 }
 
 // cells is each (scenario, impl, seed) with its verdict, sorted.

@@ -48,7 +48,8 @@ func parseShrinkFlags(args []string) (*shrinkFlags, error) {
 	fs.StringVar(&f.backend, "backend", "", "auto, redis-server or embedded (default: the run folder's, else auto)")
 	fs.StringVar(&f.out, "out", "", "where to write the minimal spec (default: RUN_DIR/minimal.yaml, or SCENARIO-IMPL-min.yaml here)")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging on stderr")
-	if err := fs.Parse(args); err != nil {
+	operands, err := parseMixed(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Println(shrinkUsage)
 			fs.SetOutput(os.Stdout)
@@ -57,10 +58,10 @@ func parseShrinkFlags(args []string) (*shrinkFlags, error) {
 		}
 		return nil, usage("shrink: %v", err)
 	}
-	if fs.NArg() != 1 {
+	if len(operands) != 1 {
 		return nil, usage(shrinkUsage)
 	}
-	f.input = fs.Arg(0)
+	f.input = operands[0]
 	switch {
 	case f.impl != "" && f.exec != "":
 		return nil, usage("shrink: --impl and --exec name the lock twice: give one")

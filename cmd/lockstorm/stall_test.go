@@ -22,8 +22,9 @@ func TestHarnessStallMakesDeadlockInconclusive(t *testing.T) {
 	cluster.StartForTest(t, 1) // a CI failure without redis-server, a skip elsewhere
 	bin := buildBinary(t)
 	run := func(stop bool) map[string]any {
+		// --rejudge 0: the stalled run is judged as it is, not run again.
 		cmd := exec.Command(bin, "run", "--scenario", "crash-before-expire", "--impl", "setnx-expire",
-			"--backend", "redis-server", "--format", "json", "--keep", "none")
+			"--backend", "redis-server", "--format", "json", "--keep", "none", "--rejudge", "0")
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Start(); err != nil {

@@ -428,7 +428,10 @@ func (l *Locker) pumpClock() {
 
 // SyncClock implements lockimpl.Process.
 func (l *Locker) SyncClock() {
-	l.clock.Set(l.env.Clock.Now().Sub(time.Now()))
+	// The pump is the harness's, not a thread of the stopped client: it
+	// reads the clock without waiting out a pause (a SIGSTOP stops the
+	// process itself).
+	l.clock.Set(lockimpl.Outside(l.env.Clock).Now().Sub(time.Now()))
 }
 
 // spawnLocked starts a fresh process (l.mu held).

@@ -56,8 +56,7 @@ func clientFactory(act func(env *Env, c int) func()) Factory {
 }
 
 func (f *clientFault) Inject(_ context.Context, env *Env) (Heal, Targets, error) {
-	sel := f.spec.resolve(env)
-	t := Targets{Clients: sel.faultClients(env), Picked: sel.picked, Missing: sel.missing}
+	t := f.spec.resolve(env).clientTargets(env)
 	var undo []func()
 	for _, c := range t.Clients {
 		undo = append(undo, f.act(env, c))

@@ -59,7 +59,7 @@ func (f *failover) Inject(ctx context.Context, env *Env) (Heal, Targets, error) 
 		if err := rep.Promote(); err != nil {
 			return nil, Targets{}, fmt.Errorf("failover: promote %s: %w", rep.Name, err)
 		}
-		for _, l := range env.Net.Links(func(l *Link) bool { return l.Node == n && !isReplicaHost(env, l.Host) }) {
+		for _, l := range redirected(env, n) {
 			if err := l.SetUpstream(rep.Addr); err != nil {
 				return nil, Targets{}, err
 			}
@@ -69,6 +69,12 @@ func (f *failover) Inject(ctx context.Context, env *Env) (Heal, Targets, error) 
 		t.Replicas = append(t.Replicas, rep.Name)
 	}
 	return func() error { return nil }, t, nil
+}
+
+// redirected are the links a failover of node n points at its replica:
+// every link to n but its replica's replication link.
+func redirected(env *Env, n string) []*Link {
+	return env.Net.Links(func(l *Link) bool { return l.Node == n && !isReplicaHost(env, l.Host) })
 }
 
 // isReplicaHost says whether a link's host is a replica (its replication

@@ -101,5 +101,5 @@ func (f *serverFault) Inject(_ context.Context, env *Env) (Heal, Targets, error)
 		}
 		return nil, Targets{}, err
 	}
-	return heal, Targets{Nodes: sel.nodes, Picked: sel.picked, Missing: sel.missing}, nil
+	return heal, sel.nodeTargets(), nil
 }

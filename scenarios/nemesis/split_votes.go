@@ -118,3 +118,9 @@ func appendNew(list []string, s string) []string {
 	}
 	return append(list, s)
 }
+
+// targets implements previewer: the links the cut will refuse, for the plan.
+func (f splitVotes) targets(env *Env) Targets {
+	_, t := splitLinks(f.spec, env)
+	return t
+}

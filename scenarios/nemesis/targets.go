@@ -217,6 +217,16 @@ func pickClient(pick string, env *Env) (int, string) {
 	return c, fmt.Sprintf("client %d (holder)", c)
 }
 
+// clientTargets are a client fault's targets: the clients it acts on.
+func (sel selection) clientTargets(env *Env) Targets {
+	return Targets{Clients: sel.faultClients(env), Picked: sel.picked, Missing: sel.missing}
+}
+
+// nodeTargets are a server fault's targets: the selected nodes.
+func (sel selection) nodeTargets() Targets {
+	return Targets{Nodes: sel.nodes, Picked: sel.picked, Missing: sel.missing}
+}
+
 // faultClients are the clients a client fault acts on: the selected ones
 // and every client of a selected host.
 func (sel selection) faultClients(env *Env) []int {
