@@ -226,19 +226,28 @@ func (b *base) retry(ctx context.Context, p retryPolicy, try func() (attempt, er
 	}
 }
 
-// withTimeout runs f but stops waiting for it after d. go-redis honours a
-// context deadline on the socket only when ContextTimeoutEnabled is set, so
-// the bound is enforced here; a late reply is dropped, its outcome unknown.
+// withTimeout runs f but stops waiting for it after d: the bound is the
+// caller's wait, not the command's life. f runs under ctx, so its command
+// keeps the client's own timeout (the connection's read timeout) and a late
+// reply is read and dropped, its outcome unknown to the caller, on a
+// connection that stays usable. Cancelling the command at d instead would
+// close the connection at every expiry (go-redis cannot resynchronise a
+// connection with a reply in flight): on a loaded machine whose scheduling
+// delays pass d now and then, a client loses connection after connection,
+// and one that cannot dial again (cut from the Sentinels that name its
+// masters) loses the masters for good.
 func withTimeout(ctx context.Context, d time.Duration, f func(ctx context.Context) error) error {
-	cctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
+	t := time.NewTimer(d)
+	defer t.Stop()
 	done := make(chan error, 1)
-	go func() { done <- f(cctx) }()
+	go func() { done <- f(ctx) }()
 	select {
 	case err := <-done:
 		return err
-	case <-cctx.Done():
-		return fmt.Errorf("no reply within %v: %w", d, cctx.Err())
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return fmt.Errorf("no reply within %v: %w", d, context.DeadlineExceeded)
 	}
 }
 

@@ -34,7 +34,9 @@ import (
 // battery's short TTLs (150 ms to 2 s) the latency term dominates: a timeout
 // near the latency would make almost every attempt end unknown, which
 // exercises nothing. A node that answers late is counted as failed,
-// outcome unknown.
+// outcome unknown; the lock stops waiting for it, but its command is not
+// cancelled and ends under the client's own timeout, so the connection
+// stays usable (withTimeout).
 //
 // Clock: elapsed is measured on the client's monotonic clock
 // (Env.Clock.Mono), as distlock prescribes, so a jump of the client's wall

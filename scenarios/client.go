@@ -2,16 +2,20 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
 
 // pauser stops a client the way a stop-the-world GC pause would: its main
@@ -132,6 +136,37 @@ func (h pauseHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		}
 		return err
 	}
+}
+
+// refuseHook makes a client's dials through a link that rejects
+// connections (nemesis.Link.Refuse) fail as the kernel fails them, with
+// a refused dial, before anything else of the dial runs (a failover
+// client's Sentinel lookup included), and reports any dial that failed as
+// a dial error: go-redis hands a command the error of the dial it could
+// not make (for a failover client, maybe a Sentinel lookup's timeout),
+// which says nothing of where it came from, while a command whose
+// connection was never made was never sent. A lock can then tell it from
+// an unknown outcome (lockimpl.NotSent).
+type refuseHook struct{ link *nemesis.Link }
+
+func (h refuseHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if h.link != nil && h.link.Refused() {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+		}
+		c, err := next(ctx, network, addr)
+		var op *net.OpError
+		if err != nil && !(errors.As(err, &op) && op.Op == "dial") {
+			err = &net.OpError{Op: "dial", Net: network, Err: err}
+		}
+		return c, err
+	}
+}
+
+func (h refuseHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h refuseHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // resource is the shared state the critical section protects: seed 001's

@@ -181,12 +181,25 @@ variants:
 	}
 }
 
-// TestSearchRuleIsExploratory: a rule marked search (sentinel-partition's
-// quorum rule: the schedule forces the split brain, not the votes) makes a
-// claims-derived run ungated, as a random mode's is; the spec's own
-// expectations, and rules without the mark, stay gated.
+// TestSearchRuleIsExploratory: a rule marked search (a scheduled spec
+// that forces its interleaving for one kind of lock and leaves another's to
+// fall as it will) makes a claims-derived run ungated, as a random mode's
+// is; the spec's own expectations, and rules without the mark, stay gated.
 func TestSearchRuleIsExploratory(t *testing.T) {
-	s, err := Load("sentinel-partition")
+	s, err := Parse("search.yaml", []byte(`name: search
+mode: scheduled
+duration: 1s
+lock: {ttl: 1s}
+impls: [set-nx-px]
+expected: {set-nx-px: unsafe}
+derive:
+  - if: {topology: quorum}
+    expect: unsafe
+    search: true
+    because: the votes may or may not split the way the race needs
+  - expect: safe
+    because: the schedule forces nothing else
+`))
 	if err != nil {
 		t.Fatal(err)
 	}

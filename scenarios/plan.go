@@ -46,7 +46,10 @@ type Plan struct {
 	// (the spec's, and the seeded skew of every second client).
 	ClockOffsets map[int]time.Duration `json:"clock_offsets,omitempty"`
 	Faults       []PlanFault           `json:"faults,omitempty"`
-	Failpoints   []PlanFailpoint       `json:"failpoints,omitempty"`
+	// LeftOut are the spec's faults this run leaves out (nemesis.Applies:
+	// a quorum-only kind on one master), with the reason.
+	LeftOut    []string        `json:"left_out,omitempty"`
+	Failpoints []PlanFailpoint `json:"failpoints,omitempty"`
 	// Explore is the spec's exploration with its defaults filled in.
 	Explore     *Explore        `json:"explore,omitempty"`
 	Check       checker.Options `json:"checker_options"`
@@ -301,6 +304,10 @@ func wantsCmdPoints(spec *Spec) bool {
 func (p *Plan) compileFaults(spec *Spec) {
 	l := p.layout()
 	for _, f := range spec.Faults {
+		if !nemesis.Applies(f, p.Nodes) {
+			p.LeftOut = append(p.LeftOut, fmt.Sprintf("%s (%d master: nothing to act on)", flow(f), p.Nodes))
+			continue
+		}
 		pf := PlanFault{Spec: f}
 		if t, ok := nemesis.Preview(f, l); ok {
 			pf.Targets = &t

@@ -136,6 +136,9 @@ func (p *Plan) writePoints(b *strings.Builder) {
 		fmt.Fprintf(b, "  fault        %s\n", flow(f.Spec))
 		writeTargets(b, f.Spec, f.Targets)
 	}
+	for _, f := range p.LeftOut {
+		fmt.Fprintf(b, "  left out     %s\n", f)
+	}
 	var inert []string
 	for i, fp := range p.Failpoints {
 		who := fmt.Sprintf("c%d", fp.Client)

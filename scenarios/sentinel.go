@@ -366,6 +366,10 @@ func (ss *sentinelSet) connect(t *topology, client int, host string, timeout tim
 			PoolSize: 4, ContextTimeoutEnabled: true, Protocol: 2, DialerRetries: 1, DisableIdentity: true,
 		})
 		rdb.AddHook(pauseHook{p})
+		// A rejected link refuses the dial before the failover client asks
+		// Sentinel where the master is: the link is the master's own (h>n),
+		// which split-votes cuts.
+		rdb.AddHook(refuseHook{t.net.Link(host, m)})
 		if hook != nil {
 			// The command points name the master (n1), wherever Sentinel
 			// says it is now.

@@ -123,6 +123,7 @@ func (t *topology) connect(client int, host string, timeout time.Duration, p *pa
 			DisableIdentity: true,
 		})
 		rdb.AddHook(pauseHook{p})
+		rdb.AddHook(refuseHook{link})
 		if hook != nil {
 			// Inside the pause hook: a paused client's command waits
 			// before its before point and its reply after its after point.

@@ -107,6 +107,10 @@ type Factory func(s Spec) (Fault, error)
 type Uses struct {
 	Fields []string
 	Picks  []string
+	// Quorum: the kind acts among several masters (the votes of a quorum
+	// lock) and has nothing to act on in a run on one master, which leaves
+	// it out (Applies) instead of recording a fault that applied to nothing.
+	Quorum bool
 }
 
 // Targets shared by kind families.
@@ -121,7 +125,16 @@ var (
 
 // with returns u plus parameter fields.
 func (u Uses) with(fields ...string) Uses {
-	return Uses{Fields: append(append([]string(nil), u.Fields...), fields...), Picks: u.Picks}
+	return Uses{Fields: append(append([]string(nil), u.Fields...), fields...), Picks: u.Picks, Quorum: u.Quorum}
+}
+
+// Applies says whether fault s belongs in a run on nodes masters: every
+// kind does, except a quorum-only kind (Uses.Quorum) on one master. The
+// plan and the timeline ask the same question, so what the plan shows is
+// what runs.
+func Applies(s Spec, nodes int) bool {
+	u, ok := KindUses(s.Kind)
+	return !ok || !u.Quorum || nodes > 1
 }
 
 // TimingFields are the Spec fields every kind accepts.

@@ -242,6 +242,12 @@ func (l *Link) serve() {
 
 // accept dials the upstream and starts both directions of a connection.
 func (l *Link) accept(client *net.TCPConn) {
+	if l.refused.Load() {
+		// Rejected (Refuse): a reset, not an orderly close.
+		_ = client.SetLinger(0)
+		client.Close()
+		return
+	}
 	l.mu.Lock()
 	upstream := l.upstream
 	l.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"net"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/stream"
@@ -58,6 +59,8 @@ type Link struct {
 	// its direction.
 	toxics [stream.NumDirections]int
 	names  map[string]stream.Direction
+	// refused: the link rejects connections (see Refuse).
+	refused atomic.Bool
 }
 
 // NewNetwork starts an in-process toxiproxy with no proxies yet.
@@ -183,6 +186,26 @@ func (l *Link) Reset() {
 		_ = l.removeToxic(name)
 	}
 }
+
+// Refuse makes the link reject connections, as a host whose firewall
+// answers with a reset (REJECT) does, or accept them again (on false).
+// Rejecting drops the live connections; from then on a connection that
+// reaches the listener is reset at once, and a dialer that asks first
+// (Refused) reports a refused dial instead of dialing: the harness's
+// go-redis clients do (see scenarios' refuseHook), so their commands fail
+// as never sent, which is what a rejected connection proves. A client
+// process dials the listener itself and sees the reset.
+func (l *Link) Refuse(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refused.Store(on)
+	if on {
+		l.dropConns()
+	}
+}
+
+// Refused says whether the link rejects connections (Refuse).
+func (l *Link) Refused() bool { return l.refused.Load() }
 
 // Upstream is the node address the link forwards to.
 func (l *Link) Upstream() string {

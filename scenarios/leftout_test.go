@@ -1,0 +1,45 @@
+package scenarios
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestPlanLeavesQuorumFaultsOutOnOneMaster: failover-random's split-votes
+// is in a redlock's plan (five masters) and left out of a single-instance
+// lock's, which the plan text says; the faults before it keep their places
+// for both, so their seeded times are the same.
+func TestPlanLeavesQuorumFaultsOutOnOneMaster(t *testing.T) {
+	spec, err := Load("failover-random")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		impl        string
+		faults, out int
+		leftInText  bool
+	}{
+		{"redlock", len(spec.Faults), 0, false},
+		{"set-nx-px", len(spec.Faults) - 1, 1, true},
+	} {
+		p, err := Compile(spec, Config{Impl: tc.impl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text bytes.Buffer
+		if err := p.WriteText(&text); err != nil {
+			t.Fatal(err)
+		}
+		left := strings.Contains(text.String(), "left out     {kind: split-votes")
+		if len(p.Faults) != tc.faults || len(p.LeftOut) != tc.out || left != tc.leftInText {
+			t.Errorf("%s: %d faults, left out %v, nodes %d:\n%s", tc.impl, len(p.Faults), p.LeftOut, p.Nodes, text.String())
+		}
+		for i, f := range p.Faults {
+			if f.Spec.Kind != spec.Faults[i].Kind {
+				t.Errorf("%s: fault %d is %s, the spec's is %s: the faults before a left-out one must keep their places (their seeded times)",
+					tc.impl, i, f.Spec.Kind, spec.Faults[i].Kind)
+			}
+		}
+	}
+}
