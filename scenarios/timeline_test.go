@@ -81,6 +81,9 @@ func TestTimelineRecordsTargetsAndHeals(t *testing.T) {
 		if op.Process != checker.NemesisProcess {
 			t.Fatalf("non-nemesis entry %+v", op)
 		}
+		if op.F == checker.FStall {
+			continue // a heal late on a busy machine: the paused client's lag
+		}
 		desc := op.Value
 		if op.F == checker.FStart {
 			starts[op.N] = desc
@@ -120,6 +123,31 @@ func TestTimelineRecordsTargetsAndHeals(t *testing.T) {
 			if !slices.Equal(op.Targets.Missing, []string{"client 99"}) || len(op.Targets.Clients) > 0 {
 				t.Errorf("pause of client 99 recorded targets %+v; want none, client 99 missing", op.Targets)
 			}
+		}
+	}
+}
+
+// TestLateSinceRecordsClientLag: a client running more than stallMin after
+// it was due is recorded as a stall of that client alone, ending when it
+// is recorded and no longer than its lateness; on time, nothing is.
+func TestLateSinceRecordsClientLag(t *testing.T) {
+	r := &run{rec: checker.NewRecorder()}
+	time.Sleep(60 * time.Millisecond)
+	now := r.rec.Now()
+	r.lateSince(now-int64(50*time.Millisecond), 3, 5)
+	r.lateSince(r.rec.Now()-int64(stallMin)/2, 4)
+	h := r.rec.History()
+	if len(h) != 2 {
+		t.Fatalf("%d entries, want 2 (clients 3 and 5): %+v", len(h), h)
+	}
+	for i, c := range []int{3, 5} {
+		op := h[i]
+		if op.F != checker.FStall || op.Process != checker.NemesisProcess || op.Client != c || op.Type != checker.Ok {
+			t.Errorf("entry %+v, want an ok stall of client %d", op, c)
+		}
+		// The span [Time-N, Time] lies inside the lateness [due, Time].
+		if op.N < int64(50*time.Millisecond) || op.Time-op.N < now-int64(50*time.Millisecond) {
+			t.Errorf("client %d: lag %d ns ending at %d, due at %d", c, op.N, op.Time, now-int64(50*time.Millisecond))
 		}
 	}
 }
