@@ -151,3 +151,50 @@ func TestLateSinceRecordsClientLag(t *testing.T) {
 		}
 	}
 }
+
+// TestEarlyStopSettles: an overlap settles the run only when it holds
+// without the holders' own lag (c1's lag covering its whole hold explains
+// c2's grant inside it); after one that settled nothing the watch re-arms
+// and the next overlap is found.
+func TestEarlyStopSettles(t *testing.T) {
+	for _, lag := range []bool{false, true} {
+		r := &run{rec: checker.NewRecorder(), plan: &Plan{}}
+		add := func(c int, typ checker.Type, f string) {
+			r.rec.Add(checker.Op{Type: typ, Process: c, Client: c, F: f, Key: "lock:0", Value: fmt.Sprintf("t%d", c)})
+		}
+		add(1, checker.Invoke, checker.FAcquire)
+		add(1, checker.Ok, checker.FAcquire)
+		add(2, checker.Invoke, checker.FAcquire)
+		add(2, checker.Ok, checker.FAcquire)
+		add(1, checker.Invoke, checker.FRelease)
+		add(1, checker.Ok, checker.FRelease)
+		add(2, checker.Invoke, checker.FRelease)
+		add(2, checker.Ok, checker.FRelease)
+		if lag {
+			r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: 1, F: checker.FStall, N: int64(time.Second)})
+		}
+		if got := r.settled(); got == lag {
+			t.Errorf("c1 lagged %v: settled %v", lag, got)
+		}
+	}
+	w := newOverlapWatch()
+	w.observe(1, checker.Ok, checker.FAcquire, "lock:0")
+	w.observe(2, checker.Ok, checker.FAcquire, "lock:0")
+	select {
+	case <-w.found:
+	default:
+		t.Fatal("no overlap found")
+	}
+	next := w.rearm()
+	select {
+	case <-next:
+		t.Fatal("re-armed watch found an overlap before the next grant")
+	default:
+	}
+	w.observe(3, checker.Ok, checker.FAcquire, "lock:0")
+	select {
+	case <-next:
+	default:
+		t.Error("the overlap after re-arming not found")
+	}
+}
