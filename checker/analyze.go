@@ -40,6 +40,12 @@ type writeRec struct {
 // interval is a closed time interval.
 type interval struct{ from, to int64 }
 
+// wantRec is one client's want of a key (see want), closed.
+type wantRec struct {
+	interval
+	client int
+}
+
 // keyData is everything the checks need about one key.
 type keyData struct {
 	name     string
@@ -47,7 +53,7 @@ type keyData struct {
 	unknowns []unknownAcq
 	acquires []acqRec
 	writes   []writeRec // in completion order
-	wants    []interval // per client: first attempt → grant (or giving up)
+	wants    []wantRec  // per client: first attempt → grant (or giving up)
 	hasFinal bool
 	final    int64
 	dupAt    int64 // time of the first duplicated fence, -1: none
@@ -174,8 +180,14 @@ type analysis struct {
 	releaseRefs []releaseRef
 	// stampTokens: values name no writer (Options.StampTokens).
 	stampTokens bool
-	// stalls are the harness's own stalls (FStall entries).
+	// stalls are the harness's own stalls (FStall entries of client -1);
+	// lags are each client's own lateness (FStall entries naming it), in
+	// time order.
 	stalls []interval
+	lags   map[int][]interval
+	// late is lateFor of every client with lags, computed once.
+	lateOnce sync.Once
+	late     map[int][]interval
 	// paused are the nemesis's pauses of each client (a pause fault's start
 	// to its heal), and pausing the open ones by fault id.
 	paused  map[int][]interval
@@ -280,7 +292,7 @@ func (ps *pass) closeWant(client int, t int64) {
 	if t < w.start {
 		t = w.start
 	}
-	ps.a.keys[w.key].wants = append(ps.a.keys[w.key].wants, interval{w.start, t})
+	ps.a.keys[w.key].wants = append(ps.a.keys[w.key].wants, wantRec{interval{w.start, t}, client})
 	ps.wants.del(client)
 }
 
@@ -351,7 +363,7 @@ func (ps *pass) harnessEntry(op *Op) bool {
 	switch op.Process {
 	case NemesisProcess:
 		if op.F == FStall && op.N > 0 {
-			a.stalls = append(a.stalls, interval{op.Time - op.N, op.Time})
+			a.stallOp(op)
 		}
 		a.pauseOp(op)
 	case ServerProcess:
@@ -552,6 +564,7 @@ func (ps *pass) finish() {
 			ps.closeWant(c, a.end)
 		}
 	})
+	a.mergeLags()
 	for _, kd := range a.keys {
 		for i := range kd.holds {
 			if kd.holds[i].To < 0 { // held by a process that was inherited and never seen again

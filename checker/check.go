@@ -103,11 +103,11 @@ func verdict(r *Result, o Options, keys int, lv livenessResult) (string, string)
 	case onlyThroughStalls(r, o):
 		// Every overlap and false success (and the harm they did) goes
 		// away with the holds shortened, and the releases moved earlier, by
-		// the harness's own stalls: the lease ran out while the harness,
-		// clients included, was not running.
+		// the harness's own stalls and the holders' own lag: the lease ran
+		// out while the harness, or that holder, was not running.
 		r.ByHarness = true
-		return Inconclusive, fmt.Sprintf("harness stalled %.0f ms in all (longest %.0f ms); %s, but none without the harness's stalls inside the holds",
-			r.HarnessStallTotalMs, r.HarnessStallMaxMs, stallExplained(r, o, overlap))
+		return Inconclusive, fmt.Sprintf("%s; %s, but none without the harness's stalls%s inside the holds",
+			lateText(r), stallExplained(r, o, overlap), ifLags(r, " and the holders' own lag"))
 	case harmed || r.Overlaps > 0 && !o.Fenced:
 		if r.Overlaps > 0 {
 			why = append([]string{overlap}, why...)
@@ -136,8 +136,9 @@ func verdict(r *Result, o Options, keys int, lv livenessResult) (string, string)
 		// Over the bound only with the harness's own stalls counted: the
 		// starvation may be the harness's, not the lock's.
 		r.ByHarness = true
-		return Inconclusive, fmt.Sprintf("harness stalled %.0f ms in all (longest %.0f ms); %s starved %.0f ms from %s, but at most %.0f ms of it without the harness's stalls, within the bound %s",
-			r.HarnessStallTotalMs, r.HarnessStallMaxMs, r.StarvedKey, r.LongestStarvedMs, ms(r.StarvedFromNs), lv.net, o.DeadlockBound)
+		return Inconclusive, fmt.Sprintf("%s; %s starved %.0f ms from %s, but at most %.0f ms of it without the harness's stalls%s, within the bound %s",
+			lateText(r), r.StarvedKey, r.LongestStarvedMs, ms(r.StarvedFromNs), lv.net,
+			ifLags(r, " and the moments every client that wanted it was late"), o.DeadlockBound)
 	case r.TimedOutPieces > 0:
 		return Inconclusive, fmt.Sprintf("porcupine ran out of time (%s) on %d of %d pieces", o.Timeout, r.TimedOutPieces, r.Pieces)
 	case r.Attempts == 0:
@@ -150,6 +151,27 @@ func verdict(r *Result, o Options, keys int, lv livenessResult) (string, string)
 			r.HarnessStallMaxMs, o.ScheduleLease)
 	}
 	return Safe, safeReason(r, keys, overlap)
+}
+
+// lateText says how late the harness was: its whole process's stalls and
+// its clients' own lags, those it recorded.
+func lateText(r *Result) string {
+	var parts []string
+	if r.HarnessStalls > 0 {
+		parts = append(parts, fmt.Sprintf("harness stalled %.0f ms in all (longest %.0f ms)", r.HarnessStallTotalMs, r.HarnessStallMaxMs))
+	}
+	if r.ClientLags > 0 && r.ClientLagMaxClient != nil {
+		parts = append(parts, fmt.Sprintf("clients lagged %.0f ms in all (longest %.0f ms, c%d)", r.ClientLagTotalMs, r.ClientLagMaxMs, *r.ClientLagMaxClient))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ifLags is s when the clients' own lags were recorded, else "".
+func ifLags(r *Result, s string) string {
+	if r.ClientLags == 0 {
+		return ""
+	}
+	return s
 }
 
 // onlyThroughStalls says whether every violation the run found (overlaps of

@@ -178,9 +178,10 @@ func (a *analysis) judgeRelease(nodes []string, indexes map[string]*streamIndex,
 // goroutines: while it was not scheduled they could not release, so a
 // release that met someone else's key only because the harness stalled in
 // the hold, or between a check and a DEL, proves nothing about the lock
-// (the rule overlapsWithoutStalls applies to holds).
+// (the rule overlapsWithoutStalls applies to holds). The releaser's own
+// lag counts as the stalls do; another client's does not (lateFor).
 func (a *analysis) falseThroughStalls(nodes []string, indexes map[string]*streamIndex, r releaseRec) bool {
-	if len(a.stalls) == 0 {
+	if !a.anyStall() {
 		return false
 	}
 	from := r.invoke
@@ -193,7 +194,7 @@ func (a *analysis) falseThroughStalls(nodes []string, indexes map[string]*stream
 			}
 		}
 	}
-	s := overlap(a.stallsOutsidePauses(r.client), from, r.done)
+	s := overlap(a.lateFor(r.client), from, r.done)
 	if s == 0 {
 		return false
 	}

@@ -100,6 +100,50 @@ var goldens = []golden{
 		expect(t, r.OverlapSpans[0], Span{Key: "lock:0", FromNs: msT(21), ToNs: msT(378), OverlapNs: 60 * msT(3), Holds: 61}, "first span")
 		expect(t, r.OverlapSpans[1], Span{Key: "lock:0", FromNs: msT(505), ToNs: msT(510), OverlapNs: msT(5), Holds: 2}, "second span")
 	}},
+	{name: "client-lag", hist: func() History { return clientLagHistory(1) }, check: func(t *testing.T, r Result) {
+		expect(t, r.Verdict, Inconclusive, "verdict")
+		expect(t, r.Overlaps, 1, "overlaps")
+		expect(t, r.OverlapsWithoutStalls, 0, "overlaps without c1's lag")
+		expect(t, r.StaleWrites, 1, "stale writes: c1 wrote 1 over c2's 1")
+		expect(t, [3]float64{float64(r.ClientLags), r.ClientLagMaxMs, r.ClientLagTotalMs}, [3]float64{1, 290, 290}, "lags")
+		expect(t, r.HarnessStalls, 0, "harness stalls")
+		if !strings.Contains(r.Reason, "clients lagged 290 ms in all (longest 290 ms, c1)") {
+			t.Errorf("reason %q", r.Reason)
+		}
+	}},
+	{name: "client-lag-other", hist: func() History { return clientLagHistory(2) }, check: func(t *testing.T, r Result) {
+		expect(t, r.Verdict, Unsafe, "verdict")
+		expect(t, r.Overlaps, 1, "overlaps")
+		expect(t, r.OverlapsWithoutStalls, 1, "overlaps without c2's lag")
+		expect(t, r.ClientLags, 1, "lags")
+		expect(t, r.FirstViolationNs, msT(215), "first violation")
+	}},
+}
+
+// clientLagHistory: c1's hold sleep was due at 16 ms and woke at 306 ms
+// (the lag of client lagged, 290 ms), while the rest of the harness ran:
+// c2 retried every 50 ms, was granted the expired lock at 215 ms, read 0
+// and wrote 1; c1 then wrote 1 over it and released. Lagged 1: the overlap
+// and the stale write are the harness's doing (c1's hold, short by the
+// lock's measure, was made long by c1's lateness). Lagged 2: c2's lag is
+// not in the hold that outlived its lease, and excuses nothing.
+func clientLagHistory(lagged int) History {
+	b := &builder{}
+	b.op(10, 11, Ok, 1, 1, FAcquire, k0, val("t1"))
+	b.op(11.1, 11.2, Ok, 1, 1, FRead, k0, n(0))
+	b.add(306, Ok, NemesisProcess, -1, FStall, "", func(o *Op) { o.Client, o.N = lagged, msT(290) })
+	b.op(306.1, 306.2, Ok, 1, 1, FWrite, k0, n(1))
+	b.op(306.5, 306.9, Ok, 1, 1, FRelease, k0, val("t1"))
+	for at := 50.0; at < 215; at += 50 {
+		b.op(at, at+1, Fail, 2, 2, FAcquire, k0, errs("not acquired"))
+	}
+	b.op(214, 215, Ok, 2, 2, FAcquire, k0, val("t2"))
+	b.op(215.1, 215.2, Ok, 2, 2, FRead, k0, n(0))
+	b.op(219.8, 219.9, Ok, 2, 2, FWrite, k0, n(1))
+	b.op(220, 220.4, Ok, 2, 2, FRelease, k0, val("t2"))
+	b.cycle(2, 2, k0, 400, 401, 405, 1, 0)
+	b.final(500, k0, 2)
+	return b.sorted()
 }
 
 func expect[T any](t *testing.T, got, exp T, what string) {

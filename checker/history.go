@@ -81,9 +81,14 @@ const (
 	// before this entry, and every event after it ran after N. Time - N is
 	// the observer's lag at that moment.
 	FSync = "sync"
-	// FStall is a stall of the harness's own process (process
-	// NemesisProcess): for N ns up to Time it was not scheduled (a GC
-	// pause, a busy machine, a SIGSTOP), and neither were its clients.
+	// FStall is the harness running late (process NemesisProcess), for N
+	// ns (N > 0) up to Time. Client -1: the harness's whole process was not
+	// scheduled (a GC pause, a busy machine, a SIGSTOP), and neither were
+	// its clients. Client c >= 0: client c alone was late, a sleep the
+	// harness owns in its loop (its hold, think time, back-off) woke N ns
+	// after it was due while the rest of the process ran, or a pause of c
+	// was healed N ns late; it is recorded only where lateness can only
+	// delay that client (see lag.go).
 	FStall = "stall"
 	// FSentinel is an event from a Sentinel's own event stream (process
 	// NemesisProcess); Value is "s1 +switch-master n1 n1 r1".

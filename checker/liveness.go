@@ -69,7 +69,7 @@ func checkLiveness(a *analysis, bound int64) livenessResult {
 	var sc scratch // one set of buffers for every key
 	for _, kd := range a.keys {
 		handoffs = appendHandoffs(handoffs, kd, &sc)
-		st := starvation(kd, a.end, bound, a.stalls, &sc)
+		st := starvation(kd, a.end, bound, a.starveExcused(kd), &sc)
 		if st.longest > 0 && nsToMs(st.longest) > r.starved {
 			r.starved, r.starvedKey, r.starvedFrom = nsToMs(st.longest), kd.name, st.from
 		}
@@ -163,18 +163,20 @@ type starved struct {
 	firstOver              int64
 }
 
-// starvation measures kd's starved intervals (see checkLiveness). A
-// starved interval proves the lock starved only net of the harness's own
-// stalls inside it (stalls, from FStall entries): while the harness was
-// not scheduled its clients could neither ask nor be granted, so that
-// time may be the harness's, not the lock's.
 // starveEv is a want or a hold beginning or ending at t.
 type starveEv struct {
 	t     int64
 	dw, h int32
 }
 
-func starvation(kd *keyData, end, bound int64, stalls []interval, sc *scratch) starved {
+// starvation measures kd's starved intervals (see checkLiveness). A
+// starved interval proves the lock starved only net of the time excused
+// inside it (analysis.starveExcused: the harness's own stalls, and the
+// moments when every client that wanted the key was late by its own lag):
+// while the harness was not scheduled, or no client that wanted the key
+// ran, nobody could ask or be granted, so that time may be the harness's,
+// not the lock's. excused must not overlap itself (merged).
+func starvation(kd *keyData, end, bound int64, excused []interval, sc *scratch) starved {
 	r := starved{firstOver: -1}
 	if len(kd.wants) == 0 {
 		return r
@@ -192,7 +194,7 @@ func starvation(kd *keyData, end, bound int64, stalls []interval, sc *scratch) s
 		if t-start > r.longest {
 			r.longest, r.from = t-start, start
 		}
-		stalled := overlap(stalls, start, t)
+		stalled := overlap(excused, start, t)
 		net := t - start - stalled
 		if net > r.net {
 			r.net, r.netStall, r.netFrom = net, stalled, start
@@ -238,7 +240,7 @@ func overlap(ivs []interval, from, to int64) int64 {
 }
 
 // livenessCheck measures acquisitions, latency, hand-off, fairness,
-// starvation and the harness's own stalls.
+// starvation, the harness's own stalls and each client's own lag.
 type livenessCheck struct{}
 
 func (livenessCheck) name() string { return "liveness" }
@@ -247,6 +249,7 @@ func (livenessCheck) run(a *analysis) finding {
 	f := livenessFinding{livenessResult: checkLiveness(a, int64(a.opts.DeadlockBound)),
 		acquired: a.acquired, attempts: a.attempts, unknown: a.unknown}
 	f.stalls, f.stallMaxMs, f.stallTotalMs = stallFigures(a.stalls)
+	f.lags = lagFiguresOf(a.lags)
 	return f
 }
 
@@ -257,6 +260,7 @@ type livenessFinding struct {
 	acquired, attempts, unknown int
 	stalls                      int
 	stallMaxMs, stallTotalMs    float64
+	lags                        lagFigures
 }
 
 func (lv livenessFinding) apply(r *Result) {
@@ -266,5 +270,10 @@ func (lv livenessFinding) apply(r *Result) {
 	r.Fairness, r.LongestWaitMs = lv.fairness, lv.longestWait
 	r.LongestStarvedMs, r.StarvedKey, r.StarvedFromNs = lv.starved, lv.starvedKey, lv.starvedFrom
 	r.HarnessStalls, r.HarnessStallMaxMs, r.HarnessStallTotalMs = lv.stalls, lv.stallMaxMs, lv.stallTotalMs
+	r.ClientLags, r.ClientLagMaxMs, r.ClientLagTotalMs = lv.lags.n, lv.lags.maxMs, lv.lags.totalMs
+	if lv.lags.n > 0 {
+		c := lv.lags.maxClient
+		r.ClientLagMaxClient = &c
+	}
 	r.StarvedNetMs = lv.net
 }

@@ -219,22 +219,35 @@ type Result struct {
 	StarvedKey    string `json:"starved_key,omitempty"`
 	StarvedFromNs int64  `json:"starved_from_ns,omitempty"`
 	// StarvedNetMs is the longest starvation net of the harness's own
-	// stalls inside it: the figure the deadlock verdict compares with the
-	// bound. HarnessStalls, HarnessStallMaxMs and HarnessStallTotalMs are
-	// the times the harness's process was not scheduled (FStall entries).
+	// stalls inside it (and of the moments every client that wanted the
+	// key was late by its own lag): the figure the deadlock verdict
+	// compares with the bound. HarnessStalls, HarnessStallMaxMs and
+	// HarnessStallTotalMs are the times the harness's process was not
+	// scheduled (FStall entries of client -1).
 	StarvedNetMs float64 `json:"starved_net_ms,omitempty"`
 	// OverlapsWithoutStalls counts the overlapping pairs left when every
-	// hold is shortened by the harness's stalls inside it (Overlaps when
-	// there were none): 0 while Overlaps > 0 makes the run inconclusive.
+	// hold is shortened by the harness's stalls and its own client's lag
+	// inside it (Overlaps when there were none): 0 while Overlaps > 0
+	// makes the run inconclusive.
 	OverlapsWithoutStalls int `json:"overlaps_without_stalls"`
 	HarnessStalls         int `json:"harness_stalls,omitempty"`
 	// ByHarness: the verdict is inconclusive because of the harness's own
-	// stalls alone (every violation, or the starvation past the bound,
-	// goes away without them). Such a run says nothing about the lock; a
-	// runner may run it again (scenarios.Config.Rejudge).
+	// stalls and its clients' own lag alone (every violation, or the
+	// starvation past the bound, goes away without them). Such a run says
+	// nothing about the lock; a runner may run it again
+	// (scenarios.Config.Rejudge).
 	ByHarness           bool    `json:"by_harness,omitempty"`
 	HarnessStallMaxMs   float64 `json:"harness_stall_max_ms,omitempty"`
 	HarnessStallTotalMs float64 `json:"harness_stall_total_ms,omitempty"`
+	// ClientLags counts the clients' own lags (FStall entries naming a
+	// client: a sleep the harness owns in that client's loop woke late
+	// while the rest of the process ran); ClientLagMaxMs is the longest,
+	// of client ClientLagMaxClient, and ClientLagTotalMs their sum over
+	// every client.
+	ClientLags         int     `json:"client_lags,omitempty"`
+	ClientLagMaxMs     float64 `json:"client_lag_max_ms,omitempty"`
+	ClientLagMaxClient *int    `json:"client_lag_max_client,omitempty"`
+	ClientLagTotalMs   float64 `json:"client_lag_total_ms,omitempty"`
 	// DurationNs is the time of the history's last entry.
 	DurationNs int64 `json:"duration_ns"`
 }

@@ -10,8 +10,10 @@ import "strings"
 // lock: the clients are the harness's goroutines (or driven by them), and
 // while it was not scheduled they could not finish, release or renew. If
 // no overlap remains, the run proves nothing about the lock's exclusion.
+// A hold is shortened by its own client's lag too, and only by its own
+// (lateFor): one client's lateness lengthens no other client's hold.
 func overlapsWithoutStalls(a *analysis) int {
-	if len(a.stalls) == 0 {
+	if !a.anyStall() {
 		return -1
 	}
 	pairs := 0
@@ -29,7 +31,7 @@ func overlapsWithoutStalls(a *analysis) int {
 			// it (seen at load 30: a 1086 ms stall while c11's SET reply
 			// was in flight, then c11 and c12 granted 0.4 ms apart).
 			if h.To > h.From {
-				h.To -= overlap(a.stallsOutsidePauses(h.Client), min(h.invoke, h.From), h.To)
+				h.To -= overlap(a.lateFor(h.Client), min(h.invoke, h.From), h.To)
 				h.To = max(h.To, h.From)
 			}
 		}
@@ -49,7 +51,7 @@ func (stallOverlapCheck) run(a *analysis) finding {
 	for _, ov := range a.overlaps() {
 		pairs += ov.pairs
 	}
-	if pairs > 0 && !a.opts.Fenced && len(a.stalls) > 0 {
+	if pairs > 0 && !a.opts.Fenced && a.anyStall() {
 		pairs = overlapsWithoutStalls(a)
 	}
 	return stallOverlapFinding(pairs)
@@ -95,19 +97,19 @@ func (a *analysis) pauseOp(op *Op) {
 	}
 }
 
-// stallsOutsidePauses are the harness's stalls that may have lengthened a
-// hold of client: all but those lying within a nemesis pause of that client
-// and ending well before its heal. While paused on purpose the client
-// would not have run anyway, so such a stall lengthened nothing (a pause
-// past the TTL is the fault under test, not the harness's doing); a stall
-// that reaches the heal may have delayed it, and counts.
-func (a *analysis) stallsOutsidePauses(client int) []interval {
+// outsidePauses are the stalls (or lags) that may have lengthened a hold of
+// client: all but those lying within a nemesis pause of that client and
+// ending well before its heal. While paused on purpose the client would
+// not have run anyway, so such a stall lengthened nothing (a pause past the
+// TTL is the fault under test, not the harness's doing); a stall that
+// reaches the heal may have delayed it, and counts.
+func (a *analysis) outsidePauses(client int, stalls []interval) []interval {
 	pauses := a.paused[client]
 	if len(pauses) == 0 {
-		return a.stalls
+		return stalls
 	}
-	out := make([]interval, 0, len(a.stalls))
-	for _, s := range a.stalls {
+	out := make([]interval, 0, len(stalls))
+	for _, s := range stalls {
 		inside := false
 		for _, p := range pauses {
 			if s.from >= p.from && s.to+healSlack <= p.to {

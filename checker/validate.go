@@ -367,6 +367,12 @@ func (v *validator) entry(i int) {
 		return
 	}
 	if op.Process == NemesisProcess {
+		if op.F == FStall && (op.N <= 0 || op.Client < -1) {
+			// A stall names the whole process (-1) or one client, and
+			// lasts: anything else would excuse time nobody measured.
+			v.bad(i, "stall of client %d lasting %d ns: a stall is of client -1 (the process) or of one client, and lasts more than 0", op.Client, op.N)
+			v.skip[i] = true
+		}
 		return
 	}
 	switch op.F {

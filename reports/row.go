@@ -87,6 +87,12 @@ type Row struct {
 	// stalls (its process not scheduled), which a starvation is judged net of.
 	HarnessStallMaxMs   float64 `json:"harness_stall_max_ms,omitempty"`
 	HarnessStallTotalMs float64 `json:"harness_stall_total_ms,omitempty"`
+	// ClientLagMaxMs (of client ClientLagMaxClient) and ClientLagTotalMs
+	// are the clients' own lags (one client late while the process ran),
+	// which shorten that client's holds and waits as the stalls do.
+	ClientLagMaxMs     float64 `json:"client_lag_max_ms,omitempty"`
+	ClientLagMaxClient *int    `json:"client_lag_max_client,omitempty"`
+	ClientLagTotalMs   float64 `json:"client_lag_total_ms,omitempty"`
 	// ErrorReplies counts commands the server refused with an error reply;
 	// HistoryProblems the history's problems (checker.Validate).
 	ErrorReplies    int `json:"error_replies"`
@@ -171,6 +177,7 @@ func (row *Row) SetResult(r checker.Result) {
 	row.ErrorReplies, row.HistoryProblems = r.ErrorReplies, r.Malformed
 	row.FalseSuccesses, row.FalseSuccessUnjudged, row.ObserverLagMaxMs = r.FalseSuccesses, r.FalseSuccessUnjudged, round2(r.ObserverLagMaxMs)
 	row.HarnessStallMaxMs, row.HarnessStallTotalMs = round2(r.HarnessStallMaxMs), round2(r.HarnessStallTotalMs)
+	row.ClientLagMaxMs, row.ClientLagMaxClient, row.ClientLagTotalMs = round2(r.ClientLagMaxMs), r.ClientLagMaxClient, round2(r.ClientLagTotalMs)
 	row.AcquireP50Ms, row.AcquireP99Ms = round2(r.AcquireP50Ms), round2(r.AcquireP99Ms)
 	row.HandoffP50Ms, row.Fairness = round2(r.HandoffP50Ms), round2(r.Fairness)
 	row.Overlaps, row.OverlapIntervals, row.OverlapMs = r.Overlaps, r.OverlapIntervals, round2(float64(r.OverlapNs)/1e6)

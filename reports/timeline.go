@@ -23,8 +23,8 @@ type faultWindow struct {
 	Open bool
 }
 
-// timelineStallMin: shorter harness stalls are counted in the result but
-// not drawn (a busy machine has many of 10-50 ms).
+// timelineStallMin: shorter harness stalls and client lags are counted in
+// the result but not drawn (a busy machine has many of 10-50 ms).
 const timelineStallMin = 50 * time.Millisecond
 
 // faultWindows pairs nemesis start/stop entries by fault id; a fault with no
@@ -38,8 +38,12 @@ func faultWindows(h checker.History) []faultWindow {
 		if op.Process == checker.NemesisProcess && op.F == checker.FStall && op.N >= int64(timelineStallMin) {
 			// The harness's own stall, drawn like a fault: nothing it
 			// recorded in that stretch is timed finer than the stall.
-			out = append(out, faultWindow{ID: -1, Desc: fmt.Sprintf("harness stalled %.0f ms", float64(op.N)/1e6),
-				From: op.Time - op.N, To: op.Time})
+			// One client's lag is drawn the same way, naming the client.
+			desc := fmt.Sprintf("harness stalled %.0f ms", float64(op.N)/1e6)
+			if op.Client >= 0 {
+				desc = fmt.Sprintf("c%d late %.0f ms", op.Client, float64(op.N)/1e6)
+			}
+			out = append(out, faultWindow{ID: -1, Desc: desc, From: op.Time - op.N, To: op.Time})
 			continue
 		}
 		if op.Process != checker.NemesisProcess || op.Type != checker.Ok {

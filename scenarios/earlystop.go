@@ -15,9 +15,10 @@ import (
 // the checker counts holds), and ends the traffic a grace after it, so the
 // witness's aftermath (the stale write, the late release) is still in the
 // history. The checker still judges the whole history; the detector only
-// decides when to stop. Never with a fenced resource (its overlaps may be
-// safe), and never for safe, inconclusive or deadlock runs, which keep
-// their whole duration.
+// decides when to stop, and only once the history so far is unsafe
+// (settled). Never with a fenced resource (its overlaps may be safe), and
+// never for safe, inconclusive or deadlock runs, which keep their whole
+// duration.
 type overlapWatch struct {
 	mu      sync.Mutex
 	holders map[string]map[int]int // key → client → open holds (reentrant)
@@ -58,4 +59,25 @@ func (w *overlapWatch) observe(client int, t checker.Type, f, key string) {
 			delete(hs, client)
 		}
 	}
+}
+
+// rearm watches for the next overlap after one that settled nothing (see
+// settled) and returns the channel closed when it comes.
+func (w *overlapWatch) rearm() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.found, w.at = make(chan struct{}), time.Time{}
+	return w.found
+}
+
+// settled says whether the history so far already makes the run unsafe:
+// checked a grace after an overlap, when its aftermath is recorded. An
+// overlap that goes away without the harness's stalls and the holders' own
+// lag settles nothing (it would leave the run inconclusive), so the run
+// goes on and may yet find a violation that holds: on a busy machine a
+// buggy lock's first overlap is sometimes one the harness lengthened, and
+// stopping there would hide the bug. The partial history lacks its end
+// record; a violation is unsafe all the same, anything else is not settled.
+func (r *run) settled() bool {
+	return checker.Check(r.rec.History(), r.plan.Check).Verdict == checker.Unsafe
 }

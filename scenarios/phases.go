@@ -207,6 +207,7 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var found <-chan struct{}
+	var settle <-chan time.Time
 	if r.overlaps != nil {
 		found = r.overlaps.found
 	}
@@ -216,14 +217,18 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 			tl.stopAndHeal()
 			return
 		case <-found:
-			// The verdict is settled: the traffic ends a grace from now.
+			// The verdict may be settled: a grace from now, once the
+			// overlap's aftermath is recorded, the traffic ends if it is.
 			found = nil
-			grace := plan.Stop.EarlyStop
-			t := time.AfterFunc(grace, func() {
-				r.stoppedAfter = grace
-				stop()
-			})
-			defer t.Stop()
+			settle = time.After(plan.Stop.EarlyStop)
+		case <-settle:
+			settle = nil
+			if !r.settled() {
+				found = r.overlaps.rearm()
+				continue
+			}
+			r.stoppedAfter = plan.Stop.EarlyStop
+			stop()
 		case <-tick.C:
 			if cfg.Progress != nil {
 				cfg.Progress(Progress{Scenario: plan.Scenario, Impl: cfg.Impl, Elapsed: time.Since(start), Total: plan.Duration, Acquired: acquired.Load()})

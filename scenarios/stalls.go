@@ -1,9 +1,11 @@
 package scenarios
 
 import (
+	"context"
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
 // The harness measures itself. A goroutine wakes every stallTick; a wake-up
@@ -40,4 +42,55 @@ func watchStalls(rec *checker.Recorder) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// The ticker sees only the whole process stopping. On a busy machine one
+// client's goroutine can wait on a run queue for 80 ms while the ticker's
+// runs on time: its hold's timer fires late, and its hold outlives a lease
+// the lock gave it correctly. So each client also measures its own
+// lateness wherever the harness intends a time for it: the sleeps the
+// harness owns in its loop (the hold, think time, the back-off after an
+// error). A wake-up more than stallMin after it was due is recorded as a
+// stall of that client alone (checker.FStall with Client set), from when
+// the sleep was due to when the client ran again (recorded a little later:
+// the entry's span lies inside the client's lateness, never outside it).
+//
+// What is not measured, and so never excused: the lock's own sleeps and
+// failpoint sleeps (inside an acquire they may come before the command that
+// granted the lease, where lateness lengthens no hold), and a reply read
+// late (a goroutine woken by the network has no due time of its own: the
+// harness cannot tell its lateness from the server's or the link's).
+
+// sleepOwn is a sleep of d the harness owns for client c (see above), then
+// the wait for the end of any pause of c, as pauser.sleep.
+func (r *run) sleepOwn(ctx context.Context, c *runClient, d time.Duration) error {
+	if err := r.sleepTimed(ctx, c, d); err != nil {
+		return err
+	}
+	return c.pause.wait(ctx)
+}
+
+// sleepTimed sleeps d for client c and records its lateness. The pause
+// wait is left to the caller: a pause is the fault under test, not lateness
+// (a timer is never late because of it, so a lag measured here is not the
+// pause's; one inside a pause of c the checker disregards).
+func (r *run) sleepTimed(ctx context.Context, c *runClient, d time.Duration) error {
+	due := r.rec.Now() + int64(d)
+	if err := lockimpl.SleepCtx(ctx, d); err != nil {
+		return err
+	}
+	r.lateSince(due, c.id)
+	return nil
+}
+
+// lateSince records a lag of each of clients when it is more than stallMin
+// past due: they were meant to run at due and are running only now.
+func (r *run) lateSince(due int64, clients ...int) {
+	late := r.rec.Now() - due
+	if late <= int64(stallMin) {
+		return
+	}
+	for _, c := range clients {
+		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: c, F: checker.FStall, N: late})
+	}
 }

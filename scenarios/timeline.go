@@ -32,6 +32,8 @@ type timeline struct {
 type activeFault struct {
 	desc string
 	heal nemesis.Heal
+	// paused are the clients a pause stopped: a late heal is their lag.
+	paused []int
 }
 
 func newTimeline(r *run, env *nemesis.Env) *timeline {
@@ -114,11 +116,8 @@ func (t *timeline) start(ctx context.Context, faults []nemesis.Spec) {
 					id = t.inject(ctx, &env, s, f)
 				}
 				first = 0
-				if s.For > 0 {
-					if !sleepCtx(ctx, s.For) {
-						return
-					}
-					t.heal(id)
+				if s.For > 0 && !t.healAfter(ctx, id, s.For) {
+					return
 				}
 				if s.Every <= 0 {
 					return
@@ -169,7 +168,11 @@ func (t *timeline) inject(ctx context.Context, env *nemesis.Env, s nemesis.Spec,
 	defer t.mu.Unlock()
 	t.seq++
 	id := t.seq
-	t.active[id] = activeFault{op.Value, heal}
+	a := activeFault{desc: op.Value, heal: heal}
+	if s.Kind == "pause" {
+		a.paused = tg.Clients
+	}
+	t.active[id] = a
 	op.N = int64(id)
 	t.r.rec.Add(op)
 	return id
@@ -192,10 +195,29 @@ func (t *timeline) injectNow(ctx context.Context, s nemesis.Spec) error {
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		sleepCtx(t.ctx, s.For) // cut short when the schedule stops: it heals now
-		t.heal(id)
+		if !t.healAfter(t.ctx, id, s.For) {
+			t.heal(id) // cut short when the schedule stops: it heals now
+		}
 	}()
 	return nil
+}
+
+// healAfter heals fault id d from now, and says false if ctx ended first
+// (nothing healed). A pause healed late stopped its clients longer than the
+// spec asked, for the harness's own lateness: that is recorded as a lag of
+// each client it paused (see stalls.go), ending at the heal, so the checker
+// counts it (a lag inside a pause counts only when it reaches the heal).
+func (t *timeline) healAfter(ctx context.Context, id int, d time.Duration) bool {
+	due := t.r.rec.Now() + int64(d)
+	if !sleepCtx(ctx, d) {
+		return false
+	}
+	t.mu.Lock()
+	paused := t.active[id].paused
+	t.mu.Unlock()
+	t.r.lateSince(due, paused...)
+	t.heal(id)
+	return true
 }
 
 func (t *timeline) heal(id int) {

@@ -233,13 +233,13 @@ func (r *run) leaseOver(c *runClient, lease *lockimpl.Lease) bool {
 // past the TTL either.
 func (r *run) work(ctx context.Context, c *runClient, lease *lockimpl.Lease, d time.Duration) error {
 	if r.plan.Workload.Client != Careful {
-		return c.pause.sleep(ctx, d)
+		return r.sleepOwn(ctx, c, d)
 	}
 	if lease.Validity > 0 {
 		d = max(0, min(d, lease.Validity-c.clock.Now().Sub(lease.Acquired)))
 	}
 	if lease.Lost == nil {
-		return c.pause.sleep(ctx, d)
+		return r.sleepOwn(ctx, c, d)
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -252,7 +252,7 @@ func (r *run) work(ctx context.Context, c *runClient, lease *lockimpl.Lease, d t
 		case <-stop:
 		}
 	}()
-	if err := lockimpl.SleepCtx(lctx, d); err != nil && ctx.Err() != nil {
+	if err := r.sleepTimed(lctx, c, d); err != nil && ctx.Err() != nil {
 		return err
 	}
 	return c.pause.wait(ctx)
@@ -283,12 +283,12 @@ func runCtxOf(runCtx, ctx context.Context) context.Context {
 // real client backs off after a connection error; without it a client facing
 // a dead link would spin and flood the history.
 func (r *run) backoff(ctx context.Context, c *runClient) error {
-	return c.pause.sleep(ctx, r.plan.Workload.Backoff)
+	return r.sleepOwn(ctx, c, r.plan.Workload.Backoff)
 }
 
 func (r *run) sleepThink(ctx context.Context, c *runClient) error {
 	if r.plan.Workload.Think > 0 {
-		return c.pause.sleep(ctx, r.plan.Workload.Think)
+		return r.sleepOwn(ctx, c, r.plan.Workload.Think)
 	}
 	return ctx.Err()
 }
