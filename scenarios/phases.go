@@ -226,6 +226,7 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 	for {
 		select {
 		case <-done:
+			r.trafficEnd = time.Now()
 			tl.stopAndHeal()
 			return
 		case <-found:
@@ -242,6 +243,7 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 				cfg.Progress(Progress{Scenario: spec.Name, Impl: cfg.Impl, Elapsed: time.Since(start), Total: spec.Duration, Acquired: acquired.Load()})
 			}
 		case <-runCtx.Done():
+			r.trafficEnd = time.Now()
 			r.stopTraffic(ctx, tl, done)
 			return
 		}

@@ -115,6 +115,9 @@ type Outcome struct {
 	// TimeScale, when set, says the run's times were stretched to fit the
 	// lock's clock (Plan.TimeScale); Spec is the spec as written.
 	TimeScale *checker.TimeScale `json:"time_scale,omitempty"`
+	// Phases is where the run's wall time went (set-up, traffic, check,
+	// teardown...).
+	Phases *Phases `json:"phases,omitempty"`
 }
 
 // AsExpected says whether the verdict matches the expectation. A run with
@@ -208,6 +211,9 @@ type run struct {
 	// a grace after the first overlap; stoppedAfter is that grace when it did.
 	overlaps     *overlapWatch
 	stoppedAfter time.Duration
+	// trafficEnd is when the duration ended (or the early stop came), for
+	// the phases' Traffic and Drain.
+	trafficEnd time.Time
 }
 
 // Run executes spec against cfg.Impl and checks the history. A returned
@@ -249,13 +255,25 @@ func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 // faults, start watching (history, stalls, observers), play the traffic,
 // finish the history, check it. The outcome names spec, as written: a
 // replay compiles it again to the same plan.
-func runOnce(ctx context.Context, spec *Spec, plan *Plan, cfg Config) (*Outcome, error) {
+func runOnce(ctx context.Context, spec *Spec, plan *Plan, cfg Config) (o *Outcome, err error) {
 	r := newRun(plan.spec, cfg, plan)
+	clock := newPhaseClock()
+	var ph Phases
+	// Registered first, so it runs last: the teardown is the deferred
+	// closes below.
+	defer func() {
+		if o != nil {
+			clock.lap(&ph.Teardown)
+			o.Phases = &ph
+			r.log.Info("run phases", "scenario", spec.Name, "impl", o.Impl, "phases", ph.String())
+		}
+	}()
 	topo, err := startTopology(ctx, r.spec, r.cfg, plan.Nodes)
 	if err != nil {
 		return nil, err
 	}
 	defer topo.Close()
+	clock.lap(&ph.Setup)
 	if err := r.startClients(ctx, plan, topo); err != nil {
 		return nil, err
 	}
@@ -269,6 +287,7 @@ func runOnce(ctx context.Context, spec *Spec, plan *Plan, cfg Config) (*Outcome,
 	}
 	w := r.watch(ctx, plan, topo)
 	defer w.close()
+	clock.lap(&ph.Clients)
 	start := time.Now()
 	r.playTraffic(ctx, tl, start)
 	for _, h := range healSteady {
@@ -277,9 +296,13 @@ func runOnce(ctx context.Context, spec *Spec, plan *Plan, cfg Config) (*Outcome,
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("run interrupted: %w", err)
 	}
+	ph.Traffic = r.trafficEnd.Sub(start)
+	clock.lap(&ph.Drain)
+	ph.Drain -= ph.Traffic
 	h := r.finish(w)
-	o := r.outcome(plan, topo, w, h, time.Since(start))
+	o = r.outcome(plan, topo, w, h, time.Since(start))
 	o.Spec = spec
+	clock.lap(&ph.Check)
 	return o, nil
 }
 

@@ -342,6 +342,9 @@ func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend strin
 	verdictErr := printVerdicts(f, rows, mismatch, missed)
 	if f.format != reports.FormatJSON {
 		fmt.Fprintln(os.Stdout, summaryLine(rows, time.Since(started)))
+		if l := timeLine(rows); l != "" {
+			fmt.Fprintln(os.Stdout, l)
+		}
 		printProcessStats(os.Stdout, results, jobs)
 	}
 	var writeErrs []error
@@ -529,4 +532,24 @@ func summaryLine(rows []reports.Row, wall time.Duration) string {
 		s += fmt.Sprintf(", %d without expectation", none)
 	}
 	return s + fmt.Sprintf("; wall %.1f s", wall.Seconds())
+}
+
+// timeLine says where the runs' time went, summed over the runs: their
+// traffic (the specs' durations, less the early stops) and the harness's
+// overhead around it, phase by phase. The overhead is what a faster suite
+// cuts, and it depends less on the machine's load than the wall time.
+func timeLine(rows []reports.Row) string {
+	var sum scenarios.Phases
+	n := 0
+	for _, r := range rows {
+		if r.Phases != nil {
+			sum = sum.Add(*r.Phases)
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("time: %d runs took %.1f s, traffic %.1f s, overhead %.1f s (%s)", n, sum.Total().Seconds(),
+		sum.Traffic.Seconds(), sum.Overhead().Seconds(), sum)
 }
