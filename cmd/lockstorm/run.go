@@ -78,7 +78,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.junit, "junit", "", "also write JUnit XML to this file")
 	fs.BoolVar(&f.onlyDiff, "only-diff", false, "print only the verdicts that differ from the expected ones (the gate's output)")
 	fs.StringVar(&f.baseline, "baseline", "", "expect the verdicts recorded in this baseline file (lockstorm baseline) for the pairs it holds")
-	fs.IntVar(&f.parallel, "parallel", 3, "scenario runs at once (each has its own servers and ports)")
+	fs.IntVar(&f.parallel, "parallel", 0, "scenario runs at once (each has its own servers and ports); 0: as many as the machine's CPU load leaves room for")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print each run's compiled plan (lock and options, topology, clients, clocks, faults, failpoints, checker options, expectation) and start nothing")
 	fs.BoolVar(&f.dryRun, "plan", false, "same as --dry-run")
 	fs.StringVar(&f.shard, "shard", "", "run the K-th of N disjoint slices of the jobs (scenario × impl × seed), e.g. 0/4; also from JOB_COMPLETION_INDEX or LOCKSTORM_SHARD with LOCKSTORM_SHARDS; writes OUT/results.jsonl for lockstorm report")
@@ -127,8 +127,8 @@ func (f *runFlags) check() error {
 	if f.seeds < 1 {
 		return usage("run: --seeds must be at least 1")
 	}
-	if f.parallel < 1 {
-		return usage("run: --parallel must be at least 1")
+	if f.parallel < 0 {
+		return usage("run: --parallel must not be negative")
 	}
 	if _, err := cluster.Resolve(f.backend); err != nil {
 		return usage("run: --backend: %v", err)
@@ -300,7 +300,8 @@ func runLogger(f *runFlags, backend string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
-// runJobs runs the jobs f.parallel at a time, with progress on stderr.
+// runJobs runs the jobs f.parallel at a time (0: as the load allows), with
+// progress on stderr.
 func runJobs(ctx context.Context, f *runFlags, jobs []job, backend string, base *scenarios.Baseline, log *slog.Logger) ([]*scenarios.Outcome, []error) {
 	prog := newProgress(isTerminal(os.Stderr), len(jobs))
 	runs := make([]scenarios.Job, len(jobs))
