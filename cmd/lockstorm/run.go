@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
@@ -348,12 +350,7 @@ func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend strin
 		}
 		printProcessStats(os.Stdout, results, jobs)
 	}
-	var writeErrs []error
-	for _, i := range kept {
-		if _, err := reports.WriteRunDir(f.out, results[i], now); err != nil {
-			writeErrs = append(writeErrs, fmt.Errorf("run folder for %s × %s: %w", jobs[i].spec.Name, jobs[i].impl, err))
-		}
-	}
+	writeErrs := writeRunDirs(f.out, jobs, results, kept, now)
 	if f.junit != "" {
 		if err := reports.WriteJUnitFile(f.junit, cases); err != nil {
 			writeErrs = append(writeErrs, fmt.Errorf("--junit: %w", err))
@@ -363,6 +360,33 @@ func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend strin
 		return &exitError{2, fmt.Errorf("the verdicts above were not all saved: %w", errors.Join(writeErrs...))}
 	}
 	return verdictErr
+}
+
+// writeRunDirs writes the kept runs' folders, NumCPU at a time: a folder
+// with a violation renders its timeline and porcupine's page, CPU work
+// that need not wait for the previous folder's disk writes.
+func writeRunDirs(out string, jobs []job, results []*scenarios.Outcome, kept []int, now time.Time) []error {
+	errs := make([]error, len(kept))
+	sem := make(chan struct{}, runtime.NumCPU())
+	var wg sync.WaitGroup
+	for k, i := range kept {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if _, err := reports.WriteRunDir(out, results[i], now); err != nil {
+				errs[k] = fmt.Errorf("run folder for %s × %s: %w", jobs[i].spec.Name, jobs[i].impl, err)
+			}
+		}()
+	}
+	wg.Wait()
+	var failed []error
+	for _, err := range errs {
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	return failed
 }
 
 // collectRows turns outcomes into rows and JUnit cases, counts the
