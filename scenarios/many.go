@@ -14,8 +14,8 @@ type Job struct {
 
 // RunMany runs jobs and returns their outcomes and errors in job order; each
 // has its own servers, proxies and ports. parallel > 0 runs at most that
-// many at a time; parallel ≤ 0 starts jobs as the machine's load allows
-// (admission.go). before, when set, is called as each job starts; after as
+// many at a time; parallel ≤ 0 starts jobs while the suite's own CPU use
+// leaves room (admission.go). before, when set, is called as each job starts; after as
 // it ends.
 //
 // Jobs start longest first (by expectedLength): a batch's wall time is at
