@@ -37,6 +37,10 @@ type Process struct {
 	cmd   *exec.Cmd
 	done  chan struct{}
 	clock *clock.File // nil unless Options.ServerClock
+	// reserved holds the port between its choice and the first start (a
+	// Sentinel's, which links point at before it starts): no other
+	// listener of this process can be given it meanwhile.
+	reserved net.Listener
 }
 
 // Servers is a cluster of spawned redis-server processes.
@@ -232,6 +236,9 @@ func (s *Servers) Close() error {
 		}
 		wg.Wait()
 		for _, p := range all {
+			p.mu.Lock()
+			p.release()
+			p.mu.Unlock()
 			if p.clock != nil {
 				if err := p.clock.Close(); err != nil {
 					errs = append(errs, err)
@@ -263,6 +270,7 @@ func (p *Process) Start(ctx context.Context) error {
 		return fmt.Errorf("%s: already running", p.Name)
 	}
 	p.cmd = nil // a process that exited by itself is reaped already
+	p.release()
 	for _, f := range []string{"dump.rdb", "appendonly.aof", "appendonlydir"} {
 		if err := os.RemoveAll(filepath.Join(p.Dir, f)); err != nil {
 			return fmt.Errorf("%s: wipe data: %w", p.Name, err)
@@ -481,6 +489,24 @@ func ping(addr string) error {
 		return fmt.Errorf("unexpected reply %q", line)
 	}
 	return nil
+}
+
+// release lets the reserved port go, for the server to bind it.
+func (p *Process) release() {
+	if p.reserved != nil {
+		p.reserved.Close()
+		p.reserved = nil
+	}
+}
+
+// reservePort asks the kernel for a free loopback port and keeps it
+// listening until released.
+func reservePort() (net.Listener, int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, 0, fmt.Errorf("free port: %w", err)
+	}
+	return l, l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // FreePort asks the kernel for a free loopback port.

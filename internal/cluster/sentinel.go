@@ -121,21 +121,25 @@ func (s *Servers) newSentinel(o SentinelOptions) (*Process, error) {
 		return nil, errors.New("add sentinel: cluster closed")
 	}
 	name := fmt.Sprintf("s%d", len(s.sentinels)+1)
-	port, err := FreePort()
+	// The port stays reserved until the Sentinel starts: links to it are
+	// made meanwhile, and a link listening on it would take it.
+	ln, port, err := reservePort()
 	if err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(s.root, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("sentinel dir: %w", err)
-	}
 	conf := filepath.Join(dir, "sentinel.conf")
 	p := &Process{
 		Node: Node{Name: name, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
-		Port: port, Dir: dir,
+		Port: port, Dir: dir, reserved: ln,
 		Args: []string{s.bin, conf, "--sentinel"},
 	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		p.release()
+		return nil, fmt.Errorf("sentinel dir: %w", err)
+	}
 	if err := os.WriteFile(conf, []byte(sentinelConf(p, o)), 0o644); err != nil {
+		p.release()
 		return nil, fmt.Errorf("%s: write sentinel.conf: %w", name, err)
 	}
 	s.sentinels = append(s.sentinels, p)
