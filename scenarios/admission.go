@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -17,24 +19,24 @@ import (
 // delays, its servers idle), so many fit on a CPU: the whole suite uses
 // about 0.16 CPU-seconds a second at three runs at a time. But a run whose
 // process is not scheduled records harness stalls, and a stall inside a
-// hold makes its verdict inconclusive (the stall rule), so the runs must
-// not crowd the CPUs themselves: their bursts (servers and client
-// processes starting, a long history checked) land in the others' traffic.
+// hold makes its verdict inconclusive (the stall rule): runs must not be
+// added where the CPUs have no room left.
 //
-// With parallel ≤ 0, RunMany starts a job while the suite itself leaves
-// room: fewer than autoMaxPerCPU runs per CPU are running, lockstorm and
-// the processes it started (servers, Sentinels, client processes) used
-// less than ownBudget of the CPUs over the last busyWindow, and at least
-// admitEvery passed since the last start (a run's set-up shows in the
-// figure only once it runs). One run always may start.
-//
-// What others run on the machine does not hold the suite back: each run's
-// exposure to their load is its own duration, whatever runs beside it,
-// and running fewer at a time would not make the stalls they cause fewer
-// or shorter, only the suite longer. Those stalls are the stall rule's to
-// judge.
+// With parallel ≤ 0, RunMany keeps up to floorPerCPU×NumCPU+1 runs going
+// (three on two CPUs: the fixed default this replaces), and starts more
+// only while there is room: the CPUs were less than maxBusy busy over the
+// last busyWindow (everything on the machine), lockstorm and the processes
+// it started (servers, Sentinels, client processes) used less than
+// ownBudget of them, fewer than autoMaxPerCPU runs per CPU are running, and
+// at least admitEvery passed since the last start (a run's set-up shows in
+// the figures only once it runs). Both figures count: a loaded machine
+// leaves no room (measured at load 14: twice as many runs as the floor
+// gave 18 unexpected verdicts against 12), and the suite's own use alone
+// would read low there, since a starved process uses little.
 const (
+	floorPerCPU   = 1
 	autoMaxPerCPU = 4
+	maxBusy       = 0.6
 	ownBudget     = 0.25 // of all CPUs: half a core on two
 	busyWindow    = time.Second
 	admitEvery    = 250 * time.Millisecond
@@ -55,34 +57,44 @@ func (g fixedGate) admit(running int) bool { return running < int(g) }
 func (fixedGate) close()                   {}
 
 // newGate is the gate for RunMany's parallel argument: fixed when
-// positive, else following the suite's own CPU use (a fixed NumCPU+1 where
-// it cannot be read).
+// positive, else following the load (the floor where it cannot be read).
 func newGate(parallel int) gate {
+	n := runtime.NumCPU()
+	floor := floorPerCPU*n + 1
 	if parallel > 0 {
 		return fixedGate(parallel)
 	}
-	m, err := newCPUMeter(busyWindow, readOwnCPU)
+	machine, err := newCPUMeter(busyWindow, readMachineCPU)
 	if err != nil {
-		return fixedGate(runtime.NumCPU() + 1)
+		return fixedGate(floor)
 	}
-	n := runtime.NumCPU()
-	return &loadGate{busy: m.busy, stop: m.close, max: autoMaxPerCPU * n, budget: ownBudget * float64(n), now: time.Now}
+	own, err := newCPUMeter(busyWindow, readOwnCPU)
+	if err != nil {
+		machine.close()
+		return fixedGate(floor)
+	}
+	return &loadGate{machine: machine.busy, own: own.busy, stop: func() { machine.close(); own.close() },
+		floor: floor, max: autoMaxPerCPU * n, cpus: float64(n), now: time.Now}
 }
 
-// loadGate admits jobs while the suite leaves room on the CPUs.
+// loadGate admits jobs up to the floor, and beyond it while the CPUs have
+// room.
 type loadGate struct {
-	busy   func() float64 // CPUs the suite used over the last window
-	stop   func()
-	max    int
-	budget float64 // in CPUs
-	now    func() time.Time
-	last   time.Time // the last admission
+	machine func() float64 // CPUs busy over the last window, everything
+	own     func() float64 // CPUs the suite used over the last window
+	stop    func()
+	floor   int
+	max     int
+	cpus    float64
+	now     func() time.Time
+	last    time.Time // the last admission
 }
 
 func (g *loadGate) admit(running int) bool {
 	now := g.now()
-	ok := running == 0 ||
-		(running < g.max && now.Sub(g.last) >= admitEvery && g.busy() < g.budget)
+	ok := running < g.floor ||
+		(running < g.max && now.Sub(g.last) >= admitEvery &&
+			g.machine() < maxBusy*g.cpus && g.own() < ownBudget*g.cpus)
 	if ok {
 		g.last = now
 	}
@@ -160,6 +172,36 @@ func (m *cpuMeter) busy() float64 {
 func (m *cpuMeter) close() {
 	close(m.stop)
 	<-m.done
+}
+
+// readMachineCPU is the CPU time every CPU spent on anything but idle and
+// I/O wait: the aggregate line of /proc/stat (user nice system idle iowait
+// irq softirq steal; guest time is inside user already).
+func readMachineCPU() (time.Duration, error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil {
+		return 0, fmt.Errorf("/proc/stat: %w", err)
+	}
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var ticks int64
+	for i, f := range fields[1:9] {
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		if i != 3 && i != 4 { // idle, iowait
+			ticks += v
+		}
+	}
+	return time.Duration(ticks) * clockTick, nil
 }
 
 // clockTick is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
