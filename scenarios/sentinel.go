@@ -279,6 +279,17 @@ func (b *sentinelBuild) startSentinels(ctx context.Context) error {
 	if err := cluster.StartSentinels(ctx, sents); err != nil {
 		return fmt.Errorf("sentinels: %w", err)
 	}
+	for _, s := range sents {
+		if s.Addr != b.real[s.Name] {
+			// Its port was taken before it bound it: it moved.
+			b.real[s.Name] = s.Addr
+			for _, l := range t.net.Links(func(l *nemesis.Link) bool { return l.Node == s.Name }) {
+				if err := l.SetUpstream(s.Addr); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	ss.sentinels = sents
 	return nil
 }

@@ -86,10 +86,13 @@ func (s *Servers) AddSentinels(ctx context.Context, opts []SentinelOptions) ([]*
 }
 
 // StartSentinels starts Sentinels prepared by NewSentinels, at once, and
-// returns once every one answers PING. Each keeps the port it was prepared
-// with (it is in its sentinel.conf, and links may point at it).
+// returns once every one answers PING. A Sentinel whose port was taken
+// meanwhile (by any socket: an outgoing connection's local port is drawn
+// from the same range as a free port) moves to a free one, like a server
+// (--port on its command line overrides its sentinel.conf): whoever
+// pointed at the old address must follow its Addr.
 func StartSentinels(ctx context.Context, ps []*Process) error {
-	return startAll(ctx, ps, (*Process).Start)
+	return startAll(ctx, ps, (*Process).startOnFreePort)
 }
 
 // NewSentinels prepares (does not start) one Sentinel per options, named in
@@ -132,7 +135,7 @@ func (s *Servers) newSentinel(o SentinelOptions) (*Process, error) {
 	p := &Process{
 		Node: Node{Name: name, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
 		Port: port, Dir: dir, reserved: ln,
-		Args: []string{s.bin, conf, "--sentinel"},
+		Args: []string{s.bin, conf, "--sentinel", "--port", strconv.Itoa(port)},
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		p.release()
