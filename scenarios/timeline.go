@@ -28,8 +28,8 @@ type timeline struct {
 	// stopped is set (under mu) when stopAndHeal begins: from then on no
 	// heal goroutine is added to wg, whose Wait may be running.
 	stopped bool
-	cancel   context.CancelFunc
-	ctx      context.Context // the schedule's; done when it stops
+	cancel  context.CancelFunc
+	ctx     context.Context // the schedule's; done when it stops
 }
 
 type activeFault struct {
