@@ -106,6 +106,9 @@ type Row struct {
 	// a lock whose clock counts in coarse units (whole seconds); the
 	// evidence ends with the same sentence.
 	TimeScale *checker.TimeScale `json:"time_scale,omitempty"`
+	// Phases is where the run's wall time went (set-up, traffic, drain,
+	// check, teardown), in ns.
+	Phases *scenarios.Phases `json:"phases,omitempty"`
 }
 
 // FromOutcome flattens an outcome.
@@ -115,7 +118,7 @@ func FromOutcome(o *scenarios.Outcome) Row {
 		Scenario: o.Scenario, Impl: o.Impl, Seed: o.Seed, Backend: o.Backend, Mode: o.Mode, Gated: o.Gated,
 		Verdict: r.Verdict, Expected: o.Expected, ExpectedReason: o.ExpectedReason, ExpectedSource: o.ExpectedSource,
 		AsExpected: o.AsExpected(), Reason: r.Reason, Replay: ReplayCommand(o), Client: o.Client, Failover: o.Failover,
-		TimeScale: o.TimeScale,
+		TimeScale: o.TimeScale, Phases: o.Phases,
 	}
 	if o.Points != nil {
 		hit, faulted := o.Points.Hit, o.Points.Faulted

@@ -214,6 +214,7 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 	for {
 		select {
 		case <-done:
+			r.trafficEnd = time.Now()
 			tl.stopAndHeal()
 			return
 		case <-found:
@@ -234,6 +235,7 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 				cfg.Progress(Progress{Scenario: plan.Scenario, Impl: cfg.Impl, Elapsed: time.Since(start), Total: plan.Duration, Acquired: acquired.Load()})
 			}
 		case <-runCtx.Done():
+			r.trafficEnd = time.Now()
 			r.stopTraffic(ctx, tl, done)
 			return
 		}

@@ -125,6 +125,9 @@ type Outcome struct {
 	// TimeScale, when set, says the run's times were stretched to fit the
 	// lock's clock (Plan.TimeScale); Spec is the spec as written.
 	TimeScale *checker.TimeScale `json:"time_scale,omitempty"`
+	// Phases is where the run's wall time went (set-up, traffic, check,
+	// teardown...).
+	Phases *Phases `json:"phases,omitempty"`
 }
 
 // AsExpected says whether the verdict matches the expectation. A run with
@@ -182,6 +185,9 @@ type run struct {
 	// a grace after the first overlap; stoppedAfter is that grace when it did.
 	overlaps     *overlapWatch
 	stoppedAfter time.Duration
+	// trafficEnd is when the duration ended (or the early stop came), for
+	// the phases' Traffic and Drain.
+	trafficEnd time.Time
 }
 
 // Run executes spec against cfg.Impl and checks the history. A returned
@@ -253,13 +259,25 @@ func runBounded(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
 // the lock's timescale), start the topology, start the clients, arm the
 // faults, start watching (history, stalls, observers), play the traffic,
 // finish the history, check it.
-func runOnce(ctx context.Context, plan *Plan, cfg Config) (*Outcome, error) {
+func runOnce(ctx context.Context, plan *Plan, cfg Config) (o *Outcome, err error) {
 	r := newRun(cfg, plan)
+	clock := newPhaseClock()
+	var ph Phases
+	// Registered first, so it runs last: the teardown is the deferred
+	// closes below.
+	defer func() {
+		if o != nil {
+			clock.lap(&ph.Teardown)
+			o.Phases = &ph
+			r.log.Info("run phases", "scenario", plan.Scenario, "impl", o.Impl, "phases", ph.String())
+		}
+	}()
 	topo, err := startTopology(ctx, plan, r.cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer topo.Close()
+	clock.lap(&ph.Setup)
 	if err := r.startClients(ctx, plan, topo); err != nil {
 		return nil, err
 	}
@@ -273,6 +291,7 @@ func runOnce(ctx context.Context, plan *Plan, cfg Config) (*Outcome, error) {
 	}
 	w := r.watch(ctx, plan, topo)
 	defer w.close()
+	clock.lap(&ph.Clients)
 	start := time.Now()
 	r.playTraffic(ctx, tl, start)
 	for _, h := range healSteady {
@@ -281,8 +300,13 @@ func runOnce(ctx context.Context, plan *Plan, cfg Config) (*Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("run interrupted: %w", err)
 	}
+	ph.Traffic = r.trafficEnd.Sub(start)
+	clock.lap(&ph.Drain)
+	ph.Drain -= ph.Traffic
 	h := r.finish(w)
-	return r.outcome(plan, topo, w, h, time.Since(start)), nil
+	o = r.outcome(plan, topo, w, h, time.Since(start))
+	clock.lap(&ph.Check)
+	return o, nil
 }
 
 // ready waits, before the run's clock starts, for lockers that start

@@ -224,41 +224,46 @@ func (b *sentinelBuild) startReplicas(ctx context.Context) error {
 	return nil
 }
 
-// startSentinels starts the Sentinels. Their real ports exist once started, but
-// the links from the others to them are only used after the hello messages,
-// so each Sentinel's links are made before the next starts... and all before
-// anyone waits on them.
+// startSentinels starts the Sentinels, at once. Each knows the others from
+// the start (their announced addresses and run ids in its sentinel.conf),
+// as it would after their first hello messages: the run need not wait
+// 2 s for those. Every link a Sentinel dials (to the data servers, to the
+// other Sentinels) exists before it starts: a dial that found no link
+// would be refused, and Sentinel dials again only a second later.
 func (b *sentinelBuild) startSentinels(ctx context.Context) error {
 	t, ss, sn := b.t, b.ss, b.plan.Sentinel
-	for k := 1; k <= sn.Sentinels; k++ {
-		name := fmt.Sprintf("s%d", k)
+	var masters []cluster.Node
+	for _, m := range ss.masters {
+		masters = append(masters, cluster.Node{Name: m, Addr: ss.announced[m]})
+	}
+	opts := make([]cluster.SentinelOptions, sn.Sentinels)
+	for k := range opts {
+		name := fmt.Sprintf("s%d", k+1)
+		opts[k] = cluster.SentinelOptions{Masters: masters, Quorum: sn.Quorum, DownAfter: sn.DownAfter,
+			FailoverTimeout: sn.FailoverTimeout, SourceAddr: sourceIP(name), Announce: ss.announced[name],
+			ID: cluster.NewSentinelID()}
+	}
+	for k := range opts {
+		for j := range opts {
+			if j != k {
+				opts[k].Peers = append(opts[k].Peers, cluster.Peer{Addr: opts[j].Announce, ID: opts[j].ID})
+			}
+		}
+	}
+	sents, err := b.servers.NewSentinels(opts)
+	if err != nil {
+		return fmt.Errorf("sentinels: %w", err)
+	}
+	for _, s := range sents {
+		b.real[s.Name] = s.Addr
 		for _, srv := range b.data {
-			if _, err := t.net.AddLink(name, srv, b.real[srv]); err != nil {
+			if _, err := t.net.AddLink(s.Name, srv, b.real[srv]); err != nil {
 				return err
 			}
 		}
-		var masters []cluster.Node
-		for _, m := range ss.masters {
-			masters = append(masters, cluster.Node{Name: m, Addr: ss.announced[m]})
-		}
-		s, err := b.servers.AddSentinel(ctx, cluster.SentinelOptions{Masters: masters, Quorum: sn.Quorum,
-			DownAfter: sn.DownAfter, FailoverTimeout: sn.FailoverTimeout,
-			SourceAddr: sourceIP(name), Announce: ss.announced[name]})
-		if err != nil {
-			return fmt.Errorf("sentinel %s: %w", name, err)
-		}
-		b.real[name] = s.Addr
-		ss.sentinels = append(ss.sentinels, s)
 	}
-	return nil
-}
-
-// linkAndSubscribe links the Sentinels to each other and every client host
-// to every server, then follows the Sentinels' events.
-func (b *sentinelBuild) linkAndSubscribe(ctx context.Context) error {
-	t, ss := b.t, b.ss
-	for _, a := range ss.sentinels {
-		for _, s := range ss.sentinels {
+	for _, a := range sents {
+		for _, s := range sents {
 			if a != s {
 				if _, err := t.net.AddLink(a.Name, s.Name, s.Addr); err != nil {
 					return err
@@ -266,6 +271,28 @@ func (b *sentinelBuild) linkAndSubscribe(ctx context.Context) error {
 			}
 		}
 	}
+	if err := cluster.StartSentinels(ctx, sents); err != nil {
+		return fmt.Errorf("sentinels: %w", err)
+	}
+	for _, s := range sents {
+		if s.Addr != b.real[s.Name] {
+			// Its port was taken before it bound it: it moved.
+			b.real[s.Name] = s.Addr
+			for _, l := range t.net.Links(func(l *nemesis.Link) bool { return l.Node == s.Name }) {
+				if err := l.SetUpstream(s.Addr); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	ss.sentinels = sents
+	return nil
+}
+
+// linkAndSubscribe links every client host to every server, then follows
+// the Sentinels' events.
+func (b *sentinelBuild) linkAndSubscribe(ctx context.Context) error {
+	t, ss := b.t, b.ss
 	for h := 1; h <= t.hosts; h++ {
 		for _, srv := range b.all {
 			if _, err := t.net.AddLink(fmt.Sprintf("h%d", h), srv, b.real[srv]); err != nil {

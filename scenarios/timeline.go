@@ -25,8 +25,11 @@ type timeline struct {
 	mu       sync.Mutex
 	active   map[int]activeFault
 	seq      int
-	cancel   context.CancelFunc
-	ctx      context.Context // the schedule's; done when it stops
+	// stopped is set (under mu) when stopAndHeal begins: from then on no
+	// heal goroutine is added to wg, whose Wait may be running.
+	stopped bool
+	cancel  context.CancelFunc
+	ctx     context.Context // the schedule's; done when it stops
 }
 
 type activeFault struct {
@@ -192,7 +195,16 @@ func (t *timeline) injectNow(ctx context.Context, s nemesis.Spec) error {
 	if id < 0 || s.For <= 0 {
 		return nil
 	}
+	t.mu.Lock()
+	if t.stopped {
+		// A client hit its failpoint as the schedule stopped: the fault
+		// heals now, as one cut short by the stop does.
+		t.mu.Unlock()
+		t.heal(id)
+		return nil
+	}
 	t.wg.Add(1)
+	t.mu.Unlock()
 	go func() {
 		defer t.wg.Done()
 		if !t.healAfter(t.ctx, id, s.For) {
@@ -237,6 +249,9 @@ func (t *timeline) heal(id int) {
 
 // stopAndHeal ends the schedule and heals every active fault.
 func (t *timeline) stopAndHeal() {
+	t.mu.Lock()
+	t.stopped = true
+	t.mu.Unlock()
 	if t.cancel != nil {
 		t.cancel()
 	}

@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
@@ -88,7 +90,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.junit, "junit", "", "also write JUnit XML to this file")
 	fs.BoolVar(&f.onlyDiff, "only-diff", false, "print only the verdicts that differ from the expected ones (the gate's output)")
 	fs.StringVar(&f.baseline, "baseline", "", "expect the verdicts recorded in this baseline file (lockstorm baseline) for the pairs it holds")
-	fs.IntVar(&f.parallel, "parallel", 3, "scenario runs at once (each has its own servers and ports)")
+	fs.IntVar(&f.parallel, "parallel", 0, "scenario runs at once (each has its own servers and ports); 0: three, and more while the CPUs were under 60% busy and lockstorm with its servers used under a quarter of them")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print each run's compiled plan (lock and options, topology, workload, network, clocks, faults and what they apply to, failpoints, checker options, expectation, how the run stops) and start nothing")
 	fs.BoolVar(&f.dryRun, "plan", false, "same as --dry-run")
 	fs.StringVar(&f.shard, "shard", "", "run the K-th of N disjoint slices of the jobs (scenario × impl × seed), e.g. 0/4; also from JOB_COMPLETION_INDEX or LOCKSTORM_SHARD with LOCKSTORM_SHARDS; writes OUT/results.jsonl for lockstorm report")
@@ -138,8 +140,8 @@ func (f *runFlags) check() error {
 	if f.seeds < 1 {
 		return usage("run: --seeds must be at least 1")
 	}
-	if f.parallel < 1 {
-		return usage("run: --parallel must be at least 1")
+	if f.parallel < 0 {
+		return usage("run: --parallel must not be negative")
 	}
 	if _, err := cluster.Resolve(f.backend); err != nil {
 		return usage("run: --backend: %v", err)
@@ -311,7 +313,8 @@ func runLogger(f *runFlags, backend string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
-// runJobs runs the jobs f.parallel at a time, with progress on stderr.
+// runJobs runs the jobs f.parallel at a time (0: as the load allows), with
+// progress on stderr.
 func runJobs(ctx context.Context, f *runFlags, jobs []job, backend string, base *scenarios.Baseline, log *slog.Logger) ([]*scenarios.Outcome, []error) {
 	prog := newProgress(isTerminal(os.Stderr), len(jobs))
 	runs := make([]scenarios.Job, len(jobs))
@@ -353,14 +356,12 @@ func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend strin
 	verdictErr := printVerdicts(f, rows, mismatch, missed)
 	if f.format != reports.FormatJSON {
 		fmt.Fprintln(os.Stdout, summaryLine(rows, time.Since(started)))
+		if l := timeLine(rows); l != "" {
+			fmt.Fprintln(os.Stdout, l)
+		}
 		printProcessStats(os.Stdout, results, jobs)
 	}
-	var writeErrs []error
-	for _, i := range kept {
-		if _, err := reports.WriteRunDir(f.out, results[i], now); err != nil {
-			writeErrs = append(writeErrs, fmt.Errorf("run folder for %s × %s: %w", jobs[i].spec.Name, jobs[i].impl, err))
-		}
-	}
+	writeErrs := writeRunDirs(f.out, jobs, results, kept, now)
 	if f.junit != "" {
 		if err := reports.WriteJUnitFile(f.junit, cases); err != nil {
 			writeErrs = append(writeErrs, fmt.Errorf("--junit: %w", err))
@@ -370,6 +371,33 @@ func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend strin
 		return &exitError{2, fmt.Errorf("the verdicts above were not all saved: %w", errors.Join(writeErrs...))}
 	}
 	return verdictErr
+}
+
+// writeRunDirs writes the kept runs' folders, NumCPU at a time: a folder
+// with a violation renders its timeline and porcupine's page, CPU work
+// that need not wait for the previous folder's disk writes.
+func writeRunDirs(out string, jobs []job, results []*scenarios.Outcome, kept []int, now time.Time) []error {
+	errs := make([]error, len(kept))
+	sem := make(chan struct{}, runtime.NumCPU())
+	var wg sync.WaitGroup
+	for k, i := range kept {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if _, err := reports.WriteRunDir(out, results[i], now); err != nil {
+				errs[k] = fmt.Errorf("run folder for %s × %s: %w", jobs[i].spec.Name, jobs[i].impl, err)
+			}
+		}()
+	}
+	wg.Wait()
+	var failed []error
+	for _, err := range errs {
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	return failed
 }
 
 // collectRows turns outcomes into rows and JUnit cases, counts the
@@ -544,4 +572,24 @@ func summaryLine(rows []reports.Row, wall time.Duration) string {
 		s += fmt.Sprintf(", %d without expectation", none)
 	}
 	return s + fmt.Sprintf("; wall %.1f s", wall.Seconds())
+}
+
+// timeLine says where the runs' time went, summed over the runs: their
+// traffic (the specs' durations, less the early stops) and the harness's
+// overhead around it, phase by phase. The overhead is what a faster suite
+// cuts, and it depends less on the machine's load than the wall time.
+func timeLine(rows []reports.Row) string {
+	var sum scenarios.Phases
+	n := 0
+	for _, r := range rows {
+		if r.Phases != nil {
+			sum = sum.Add(*r.Phases)
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("time: %d runs took %.1f s, traffic %.1f s, overhead %.1f s (%s)", n, sum.Total().Seconds(),
+		sum.Traffic.Seconds(), sum.Overhead().Seconds(), sum)
 }

@@ -28,7 +28,7 @@ func forkingWrapper(t *testing.T) string {
 }
 
 // TestStopKillsProcessGroup: whatever a server forks dies with it, on Close
-// (graceful, then SIGKILL) and on the Kill fault (SIGKILL at once), and a
+// and on the Kill fault (SIGKILL to the group, at once), and a
 // restart through the wrapper serves again.
 func TestStopKillsProcessGroup(t *testing.T) {
 	wrapper := forkingWrapper(t)

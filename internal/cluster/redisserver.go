@@ -37,6 +37,10 @@ type Process struct {
 	cmd   *exec.Cmd
 	done  chan struct{}
 	clock *clock.File // nil unless Options.ServerClock
+	// reserved holds the port between its choice and the first start (a
+	// Sentinel's, which links point at before it starts): no other
+	// listener of this process can be given it meanwhile.
+	reserved net.Listener
 }
 
 // Servers is a cluster of spawned redis-server processes.
@@ -101,14 +105,37 @@ func StartRedisServers(ctx context.Context, o Options) (*Servers, error) {
 		}
 		s.procs = append(s.procs, p)
 	}
+	if err := startAll(ctx, s.procs, (*Process).startOnFreePort); err != nil {
+		s.Close()
+		return nil, err
+	}
 	for _, p := range s.procs {
-		if err := p.startOnFreePort(ctx); err != nil {
-			s.Close()
-			return nil, err
-		}
 		o.Log.Debug("redis-server started", "node", p.Name, "addr", p.Addr, "pid", p.Pid())
 	}
 	return s, nil
+}
+
+// startAll starts procs at once with start and waits for every one: their
+// start-ups (exec, loading, the first PONG) overlap instead of adding up
+// over the nodes. It returns the first error in procs' order; the caller
+// stops whatever did start (Servers.Close).
+func startAll(ctx context.Context, procs []*Process, start func(*Process, context.Context) error) error {
+	errs := make([]error, len(procs))
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = start(p, ctx)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // startOnFreePort starts p and, when another process took its port between
@@ -187,28 +214,31 @@ func (s *Servers) Nodes() []Node {
 // Procs returns the processes, for faults that kill, pause or restart them.
 func (s *Servers) Procs() []*Process { return s.procs }
 
-// Close stops every server and replica, each by process group (SIGTERM,
-// then SIGKILL for whatever is left; there is nothing to persist), and
-// removes the temporary directories.
+// Close stops every server, replica and Sentinel by process group with
+// SIGKILL, at once, and removes the temporary directories. Nothing is
+// graceful: persistence is off and the data is thrown away, and a SIGTERM
+// would cost a cron tick (100 ms) per server, or a master's wait for its
+// lagging replicas (shutdown-timeout), at the end of every run.
 func (s *Servers) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
 		all := append(append(append([]*Process(nil), s.procs...), s.replicas...), s.sentinels...)
 		s.mu.Unlock()
-		// Every server is stopped at once: each graceful stop may take up to
-		// closeGrace, which must not add up over the nodes.
 		errs := make([]error, len(all))
 		var wg sync.WaitGroup
 		for i, p := range all {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = p.shutdown(closeGrace)
+				errs[i] = p.Stop()
 			}()
 		}
 		wg.Wait()
 		for _, p := range all {
+			p.mu.Lock()
+			p.release()
+			p.mu.Unlock()
 			if p.clock != nil {
 				if err := p.clock.Close(); err != nil {
 					errs = append(errs, err)
@@ -240,6 +270,7 @@ func (p *Process) Start(ctx context.Context) error {
 		return fmt.Errorf("%s: already running", p.Name)
 	}
 	p.cmd = nil // a process that exited by itself is reaped already
+	p.release()
 	for _, f := range []string{"dump.rdb", "appendonly.aof", "appendonlydir"} {
 		if err := os.RemoveAll(filepath.Join(p.Dir, f)); err != nil {
 			return fmt.Errorf("%s: wipe data: %w", p.Name, err)
@@ -257,7 +288,7 @@ func (p *Process) Start(ctx context.Context) error {
 	done := p.done
 	go func() { cmd.Wait(); close(done) }()
 	if err := waitPing(ctx, p.Addr, done, 10*time.Second); err != nil {
-		p.stopLocked(0)
+		p.stopLocked()
 		return fmt.Errorf("redis-server %s on %s: %w (log: %s)", p.Name, p.Addr, err, tail(filepath.Join(p.Dir, "redis.log")))
 	}
 	return nil
@@ -307,43 +338,20 @@ func (p *Process) Pid() int {
 func (p *Process) Stop() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stopLocked(0)
+	return p.stopLocked()
 }
 
-// closeGrace bounds the graceful part of a shutdown. redis-server acts on
-// SIGTERM at its next cron tick (100 ms at the default hz) and, as a master
-// with lagging replicas, would wait up to its shutdown-timeout (10 s) for
-// them: nothing here is worth waiting that long for, the data is thrown away.
-const closeGrace = 500 * time.Millisecond
-
-// shutdown stops the process group gracefully (SIGTERM, bounded by grace),
-// then with SIGKILL whatever is left of it.
-func (p *Process) shutdown(grace time.Duration) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stopLocked(grace)
-}
-
-func (p *Process) stopLocked(grace time.Duration) error {
+func (p *Process) stopLocked() error {
 	if p.cmd == nil {
 		return nil
 	}
 	// Start made the server a process group leader (Setpgid), so its pid is
-	// the group id. The errors of kill are ignored: the group may be gone
-	// already; waitGroupGone tells either way.
+	// the group id. A SIGSTOPped process still dies on SIGKILL. The group
+	// can outlive its leader (a wrapper's child), so it is killed even when
+	// the leader has exited: the group id cannot be reused while any member
+	// lives. The error is ignored: the group may be gone already;
+	// waitGroupGone tells either way.
 	pgid := p.cmd.Process.Pid
-	if grace > 0 {
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		// A SIGSTOPped (server-pause) process acts on SIGTERM only once continued.
-		_ = syscall.Kill(-pgid, syscall.SIGCONT)
-		select {
-		case <-p.done:
-		case <-time.After(grace):
-		}
-	}
-	// A SIGSTOPped process still dies on SIGKILL. The group can outlive its
-	// leader (a wrapper's child), so it is killed even when the leader has
-	// exited: the group id cannot be reused while any member lives.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-p.done
 	p.cmd = nil
@@ -453,10 +461,15 @@ func waitPing(ctx context.Context, addr string, done <-chan struct{}, limit time
 			return ctx.Err()
 		case <-done:
 			return errors.New("exited during start-up")
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(pingEvery):
 		}
 	}
 }
+
+// pingEvery is how often a starting server is asked for PONG: it is up
+// within a few ms of its exec, so a coarser poll would be most of its
+// start-up.
+const pingEvery = 2 * time.Millisecond
 
 func ping(addr string) error {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
@@ -476,6 +489,24 @@ func ping(addr string) error {
 		return fmt.Errorf("unexpected reply %q", line)
 	}
 	return nil
+}
+
+// release lets the reserved port go, for the server to bind it.
+func (p *Process) release() {
+	if p.reserved != nil {
+		p.reserved.Close()
+		p.reserved = nil
+	}
+}
+
+// reservePort asks the kernel for a free loopback port and keeps it
+// listening until released.
+func reservePort() (net.Listener, int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, 0, fmt.Errorf("free port: %w", err)
+	}
+	return l, l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // FreePort asks the kernel for a free loopback port.

@@ -1,0 +1,265 @@
+package scenarios
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Parallelism that follows the machine. A run spends most of its wall time
+// waiting (its clients sleep through their critical sections and retry
+// delays, its servers idle), so many fit on a CPU: the whole suite uses
+// about 0.16 CPU-seconds a second at three runs at a time. But a run whose
+// process is not scheduled records harness stalls, and a stall inside a
+// hold makes its verdict inconclusive (the stall rule): runs must not be
+// added where the CPUs have no room left.
+//
+// With parallel ≤ 0, RunMany keeps up to floorPerCPU×NumCPU+1 runs going
+// (three on two CPUs: the fixed default this replaces), and starts more
+// only while there is room: the CPUs were less than maxBusy busy over the
+// last busyWindow (everything on the machine), lockstorm and the processes
+// it started (servers, Sentinels, client processes) used less than
+// ownBudget of them, fewer than autoMaxPerCPU runs per CPU are running, and
+// at least admitEvery passed since the last start (a run's set-up shows in
+// the figures only once it runs). Both figures count: a loaded machine
+// leaves no room (measured at load 14: twice as many runs as the floor
+// gave 18 unexpected verdicts against 12), and the suite's own use alone
+// would read low there, since a starved process uses little.
+const (
+	floorPerCPU   = 1
+	autoMaxPerCPU = 4
+	maxBusy       = 0.6
+	ownBudget     = 0.25 // of all CPUs: half a core on two
+	busyWindow    = time.Second
+	admitEvery    = 250 * time.Millisecond
+)
+
+// gate decides when RunMany starts the next job.
+type gate interface {
+	// admit says whether another job may start with running running.
+	admit(running int) bool
+	// close stops whatever the gate measures with.
+	close()
+}
+
+// fixedGate is --parallel N: N at a time, whatever the load.
+type fixedGate int
+
+func (g fixedGate) admit(running int) bool { return running < int(g) }
+func (fixedGate) close()                   {}
+
+// newGate is the gate for RunMany's parallel argument: fixed when
+// positive, else following the load (the floor where it cannot be read).
+func newGate(parallel int) gate {
+	n := runtime.NumCPU()
+	floor := floorPerCPU*n + 1
+	if parallel > 0 {
+		return fixedGate(parallel)
+	}
+	machine, err := newCPUMeter(busyWindow, readMachineCPU)
+	if err != nil {
+		return fixedGate(floor)
+	}
+	own, err := newCPUMeter(busyWindow, readOwnCPU)
+	if err != nil {
+		machine.close()
+		return fixedGate(floor)
+	}
+	return &loadGate{machine: machine.busy, own: own.busy, stop: func() { machine.close(); own.close() },
+		floor: floor, max: autoMaxPerCPU * n, cpus: float64(n), now: time.Now}
+}
+
+// loadGate admits jobs up to the floor, and beyond it while the CPUs have
+// room.
+type loadGate struct {
+	machine func() float64 // CPUs busy over the last window, everything
+	own     func() float64 // CPUs the suite used over the last window
+	stop    func()
+	floor   int
+	max     int
+	cpus    float64
+	now     func() time.Time
+	last    time.Time // the last admission
+}
+
+func (g *loadGate) admit(running int) bool {
+	now := g.now()
+	ok := running < g.floor ||
+		(running < g.max && now.Sub(g.last) >= admitEvery &&
+			g.machine() < maxBusy*g.cpus && g.own() < ownBudget*g.cpus)
+	if ok {
+		g.last = now
+	}
+	return ok
+}
+
+func (g *loadGate) close() { g.stop() }
+
+// cpuMeter samples a CPU-time counter and tells how many CPUs it used, on
+// average, over the last window.
+type cpuMeter struct {
+	read    func() (time.Duration, error)
+	mu      sync.Mutex
+	samples []cpuSample // oldest first, spanning about the window
+	window  time.Duration
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+type cpuSample struct {
+	at  time.Time
+	cpu time.Duration
+}
+
+// meterTick is how often the meter samples.
+const meterTick = 100 * time.Millisecond
+
+func newCPUMeter(window time.Duration, read func() (time.Duration, error)) (*cpuMeter, error) {
+	c, err := read()
+	if err != nil {
+		return nil, err
+	}
+	m := &cpuMeter{read: read, samples: []cpuSample{{time.Now(), c}}, window: window, stop: make(chan struct{}), done: make(chan struct{})}
+	go m.loop()
+	return m, nil
+}
+
+func (m *cpuMeter) loop() {
+	defer close(m.done)
+	t := time.NewTicker(meterTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		c, err := m.read()
+		if err != nil {
+			continue
+		}
+		s := cpuSample{time.Now(), c}
+		m.mu.Lock()
+		m.samples = append(m.samples, s)
+		// Keep one sample at least a window old, so busy spans the window.
+		for len(m.samples) > 2 && s.at.Sub(m.samples[1].at) >= m.window {
+			m.samples = m.samples[1:]
+		}
+		m.mu.Unlock()
+	}
+}
+
+// busy is the CPUs used between the oldest and newest samples; +Inf (no
+// room) until two samples exist.
+func (m *cpuMeter) busy() float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, b := m.samples[0], m.samples[len(m.samples)-1]
+	if !b.at.After(a.at) {
+		return math.Inf(1)
+	}
+	return max(float64(b.cpu-a.cpu), 0) / float64(b.at.Sub(a.at))
+}
+
+func (m *cpuMeter) close() {
+	close(m.stop)
+	<-m.done
+}
+
+// readMachineCPU is the CPU time every CPU spent on anything but idle and
+// I/O wait: the aggregate line of /proc/stat (user nice system idle iowait
+// irq softirq steal; guest time is inside user already).
+func readMachineCPU() (time.Duration, error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil {
+		return 0, fmt.Errorf("/proc/stat: %w", err)
+	}
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var ticks int64
+	for i, f := range fields[1:9] {
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		if i != 3 && i != 4 { // idle, iowait
+			ticks += v
+		}
+	}
+	return time.Duration(ticks) * clockTick, nil
+}
+
+// clockTick is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// readOwnCPU is the CPU time of this process and of every process it
+// started: its own and its reaped children's times from /proc/self/stat,
+// plus each live child's (and its reaped children's) from its own stat,
+// found through /proc/self/task/*/children. A child's time moves from the
+// live sum to the reaped one when it is waited for, so the total goes on.
+func readOwnCPU() (time.Duration, error) {
+	self, err := procCPU("/proc/self/stat")
+	if err != nil {
+		return 0, err
+	}
+	tasks, err := filepath.Glob("/proc/self/task/*/children")
+	if err != nil {
+		return 0, err
+	}
+	total := self
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread exited
+		}
+		for _, pid := range bytes.Fields(b) {
+			if c, err := procCPU("/proc/" + string(pid) + "/stat"); err == nil {
+				total += c
+			}
+		}
+	}
+	return total, nil
+}
+
+// procCPU reads utime, stime, cutime and cstime (fields 14 to 17) of a
+// /proc/PID/stat file.
+func procCPU(path string) (time.Duration, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses, so
+	// fields are counted from the last ')'; utime is the 12th after it.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%s: no ')'", path)
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 15 {
+		return 0, fmt.Errorf("%s: %d fields", path, len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:15] {
+		v, err := strconv.ParseInt(string(s), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", path, err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * clockTick, nil
+}

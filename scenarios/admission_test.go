@@ -1,0 +1,85 @@
+package scenarios
+
+import (
+	"math"
+	"os/exec"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestLoadGate: up to the floor a job starts whatever the load; beyond it
+// only below the cap, admitEvery after the previous start, while the CPUs
+// were less than maxBusy busy and the suite used less than its budget.
+func TestLoadGate(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const cpus = 2
+	for _, tc := range []struct {
+		name         string
+		running      int
+		machine, own float64 // CPUs busy
+		since        time.Duration
+		want         bool
+	}{
+		{"room", 4, 0.4, 0.2, time.Second, true},
+		{"under the floor, machine saturated", 2, 2, 0.4, 0, true},
+		{"machine busy", 4, maxBusy * cpus, 0.2, time.Second, false},
+		{"machine just under", 4, maxBusy*cpus - 0.01, 0.2, time.Second, true},
+		{"suite over its budget", 4, 0.6, ownBudget * cpus, time.Second, false},
+		{"too soon after the last start", 4, 0.2, 0.1, admitEvery - time.Millisecond, false},
+		{"at the cap", 8, 0, 0, time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := t0
+			g := &loadGate{machine: func() float64 { return tc.machine }, own: func() float64 { return tc.own },
+				stop: func() {}, floor: 3, max: 8, cpus: cpus, now: func() time.Time { return now }, last: t0.Add(-tc.since)}
+			if got := g.admit(tc.running); got != tc.want {
+				t.Fatalf("admit(%d) at %.2f CPUs busy (%.2f the suite's), %v after the last start = %v, want %v",
+					tc.running, tc.machine, tc.own, tc.since, got, tc.want)
+			}
+			if tc.want && !g.last.Equal(now) {
+				t.Fatal("an admission did not restart the spacing")
+			}
+			if !tc.want && !g.last.Equal(t0.Add(-tc.since)) {
+				t.Fatal("a refusal moved the last admission")
+			}
+		})
+	}
+}
+
+// TestOwnCPU: the suite's CPU counts a busy child process while it runs,
+// and no more than the time that passed per CPU.
+func TestOwnCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skipf("no /proc on %s (RunMany falls back to a fixed parallelism)", runtime.GOOS)
+	}
+	m, err := newCPUMeter(time.Second, readOwnCPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	if b := m.busy(); !math.IsInf(b, 1) {
+		t.Fatalf("busy before a second sample = %v, want no room", b)
+	}
+	// A child that spins on a CPU: the meter must see about one CPU.
+	cmd := exec.Command("sh", "-c", "while :; do :; done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	time.Sleep(busyWindow + 3*meterTick)
+	if b := m.busy(); b < 0.3 || b > float64(runtime.NumCPU())+0.2 {
+		t.Fatalf("busy with a spinning child = %.2f CPUs, want about 1 (at least 0.3 on a loaded machine)", b)
+	}
+	// The machine's figure counts the same child, and is a share of at
+	// most every CPU.
+	mm, err := newCPUMeter(time.Second, readMachineCPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mm.close()
+	time.Sleep(3 * meterTick)
+	if b := mm.busy(); b < 0.3 || b > float64(runtime.NumCPU())+0.2 {
+		t.Fatalf("machine busy with a spinning child = %.2f CPUs, want within [0.3, NumCPU]", b)
+	}
+}
