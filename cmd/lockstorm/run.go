@@ -216,12 +216,28 @@ func cmdRun(ctx context.Context, args []string) error {
 		return printPlans(os.Stdout, jobs, scenarios.Config{Backend: backend, Baseline: base, FullDuration: f.full}, f.format == "json" || f.json)
 	}
 	results, errs := runJobs(ctx, f, jobs, backend, base, log)
-	for i := range results {
+	// A run that could not run (its set-up failed, say a Sentinel that was
+	// not ready on a loaded machine) is the harness's failure, not a
+	// verdict: the others' verdicts are still printed and written, then the
+	// failures, and the exit is 2.
+	var failed []error
+	var ranJobs []job
+	var ran []*scenarios.Outcome
+	for i := range jobs {
 		if errs[i] != nil {
-			return &exitError{2, fmt.Errorf("%s × %s: %w", jobs[i].spec.Name, jobs[i].impl, errs[i])}
+			failed = append(failed, fmt.Errorf("%s × %s seed %d: %w", jobs[i].spec.Name, jobs[i].impl, jobs[i].seed, errs[i]))
+			continue
 		}
+		ranJobs, ran = append(ranJobs, jobs[i]), append(ran, results[i])
 	}
-	return report(f, jobs, results, backend, started, sh)
+	if len(ran) == 0 {
+		return &exitError{2, errors.Join(failed...)}
+	}
+	err = report(f, ranJobs, ran, backend, started, sh)
+	if len(failed) > 0 {
+		return &exitError{2, fmt.Errorf("%d of %d runs could not run (the verdicts above are the others'):\n%w", len(failed), len(jobs), errors.Join(failed...))}
+	}
+	return err
 }
 
 // registerExecs asks each --exec client program its hello before anything
