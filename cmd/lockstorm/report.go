@@ -136,16 +136,7 @@ func withResultRows(runs []reports.SuiteRun, info reports.SuiteInfo, rows []repo
 	if len(bs) > 0 {
 		info.Backend = strings.Join(bs, ", ")
 	}
-	sort.SliceStable(runs, func(i, j int) bool {
-		a, b := runs[i].Row, runs[j].Row
-		if a.Scenario != b.Scenario {
-			return a.Scenario < b.Scenario
-		}
-		if a.Impl != b.Impl {
-			return a.Impl < b.Impl
-		}
-		return a.Seed < b.Seed
-	})
+	sortSuiteRuns(runs)
 	return runs, info
 }
 
@@ -223,16 +214,7 @@ func loadRunFolders(dir, root string) ([]reports.SuiteRun, reports.SuiteInfo, er
 	}
 	// Folder names begin with the time: order the page by scenario, then
 	// implementation, then seed, as a suite is listed.
-	sort.SliceStable(runs, func(i, j int) bool {
-		a, b := runs[i].Row, runs[j].Row
-		if a.Scenario != b.Scenario {
-			return a.Scenario < b.Scenario
-		}
-		if a.Impl != b.Impl {
-			return a.Impl < b.Impl
-		}
-		return a.Seed < b.Seed
-	})
+	sortSuiteRuns(runs)
 	if len(runs) == 0 {
 		if _, err := os.Stat(filepath.Join(dir, ResultsFile)); err == nil {
 			return nil, info, nil // a shard whose runs were all as expected kept none
@@ -246,4 +228,19 @@ func loadRunFolders(dir, root string) ([]reports.SuiteRun, reports.SuiteInfo, er
 		info.Backend += b
 	}
 	return runs, info, nil
+}
+
+// sortSuiteRuns orders a page's runs as a suite is listed: by scenario,
+// then implementation, then seed.
+func sortSuiteRuns(runs []reports.SuiteRun) {
+	sort.SliceStable(runs, func(i, j int) bool {
+		a, b := runs[i].Row, runs[j].Row
+		if a.Scenario != b.Scenario {
+			return a.Scenario < b.Scenario
+		}
+		if a.Impl != b.Impl {
+			return a.Impl < b.Impl
+		}
+		return a.Seed < b.Seed
+	})
 }
