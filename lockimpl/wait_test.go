@@ -34,7 +34,7 @@ func TestSetNXPXWaitReplicas(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := rep.WaitLinkUp(ctx); err != nil {
+				if err := rep.WaitOnline(ctx, r.s.Nodes()[0].Addr); err != nil {
 					t.Fatal(err)
 				}
 			}

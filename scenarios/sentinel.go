@@ -213,9 +213,9 @@ func (b *sentinelBuild) startReplicas(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, rep := range reps {
+	for i, rep := range reps {
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := rep.WaitLinkUp(wctx)
+		err := rep.WaitOnline(wctx, b.real[ss.masters[i]])
 		cancel()
 		if err != nil {
 			return fmt.Errorf("replica %s: %w", rep.Name, err)

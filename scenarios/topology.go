@@ -89,7 +89,7 @@ func startTopology(ctx context.Context, plan *Plan, cfg Config) (_ *topology, er
 				return nil, fmt.Errorf("replica of %s: %w", n.Name, err)
 			}
 			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err = rep.WaitLinkUp(wctx)
+			err = rep.WaitOnline(wctx, n.Addr)
 			cancel()
 			if err != nil {
 				return nil, fmt.Errorf("replica of %s: %w", n.Name, err)

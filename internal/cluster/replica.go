@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"strings"
 	"time"
+
+	"github.com/lockstorm/lockstorm/internal/resp"
 )
 
 // adminTimeout bounds one admin command (REPLICAOF, INFO) to a server.
@@ -116,4 +119,96 @@ func (p *Process) WaitLinkUp(ctx context.Context) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// WaitOnline waits until the replica's link is up (WaitLinkUp) and a write
+// on the master at masterAddr is acknowledged by every replica the master
+// lists, or ctx ends. The link being up is not enough for a lock that
+// WAITs: after a diskless sync (Redis 7's default) the master lists the
+// replica as online but streams writes to it, and counts it for WAIT, only
+// from the replica's first REPLCONF ACK, which may come a second later. A
+// run that started in between saw every WAIT time out for up to a second:
+// the lock refused, through no fault of its own. The probe is a key of the
+// harness's own (ProbeKey) that expires at once.
+func (p *Process) WaitOnline(ctx context.Context, masterAddr string) error {
+	if err := p.WaitLinkUp(ctx); err != nil {
+		return err
+	}
+	var last error
+	for {
+		err := probeReplicas(masterAddr)
+		if err == nil {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s to acknowledge writes: %w (last: %v)", p.Name, ctx.Err(), last)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// ProbeKey is the key WaitOnline writes on a master to see its replicas
+// acknowledge; it expires after a second.
+const ProbeKey = "lockstorm:replication-probe"
+
+// probeReplicas writes ProbeKey on the master at addr and WAITs for every
+// replica it lists; nil when all acknowledged within 200 ms.
+func probeReplicas(addr string) error {
+	want, err := listedReplicas(addr)
+	if err != nil {
+		return err
+	}
+	c, err := net.DialTimeout("tcp", addr, adminTimeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(adminTimeout))
+	r := bufio.NewReader(c)
+	// WAIT counts acknowledgements of this connection's own writes, so
+	// both go on one connection.
+	for _, args := range [][]string{{"SET", ProbeKey, "1", "PX", "1000"}, {"WAIT", fmt.Sprint(want), "200"}} {
+		if err := resp.Write(c, args...); err != nil {
+			return err
+		}
+		v, err := resp.Read(r)
+		if err != nil {
+			return err
+		}
+		if e, ok := v.(resp.Error); ok {
+			return fmt.Errorf("%s: %s: %w", addr, args[0], e)
+		}
+		if n, ok := v.(int64); ok && n < int64(want) {
+			return fmt.Errorf("%s: %d of %d replicas acknowledged a write", addr, n, want)
+		}
+	}
+	return nil
+}
+
+// listedReplicas is how many replicas the master at addr lists (in any
+// state).
+func listedReplicas(addr string) (int, error) {
+	v, err := do(addr, adminTimeout, "INFO", "replication")
+	if err != nil {
+		return 0, fmt.Errorf("%s: INFO replication: %w", addr, err)
+	}
+	text, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("%s: INFO replication: unexpected reply %T", addr, v)
+	}
+	n := 0
+	for _, line := range strings.Split(text, "\r\n") {
+		if k, _, ok := strings.Cut(line, ":"); ok && isReplicaLine(k) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// isReplicaLine: slave0, slave1, ... (not slave_repl_offset and the like).
+func isReplicaLine(k string) bool {
+	n, ok := strings.CutPrefix(k, "slave")
+	return ok && n != "" && strings.Trim(n, "0123456789") == ""
 }

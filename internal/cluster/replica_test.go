@@ -1,13 +1,17 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockstorm/lockstorm/internal/resp"
 )
 
 // waitValue polls GET key on addr until it returns want.
@@ -136,4 +140,57 @@ func TestReplicaServerClock(t *testing.T) {
 	if st := serverTime(t, r.Addr); !within(st, time.Now().Add(time.Hour), time.Second) {
 		t.Fatalf("replica TIME = %v, want about now+1h", st)
 	}
+}
+
+// TestWaitOnlineAcknowledgesAtOnce: once WaitOnline returns, a write is
+// acknowledged by the replica within WAIT's timeout. WaitLinkUp alone is
+// not enough: after a diskless sync the master counts the replica only
+// from its first REPLCONF ACK, up to a second later, and a lock that WAITs
+// meanwhile is refused (sentinel-partition's set-nx-px-wait held once in
+// its first second on half of its runs).
+func TestWaitOnlineAcknowledgesAtOnce(t *testing.T) {
+	s := StartForTest(t, 1)
+	master := s.Procs()[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < 4; i++ {
+		r, err := s.AddReplica(ctx, master.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WaitOnline(ctx, master.Addr); err != nil {
+			t.Fatal(err)
+		}
+		// One connection: WAIT counts acknowledgements of this
+		// connection's own writes.
+		got := cmdsOn(t, master.Addr, []string{"SET", "k", "v"}, []string{"WAIT", fmt.Sprint(i + 1), "300"})
+		if got[1] != int64(i+1) {
+			t.Fatalf("replica %d: WAIT %d 300 right after WaitOnline = %v, want %d", i+1, i+1, got[1], i+1)
+		}
+	}
+}
+
+// cmdsOn sends the commands one after another on one connection to addr
+// and returns their replies, failing the test on any error.
+func cmdsOn(t *testing.T, addr string, cmds ...[]string) []any {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(c)
+	var out []any
+	for _, args := range cmds {
+		if err := resp.Write(c, args...); err != nil {
+			t.Fatal(err)
+		}
+		v, err := resp.Read(r)
+		if err != nil {
+			t.Fatalf("%v on %s: %v", args, addr, err)
+		}
+		out = append(out, v)
+	}
+	return out
 }
