@@ -141,12 +141,31 @@ func (p *Process) WaitOnline(ctx context.Context, masterAddr string) error {
 			return nil
 		}
 		last = err
+		p.nudgeAck()
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("wait for %s to acknowledge writes: %w (last: %v)", p.Name, ctx.Err(), last)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// nudgeAck asks the replica to send its master a REPLCONF ACK now, as the
+// master's own REPLCONF GETACK does: the first ACK the master counts may
+// otherwise wait for the replica's once-a-second cron (an ACK that arrives
+// while the master still finishes the sync is ignored). Redis sends no
+// reply to GETACK, so nothing is read.
+func (p *Process) nudgeAck() {
+	c, err := net.DialTimeout("tcp", p.Addr, adminTimeout)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(adminTimeout))
+	_ = resp.Write(c, "REPLCONF", "GETACK", "*")
+	// A PING behind it: its reply says the GETACK was executed.
+	_ = resp.Write(c, "PING")
+	_, _ = resp.Read(bufio.NewReader(c))
 }
 
 // ProbeKey is the key WaitOnline writes on a master to see its replicas
