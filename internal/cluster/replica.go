@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -230,4 +231,62 @@ func listedReplicas(addr string) (int, error) {
 func isReplicaLine(k string) bool {
 	n, ok := strings.CutPrefix(k, "slave")
 	return ok && n != "" && strings.Trim(n, "0123456789") == ""
+}
+
+// CatchUp stops the master at masterAddr from accepting writes (CLIENT
+// PAUSE WRITE, for pause at most; replication and reads go on) and waits
+// until the replica has applied everything the master had written, or ctx
+// ends. A kill that follows then loses nothing the replica lacked: without
+// it, whether the replica holds a write the master acknowledged an instant
+// before a kill depends on scheduling (Redis writes a command's reply
+// before it feeds the replication stream, and the master may be descheduled
+// in between). On error the writes are unpaused.
+func (p *Process) CatchUp(ctx context.Context, masterAddr string, pause time.Duration) error {
+	ms := fmt.Sprint(pause.Milliseconds())
+	if _, err := do(masterAddr, adminTimeout, "CLIENT", "PAUSE", ms, "WRITE"); err != nil {
+		return fmt.Errorf("%s: CLIENT PAUSE: %w", masterAddr, err)
+	}
+	err := p.waitOffset(ctx, masterAddr)
+	if err != nil {
+		_, _ = do(masterAddr, adminTimeout, "CLIENT", "UNPAUSE")
+	}
+	return err
+}
+
+// waitOffset waits until the replica's applied offset reaches the master's.
+func (p *Process) waitOffset(ctx context.Context, masterAddr string) error {
+	v, err := do(masterAddr, adminTimeout, "INFO", "replication")
+	if err != nil {
+		return fmt.Errorf("%s: INFO replication: %w", masterAddr, err)
+	}
+	text, _ := v.(string)
+	want, err := infoInt(text, "master_repl_offset")
+	if err != nil {
+		return fmt.Errorf("%s: %w", masterAddr, err)
+	}
+	var got int64
+	for {
+		info, err := p.ReplicationInfo()
+		if err == nil {
+			got, err = strconv.ParseInt(info["slave_repl_offset"], 10, 64)
+		}
+		if err == nil && got >= want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s at offset %d, its master at %d: %w", p.Name, got, want, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// infoInt is the integer field key of an INFO reply.
+func infoInt(text, key string) (int64, error) {
+	for _, line := range strings.Split(text, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && k == key {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("INFO has no %s", key)
 }

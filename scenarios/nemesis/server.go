@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lockstorm/lockstorm/internal/cluster"
 )
@@ -11,12 +12,14 @@ import (
 // Server faults act on the Redis processes themselves.
 func init() {
 	Register("kill", "SIGKILL the targeted nodes; healing restarts them empty (no persistence: the data is gone)",
-		serverFactory(func(sc cluster.ServerControl, i int) (func() error, error) {
-			if err := sc.Kill(i); err != nil {
-				return nil, err
+		serverFactory(killNode), nodeTargets)
+	Register("kill-synced", "SIGKILL the targeted nodes once their replicas have every write they made (writes paused meanwhile, up to 2 s); healing restarts them empty",
+		func(s Spec) (Fault, error) {
+			if len(s.Nodes) == 0 {
+				return nil, &FieldError{"nodes", "kill-synced needs nodes"}
 			}
-			return func() error { return sc.Restart(i) }, nil
-		}), nodeTargets)
+			return killSynced{s}, nil
+		}, Uses{Fields: []string{"nodes"}})
 	Register("server-pause", "freeze the targeted nodes (SIGSTOP) until the fault heals (SIGCONT)",
 		serverFactory(func(sc cluster.ServerControl, i int) (func() error, error) {
 			if err := sc.Pause(i); err != nil {
@@ -102,4 +105,44 @@ func (f *serverFault) Inject(_ context.Context, env *Env) (Heal, Targets, error)
 		return nil, Targets{}, err
 	}
 	return heal, sel.nodeTargets(), nil
+}
+
+// killSynced is a kill whose premise is that the replica kept up: a
+// scenario about what a failover does with a write that did reach the
+// replica (sentinel-kill-wait) cannot rest on the scheduling of the
+// master's last replication write against the kill. When the replica
+// cannot catch up (replication cut or stalled), the fault fails: its
+// premise does not hold, and the run says so instead of judging.
+type killSynced struct{ spec Spec }
+
+// catchUpLimit bounds the wait for a replica and the writes' pause.
+const catchUpLimit = 2 * time.Second
+
+func (f killSynced) Inject(ctx context.Context, env *Env) (Heal, Targets, error) {
+	sel := f.spec.resolve(env)
+	for _, n := range sel.nodes {
+		rep := env.Replicas[n]
+		if rep == nil {
+			return nil, Targets{}, fmt.Errorf("kill-synced: node %s has no replica (set replicas: 1 in the scenario)", n)
+		}
+		i, err := nodeIndex(env, n)
+		if err != nil {
+			return nil, Targets{}, err
+		}
+		cctx, cancel := context.WithTimeout(ctx, catchUpLimit)
+		err = rep.CatchUp(cctx, env.Cluster.Nodes()[i].Addr, catchUpLimit)
+		cancel()
+		if err != nil {
+			return nil, Targets{}, fmt.Errorf("kill-synced %s: replica did not catch up: %w", n, err)
+		}
+	}
+	kill := &serverFault{spec: f.spec, act: killNode}
+	return kill.Inject(ctx, env)
+}
+
+func killNode(sc cluster.ServerControl, i int) (func() error, error) {
+	if err := sc.Kill(i); err != nil {
+		return nil, err
+	}
+	return func() error { return sc.Restart(i) }, nil
 }

@@ -132,3 +132,73 @@ func TestFailoverLosesUnreplicatedWrite(t *testing.T) {
 		t.Errorf("promoted replica refuses writes: %v", err)
 	}
 }
+
+// TestKillSyncedWaitsForTheReplica: with replication slowed well past the
+// client's round trip, a write acknowledged just before a kill-synced is
+// on the replica when the kill is done (a plain kill would lose it); with
+// replication cut, kill-synced fails, leaves the master running and its
+// writes unpaused.
+func TestKillSyncedWaitsForTheReplica(t *testing.T) {
+	s := cluster.StartForTest(t, 1)
+	n := NewNetwork()
+	t.Cleanup(n.Close)
+	master := s.Nodes()[0]
+	if _, err := n.AddLink("h1", master.Name, master.Addr); err != nil {
+		t.Fatal(err)
+	}
+	rl, err := n.AddLink("r1", master.Name, master.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rep, err := s.AddReplica(ctx, rl.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := rep.WaitOnline(wctx, master.Addr); err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{Net: n, Cluster: s, Clients: 1, ClientHost: func(int) string { return "h1" },
+		Rand: rand.New(rand.NewPCG(1, 1)), Replicas: map[string]*cluster.Process{master.Name: rep}}
+	c := client(t, env, "h1", master.Name, time.Second)
+	direct := redis.NewClient(&redis.Options{Addr: rep.Addr})
+	defer direct.Close()
+
+	// Replication cut: the premise fails, the master lives on.
+	heal := inject(t, env, Spec{Kind: "partition", Hosts: []string{"r1"}, Nodes: []string{master.Name}})
+	if err := c.Set(ctx, "cut", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Build(Spec{Kind: "kill-synced", Nodes: []string{master.Name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.Inject(ctx, env); err == nil {
+		t.Fatal("kill-synced with replication cut: no error")
+	}
+	if err := c.Set(ctx, "after-refusal", "1", 0).Err(); err != nil {
+		t.Fatalf("master after a refused kill-synced: %v (still paused or killed?)", err)
+	}
+	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Replication slowed to 300 ms each way: the write is acknowledged
+	// long before the replica has it.
+	inject(t, env, Spec{Kind: "latency", Hosts: []string{"r1"}, Nodes: []string{master.Name}, Latency: 300 * time.Millisecond})
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if direct.Get(ctx, "k").Err() != redis.Nil {
+		t.Fatal("the replica has the write at once: the latency did not slow replication, the test proves nothing")
+	}
+	inject(t, env, Spec{Kind: "kill-synced", Nodes: []string{master.Name}})
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("PING answered by a killed master")
+	}
+	if v, err := direct.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("replica after kill-synced: GET k = %q, %v; want the acknowledged write", v, err)
+	}
+}

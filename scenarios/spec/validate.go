@@ -524,6 +524,9 @@ func (s *Spec) checkFault(at string, f nemesis.Spec, timeline bool, bad func(str
 	if f.Kind == "failover" && s.Replicas == 0 {
 		return bad(at+".kind", "failover promotes a replica: set replicas: 1")
 	}
+	if f.Kind == "kill-synced" && s.Replicas == 0 {
+		return bad(at+".kind", "kill-synced waits for the node's replica: set replicas: 1")
+	}
 	return nil
 }
 
