@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestStartMovesOffATakenPort: a port taken between FreePort's probe and
@@ -36,5 +39,38 @@ func TestStartMovesOffATakenPort(t *testing.T) {
 	}
 	if p.Port == port || p.Pid() == 0 {
 		t.Fatalf("started on port %d (taken: %d), pid %d", p.Port, port, p.Pid())
+	}
+}
+
+// TestStartRefusesAStrangersPort: a server whose port another server took
+// before it bound it must not be taken for started because the stranger
+// answers PING (the CI failure of sentinel-kill × fenced: a run locked
+// and observed on another run's n1 until that one was killed).
+func TestStartRefusesAStrangersPort(t *testing.T) {
+	s := StartForTest(t, 1)
+	stranger := s.Procs()[0]
+	p, err := s.newProcess("n-late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.release()
+	defer p.Stop()
+	for i, a := range p.Args {
+		if a == "--port" {
+			p.Args[i+1] = fmt.Sprint(stranger.Port)
+		}
+	}
+	p.Port, p.Addr = stranger.Port, stranger.Addr
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = p.Start(ctx)
+	if err == nil {
+		t.Fatalf("Start on a port a running server holds succeeded (pid %d; the stranger is %d)", p.Pid(), stranger.Pid())
+	}
+	if !strings.Contains(err.Error(), "Address already in use") {
+		t.Errorf("Start: %v; want the server's own 'Address already in use'", err)
+	}
+	if err := ownedBy(stranger.Addr, stranger.Pid()); err != nil {
+		t.Errorf("the stranger is not its own: %v", err)
 	}
 }

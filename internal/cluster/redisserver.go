@@ -37,9 +37,9 @@ type Process struct {
 	cmd   *exec.Cmd
 	done  chan struct{}
 	clock *clock.File // nil unless Options.ServerClock
-	// reserved holds the port between its choice and the first start (a
-	// Sentinel's, which links point at before it starts): no other
-	// listener of this process can be given it meanwhile.
+	// reserved holds the port between its choice and the first start:
+	// links point at it before it starts, and no other listener can be
+	// given it meanwhile.
 	reserved net.Listener
 }
 
@@ -165,18 +165,23 @@ func (p *Process) startOnFreePort(ctx context.Context) error {
 // newProcess prepares (does not start) a server named name on a free port
 // with its own directory under the cluster root.
 func (s *Servers) newProcess(name string) (*Process, error) {
-	port, err := FreePort()
+	// Reserved until the start, as a Sentinel's: a free port handed out
+	// and left unbound is anyone's (another run's server, an outgoing
+	// connection's local port) until the server binds it.
+	ln, port, err := reservePort()
 	if err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(s.root, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
+		ln.Close()
 		return nil, fmt.Errorf("node dir: %w", err)
 	}
 	p := &Process{
-		Node: Node{Name: name, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
-		Port: port,
-		Dir:  dir,
+		Node:     Node{Name: name, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
+		Port:     port,
+		Dir:      dir,
+		reserved: ln,
 		// repl-diskless-sync-delay 0: Redis 7 waits 5 s by default before a
 		// full sync to batch replicas, which would only slow failover runs.
 		Args: []string{s.bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
@@ -191,6 +196,7 @@ func (s *Servers) newProcess(name string) (*Process, error) {
 		path := filepath.Join(dir, "clock")
 		c, err := clock.Open(path)
 		if err != nil {
+			p.release()
 			return nil, err
 		}
 		p.clock = c
@@ -287,7 +293,7 @@ func (p *Process) Start(ctx context.Context) error {
 	p.done = make(chan struct{})
 	done := p.done
 	go func() { cmd.Wait(); close(done) }()
-	if err := waitPing(ctx, p.Addr, done, 10*time.Second); err != nil {
+	if err := waitPing(ctx, p.Addr, cmd.Process.Pid, done, 10*time.Second); err != nil {
 		p.stopLocked()
 		return fmt.Errorf("redis-server %s on %s: %w (log: %s)", p.Name, p.Addr, err, tail(filepath.Join(p.Dir, "redis.log")))
 	}
@@ -448,13 +454,22 @@ func (p *Process) ClockOffset() time.Duration {
 	return p.clock.Get()
 }
 
-func waitPing(ctx context.Context, addr string, done <-chan struct{}, limit time.Duration) error {
+func waitPing(ctx context.Context, addr string, pgid int, done <-chan struct{}, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		if err := ping(addr); err == nil {
-			return nil
-		} else if time.Now().After(deadline) {
-			return fmt.Errorf("no PONG within %v: %w", limit, err)
+		err := ping(addr)
+		if err == nil {
+			// A PONG proves only that some server has the address: another
+			// run's may have taken the port between its choice and this
+			// start (this one then exits, "Address already in use"), and a
+			// run that took that one for its own locked and observed on a
+			// stranger's data until the stranger was stopped.
+			if err = ownedBy(addr, pgid); err == nil {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no PONG from the started process within %v: %w", limit, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -464,6 +479,25 @@ func waitPing(ctx context.Context, addr string, done <-chan struct{}, limit time
 		case <-time.After(pingEvery):
 		}
 	}
+}
+
+// ownedBy checks that the server answering at addr belongs to process
+// group pgid (the started process's own; a wrapper script may fork the
+// server rather than exec it, and the child stays in the group).
+func ownedBy(addr string, pgid int) error {
+	v, err := do(addr, time.Second, "INFO", "server")
+	if err != nil {
+		return err
+	}
+	text, _ := v.(string)
+	pid, err := infoInt(text, "process_id")
+	if err != nil {
+		return err
+	}
+	if g, err := syscall.Getpgid(int(pid)); err != nil || g != pgid {
+		return fmt.Errorf("%s is answered by another process (pid %d, group %d), not the one started (group %d)", addr, pid, g, pgid)
+	}
+	return nil
 }
 
 // pingEvery is how often a starting server is asked for PONG: it is up
