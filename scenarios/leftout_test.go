@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -40,6 +41,45 @@ func TestPlanLeavesQuorumFaultsOutOnOneMaster(t *testing.T) {
 				t.Errorf("%s: fault %d is %s, the spec's is %s: the faults before a left-out one must keep their places (their seeded times)",
 					tc.impl, i, f.Spec.Kind, spec.Faults[i].Kind)
 			}
+		}
+	}
+}
+
+// TestLeftOutFaultKeepsLaterIndexes: a quorum-only fault listed first and
+// left out on one master does not move the faults after it: each keeps its
+// place in the spec's list, which seeds its random times and targets.
+func TestLeftOutFaultKeepsLaterIndexes(t *testing.T) {
+	spec, err := Parse("leftout.yaml", []byte(`name: leftout
+clients: 4
+hosts: 2
+keys: 1
+duration: 1s
+lock: {ttl: 500ms, retry_delay: 5ms, wait_timeout: 1s}
+faults:
+  - {at: 0s, kind: split-votes, nodes: [n1], hosts: [h1]}
+  - {at: 100ms, within: 500ms, for: 50ms, kind: pause, pick: client}
+impls: [set-nx-px]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		impl  string
+		index []int
+	}{
+		{"redlock", []int{0, 1}},
+		{"set-nx-px", []int{1}},
+	} {
+		p, err := Compile(spec, Config{Impl: tc.impl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, f := range p.Faults {
+			got = append(got, f.Index)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.index) {
+			t.Errorf("%s: fault indexes %v, want %v (the spec's places)", tc.impl, got, tc.index)
 		}
 	}
 }

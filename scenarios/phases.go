@@ -192,7 +192,7 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 	plan, cfg := r.plan, r.cfg
 	runCtx, stop := context.WithTimeout(ctx, plan.Duration)
 	defer stop()
-	tl.start(runCtx, plan.faultSpecs())
+	tl.start(runCtx, plan.Faults)
 	var attempts, acquired atomic.Int64
 	var wg sync.WaitGroup
 	for _, c := range r.clients {

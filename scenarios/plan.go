@@ -125,6 +125,11 @@ type PlanNetwork struct {
 type PlanFault struct {
 	nemesis.Spec `yaml:",inline"`
 	Targets      *nemesis.Targets `json:"targets,omitempty"`
+	// Index is the fault's place in the spec's list, left-out faults
+	// counted: its random times and targets are drawn from a source seeded
+	// by it, so leaving a fault out (a quorum-only kind on one master)
+	// does not move the faults after it.
+	Index int `json:"index"`
 }
 
 // PlanFailpoint is a spec's failpoint as armed on this lock.
@@ -303,12 +308,12 @@ func wantsCmdPoints(spec *Spec) bool {
 // run (nemesis.Preview: not for a pick).
 func (p *Plan) compileFaults(spec *Spec) {
 	l := p.layout()
-	for _, f := range spec.Faults {
+	for i, f := range spec.Faults {
 		if !nemesis.Applies(f, p.Nodes) {
 			p.LeftOut = append(p.LeftOut, fmt.Sprintf("%s (%d master: nothing to act on)", flow(f), p.Nodes))
 			continue
 		}
-		pf := PlanFault{Spec: f}
+		pf := PlanFault{Spec: f, Index: i}
 		if t, ok := nemesis.Preview(f, l); ok {
 			pf.Targets = &t
 		}

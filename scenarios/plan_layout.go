@@ -7,13 +7,6 @@ import (
 )
 
 // faultSpecs are the timeline's faults as the nemesis plays them.
-func (p *Plan) faultSpecs() []nemesis.Spec {
-	out := make([]nemesis.Spec, len(p.Faults))
-	for i, f := range p.Faults {
-		out[i] = f.Spec
-	}
-	return out
-}
 
 // layout is the topology the run builds, by name: the links topology.go
 // and sentinel.go make, in their order (TestLayoutIsTheTopology and

@@ -77,20 +77,11 @@ func describe(s nemesis.Spec, detail string) string {
 	return b.String()
 }
 
-func (t *timeline) start(ctx context.Context, faults []nemesis.Spec) {
+func (t *timeline) start(ctx context.Context, faults []PlanFault) {
 	ctx, t.cancel = context.WithCancel(ctx)
 	t.ctx = ctx
-	nodes := 0
-	if t.env.Cluster != nil {
-		nodes = len(t.env.Cluster.Nodes())
-	}
-	for i, s := range faults {
-		if !nemesis.Applies(s, nodes) {
-			// Left out, as the plan says (a quorum-only kind on one
-			// master); the faults after it keep their index, and with it
-			// the random source their times are drawn from.
-			continue
-		}
+	for _, pf := range faults {
+		s, i := pf.Spec, pf.Index
 		f, err := nemesis.Build(s) // validated at load; cannot fail here
 		if err != nil {
 			t.r.log.Error("fault", "err", err)

@@ -65,7 +65,11 @@ func TestTimelineRecordsTargetsAndHeals(t *testing.T) {
 		{Kind: "test-heal-fails", For: 10 * time.Millisecond},
 		{Kind: "test-inject-fails", For: 10 * time.Millisecond},
 	}
-	tl.start(context.Background(), faults)
+	planned := make([]PlanFault, len(faults))
+	for i, f := range faults {
+		planned[i] = PlanFault{Spec: f, Index: i}
+	}
+	tl.start(context.Background(), planned)
 	time.Sleep(100 * time.Millisecond)
 	tl.stopAndHeal()
 
