@@ -103,6 +103,22 @@ func TestEvidence(t *testing.T) {
 			verdict: Inconclusive, reason: []string{"most acquire attempts ended in errors (3 of 5", "3 unknown outcomes: i/o timeout"},
 		},
 		{
+			// A refusal is a definite no, as a failed SET NX is: a lock
+			// that folds it into its own "not acquired" (redsync's
+			// ErrFailed) and one that lets the reply through must be
+			// judged alike on the same server behaviour.
+			name: "most attempts refused after two holds: refusals are definite, not errors",
+			meta: Meta{Keys: one},
+			hist: func(b *builder) {
+				twoHolds(b)
+				for i := 0; i < 5; i++ {
+					b.op(float64(10+2*i), float64(11+2*i), Fail, 3+i, 3+i, FAcquire, k0, refused("NOREPLICAS Not enough good replicas to write."))
+				}
+			},
+			verdict: Safe,
+			check:   func(t *testing.T, r Result) { expect(t, r.ErrorReplies, 5, "error replies") },
+		},
+		{
 			name: "half the attempts unknown is not most",
 			meta: Meta{Keys: one},
 			hist: func(b *builder) {
