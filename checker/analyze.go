@@ -15,11 +15,11 @@ type holdRec struct {
 	relOK   bool  // the hold ended with a release that completed ok
 }
 
-// acqRec is one acquire operation.
+// acqRec is one acquire operation: the liveness checks read its times
+// only. (Its process, client and outcome were kept too, never read: with
+// the outcome a string, 48 bytes the collector had to scan per attempt.)
 type acqRec struct {
-	process, client int
-	invoke, done    int64 // done < 0: never completed
-	typ             Type  // Ok, Fail, Info or "" (never completed)
+	invoke, done int64 // done < 0: never completed
 }
 
 // unknownAcq is an acquire whose outcome is unknown: an info completion, no
@@ -29,12 +29,12 @@ type unknownAcq struct {
 	invoke          int64
 }
 
-// writeRec is one completed write of the counter resource.
+// writeRec is one completed write of the counter resource. Its outcome is
+// a typeCode, so that the writes hold no pointer for the collector to scan.
 type writeRec struct {
-	process, client int
-	invoke, done    int64
-	typ             Type
-	n, fence        int64
+	process, client  int
+	invoke, n, fence int64
+	typ              uint8
 }
 
 // interval is a closed time interval.
@@ -432,7 +432,7 @@ func (ps *pass) invoke(i int, op *Op, p *procState, k int) {
 		a.attempts++
 		p.stats()[0]++
 		c.acq = len(kd.acquires)
-		kd.acquires = append(kd.acquires, acqRec{process: p.id, client: p.client, invoke: op.Time, done: -1})
+		kd.acquires = append(kd.acquires, acqRec{invoke: op.Time, done: -1})
 		p.steps = p.steps[:0]
 		if ps.wantOf(p.client) == nil {
 			ps.wants.set(p.client, &want{key: k, start: op.Time})
@@ -478,8 +478,8 @@ func (ps *pass) complete(i int, op *Op, p *procState, k int) {
 			hr.relDone, hr.relOK = op.Time, op.Type == Ok
 		}
 	case FWrite:
-		kd.writes = append(kd.writes, writeRec{process: p.id, client: p.client, invoke: c.invoke, done: op.Time,
-			typ: op.Type, n: op.N, fence: op.Fence})
+		kd.writes = append(kd.writes, writeRec{process: p.id, client: p.client, invoke: c.invoke,
+			typ: typeCode(op.Type), n: op.N, fence: op.Fence})
 	}
 	if op.Type == Info {
 		ps.inherit[p.client] = p
@@ -493,7 +493,7 @@ func (ps *pass) acquireDone(i int, op *Op, p *procState, k int, c *curOp) {
 	a := ps.a
 	kd := a.keys[k]
 	ar := &kd.acquires[c.acq]
-	ar.done, ar.typ = op.Time, op.Type
+	ar.done = op.Time
 	if d := op.Time - ar.invoke; d > a.longest {
 		a.longest = d
 	}
