@@ -256,6 +256,7 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 		if !sorted && i > 0 && h[i].Time < h[i-1].Time {
 			return analyzeOrdered(sortedByTime(h), true)
 		}
+		ps.at = i
 		ps.entry(i)
 	}
 	ps.finish()
@@ -273,6 +274,26 @@ type pass struct {
 	// critical section) pass to the client's next process, which releases.
 	inherit map[int]*procState
 	wants   byProcess[*want] // by client
+	at      int              // the entry being read
+}
+
+// room returns s with room for one more record. A full s grows to what
+// its growth so far projects for the whole history (the records of a key,
+// or of every key, come at a steady pace as the run goes on), at least
+// doubling and at most eightfold. Doubling alone allocated three times
+// the records' final size per slice, growslice and its copies a fifth of
+// the pass; this about one and a half times.
+func room[T any](ps *pass, s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	n, l := len(ps.a.h), len(s)
+	want := 2*l + 8
+	if ps.at > 0 {
+		proj := int(int64(l+1) * int64(n) / int64(ps.at))
+		want = max(want, min(proj+proj/8, 8*l+8))
+	}
+	return slices.Grow(s, want-l)
 }
 
 func (ps *pass) wantOf(client int) *want {
@@ -293,7 +314,8 @@ func (ps *pass) closeWant(client int, t int64) {
 	if t < w.start {
 		t = w.start
 	}
-	ps.a.keys[w.key].wants = append(ps.a.keys[w.key].wants, wantRec{interval{w.start, t}, client})
+	kd := ps.a.keys[w.key]
+	kd.wants = append(room(ps, kd.wants), wantRec{interval{w.start, t}, client})
 	ps.wants.del(client)
 }
 
@@ -433,7 +455,7 @@ func (ps *pass) invoke(i int, op *Op, p *procState, k int) {
 		a.attempts++
 		p.stats()[0]++
 		c.acq = len(kd.acquires)
-		kd.acquires = append(kd.acquires, acqRec{invoke: op.Time, done: -1})
+		kd.acquires = append(room(ps, kd.acquires), acqRec{invoke: op.Time, done: -1})
 		p.steps = p.steps[:0]
 		if ps.wantOf(p.client) == nil {
 			ps.wants.set(p.client, &want{key: k, start: op.Time})
@@ -472,14 +494,14 @@ func (ps *pass) complete(i int, op *Op, p *procState, k int) {
 		ps.acquireDone(i, op, p, k, c)
 	case FRelease:
 		if op.Type == Ok {
-			a.releaseRefs = append(a.releaseRefs, releaseRef{c.at, int32(i), int32(p.client)})
+			a.releaseRefs = append(room(ps, a.releaseRefs), releaseRef{c.at, int32(i), int32(p.client)})
 		}
 		if c.relHold >= 0 && op.Type != Info {
 			hr := &kd.holds[c.relHold]
 			hr.relDone, hr.relOK = op.Time, op.Type == Ok
 		}
 	case FWrite:
-		kd.writes = append(kd.writes, writeRec{process: p.id, client: p.client, invoke: c.invoke,
+		kd.writes = append(room(ps, kd.writes), writeRec{process: p.id, client: p.client, invoke: c.invoke,
 			typ: typeCode(op.Type), n: op.N, fence: op.Fence})
 	}
 	if op.Type == Info {
@@ -511,16 +533,16 @@ func (ps *pass) acquireDone(i int, op *Op, p *procState, k int, c *curOp) {
 		return
 	}
 	if op.Value != "" {
-		a.ownerRefs = append(a.ownerRefs, ownerRef{int32(i), int32(p.client)})
+		a.ownerRefs = append(room(ps, a.ownerRefs), ownerRef{int32(i), int32(p.client)})
 	}
 	a.acquired++
 	p.stats()[1]++
-	a.latencies = append(a.latencies, op.Time-ar.invoke)
+	a.latencies = append(room(ps, a.latencies), op.Time-ar.invoke)
 	if op.Fence > 0 {
 		if n := len(kd.fences); n > 0 && op.Fence <= kd.fences[n-1].fence {
 			kd.fencesUp = false
 		}
-		kd.fences = append(kd.fences, grant{op.Fence, p.id, op.Time})
+		kd.fences = append(room(ps, kd.fences), grant{op.Fence, p.id, op.Time})
 	}
 	if hk := p.holds[k]; hk != nil && hk.count > 0 {
 		hk.count++ // reentrant: the hold goes on
@@ -537,7 +559,7 @@ func (ps *pass) acquireDone(i int, op *Op, p *procState, k int, c *curOp) {
 		} else {
 			p.holds[k] = &heldKey{count: 1, hold: len(kd.holds)}
 		}
-		kd.holds = append(kd.holds, hr)
+		kd.holds = append(room(ps, kd.holds), hr)
 	}
 	if w := ps.wantOf(p.client); w != nil && w.key == k {
 		w.tentative = false
