@@ -73,8 +73,45 @@ type grant struct {
 
 // heldKey is a process's reentrant hold count on one key.
 type heldKey struct {
+	key   int
 	count int
 	hold  int // index in keyData.holds
+}
+
+// heldKeys are a process's holds, one per key. A process holds one key at
+// a time, or a few: a slice searched in place of a map, whose inserts,
+// deletes and one allocation per hold were a tenth of the pass.
+type heldKeys []heldKey
+
+// get is the hold on key k (nil: none), valid until the next add or del.
+func (hs heldKeys) get(k int) *heldKey {
+	for i := range hs {
+		if hs[i].key == k {
+			return &hs[i]
+		}
+	}
+	return nil
+}
+
+// add starts a hold on key k (replacing any).
+func (hs *heldKeys) add(k, hold int) {
+	if h := hs.get(k); h != nil {
+		*h = heldKey{k, 1, hold}
+		return
+	}
+	*hs = append(*hs, heldKey{k, 1, hold})
+}
+
+// del ends the hold on key k.
+func (hs *heldKeys) del(k int) {
+	for i := range *hs {
+		if (*hs)[i].key == k {
+			last := len(*hs) - 1
+			(*hs)[i] = (*hs)[last]
+			*hs = (*hs)[:last]
+			return
+		}
+	}
 }
 
 // curOp is a process's operation in flight.
@@ -119,7 +156,7 @@ type procState struct {
 	perClient  map[int]*[2]int
 	op         curOp
 	busy       bool // op is in flight
-	holds      map[int]*heldKey
+	holds      heldKeys
 	steps      []string
 	crashed    bool
 }
@@ -274,7 +311,10 @@ type pass struct {
 	// critical section) pass to the client's next process, which releases.
 	inherit map[int]*procState
 	wants   byProcess[*want] // by client
-	at      int              // the entry being read
+	// spare are closed wants to reuse: wants open and close once per
+	// acquisition, an allocation each, while few are open at once.
+	spare []*want
+	at    int // the entry being read
 }
 
 // room returns s with room for one more record. A full s grows to what
@@ -317,24 +357,37 @@ func (ps *pass) closeWant(client int, t int64) {
 	kd := ps.a.keys[w.key]
 	kd.wants = append(room(ps, kd.wants), wantRec{interval{w.start, t}, client})
 	ps.wants.del(client)
+	ps.spare = append(ps.spare, w)
+}
+
+// openWant opens client's want of key k at t.
+func (ps *pass) openWant(client, k int, t int64) {
+	var w *want
+	if n := len(ps.spare); n > 0 {
+		w, ps.spare = ps.spare[n-1], ps.spare[:n-1]
+	} else {
+		w = new(want)
+	}
+	*w = want{key: k, start: t}
+	ps.wants.set(client, w)
 }
 
 func (ps *pass) endHold(p *procState, k int, t int64, how string) {
-	hk := p.holds[k]
+	hk := p.holds.get(k)
 	if hk == nil {
 		return
 	}
 	hr := &ps.a.keys[k].holds[hk.hold]
 	hr.To, hr.relDone, hr.End = t, t, how
-	delete(p.holds, k)
+	p.holds.del(k)
 }
 
 func (ps *pass) proc(op *Op) *procState {
 	p, _ := ps.procs.get(op.Process)
 	if p == nil {
-		p = &procState{id: op.Process, client: op.Client, holds: map[int]*heldKey{}, lastKey: -1, perClient: ps.a.perClient}
+		p = &procState{id: op.Process, client: op.Client, lastKey: -1, perClient: ps.a.perClient}
 		if old := ps.inherit[op.Client]; old != nil {
-			p.holds, old.holds = old.holds, map[int]*heldKey{}
+			p.holds, old.holds = old.holds, nil
 			delete(ps.inherit, op.Client)
 		}
 		ps.procs.set(op.Process, p)
@@ -428,8 +481,8 @@ func (ps *pass) clientEvent(i int, op *Op, p *procState) bool {
 			ps.endHold(p, k, op.Time, "abandon")
 		}
 	case FCrash:
-		for k := range p.holds {
-			ps.endHold(p, k, op.Time, "crash")
+		for len(p.holds) > 0 {
+			ps.endHold(p, p.holds[0].key, op.Time, "crash")
 		}
 		p.crashed = true
 		ps.closeWant(p.client, op.Time)
@@ -458,10 +511,10 @@ func (ps *pass) invoke(i int, op *Op, p *procState, k int) {
 		kd.acquires = append(room(ps, kd.acquires), acqRec{invoke: op.Time, done: -1})
 		p.steps = p.steps[:0]
 		if ps.wantOf(p.client) == nil {
-			ps.wants.set(p.client, &want{key: k, start: op.Time})
+			ps.openWant(p.client, k, op.Time)
 		}
 	case FRelease:
-		if hk := p.holds[k]; hk != nil && hk.count > 0 {
+		if hk := p.holds.get(k); hk != nil && hk.count > 0 {
 			hk.count--
 			if hk.count == 0 {
 				c.relHold = hk.hold
@@ -544,7 +597,7 @@ func (ps *pass) acquireDone(i int, op *Op, p *procState, k int, c *curOp) {
 		}
 		kd.fences = append(room(ps, kd.fences), grant{op.Fence, p.id, op.Time})
 	}
-	if hk := p.holds[k]; hk != nil && hk.count > 0 {
+	if hk := p.holds.get(k); hk != nil && hk.count > 0 {
 		hk.count++ // reentrant: the hold goes on
 	} else {
 		hr := holdRec{Hold: Hold{Process: p.id, Client: p.client, Key: op.Key, Token: op.Value,
@@ -557,7 +610,7 @@ func (ps *pass) acquireDone(i int, op *Op, p *procState, k int, c *curOp) {
 			// acts on it, so its belief lasts no time at all.
 			hr.To, hr.relDone, hr.End = op.Time, op.Time, "crash"
 		} else {
-			p.holds[k] = &heldKey{count: 1, hold: len(kd.holds)}
+			p.holds.add(k, len(kd.holds))
 		}
 		kd.holds = append(room(ps, kd.holds), hr)
 	}
@@ -576,8 +629,8 @@ func (ps *pass) finish() {
 		if p.busy {
 			a.abandon(p)
 		}
-		for k := range p.holds {
-			ps.endHold(p, k, a.end, "end")
+		for len(p.holds) > 0 {
+			ps.endHold(p, p.holds[0].key, a.end, "end")
 		}
 	})
 	ps.wants.each(func(c int, w *want) {
