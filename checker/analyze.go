@@ -15,11 +15,11 @@ type holdRec struct {
 	relOK   bool  // the hold ended with a release that completed ok
 }
 
-// acqRec is one acquire operation.
+// acqRec is one acquire operation: the liveness checks read its times
+// only. (Its process, client and outcome were kept too, never read: with
+// the outcome a string, 48 bytes the collector had to scan per attempt.)
 type acqRec struct {
-	process, client int
-	invoke, done    int64 // done < 0: never completed
-	typ             Type  // Ok, Fail, Info or "" (never completed)
+	invoke, done int64 // done < 0: never completed
 }
 
 // unknownAcq is an acquire whose outcome is unknown: an info completion, no
@@ -29,12 +29,12 @@ type unknownAcq struct {
 	invoke          int64
 }
 
-// writeRec is one completed write of the counter resource.
+// writeRec is one completed write of the counter resource. Its outcome is
+// a typeCode, so that the writes hold no pointer for the collector to scan.
 type writeRec struct {
-	process, client int
-	invoke, done    int64
-	typ             Type
-	n, fence        int64
+	process, client  int
+	invoke, n, fence int64
+	typ              uint8
 }
 
 // interval is a closed time interval.
@@ -73,8 +73,45 @@ type grant struct {
 
 // heldKey is a process's reentrant hold count on one key.
 type heldKey struct {
+	key   int
 	count int
 	hold  int // index in keyData.holds
+}
+
+// heldKeys are a process's holds, one per key. A process holds one key at
+// a time, or a few: a slice searched in place of a map, whose inserts,
+// deletes and one allocation per hold were a tenth of the pass.
+type heldKeys []heldKey
+
+// get is the hold on key k (nil: none), valid until the next add or del.
+func (hs heldKeys) get(k int) *heldKey {
+	for i := range hs {
+		if hs[i].key == k {
+			return &hs[i]
+		}
+	}
+	return nil
+}
+
+// add starts a hold on key k (replacing any).
+func (hs *heldKeys) add(k, hold int) {
+	if h := hs.get(k); h != nil {
+		*h = heldKey{k, 1, hold}
+		return
+	}
+	*hs = append(*hs, heldKey{k, 1, hold})
+}
+
+// del ends the hold on key k.
+func (hs *heldKeys) del(k int) {
+	for i := range *hs {
+		if (*hs)[i].key == k {
+			last := len(*hs) - 1
+			(*hs)[i] = (*hs)[last]
+			*hs = (*hs)[:last]
+			return
+		}
+	}
 }
 
 // curOp is a process's operation in flight.
@@ -119,7 +156,7 @@ type procState struct {
 	perClient  map[int]*[2]int
 	op         curOp
 	busy       bool // op is in flight
-	holds      map[int]*heldKey
+	holds      heldKeys
 	steps      []string
 	crashed    bool
 }
@@ -229,12 +266,8 @@ func ordered(h History) bool {
 	return true
 }
 
-// sortedByTime returns h ordered by time. The Recorder stamps times under
-// its lock, so recorded histories are already ordered and are not copied.
+// sortedByTime returns a copy of h ordered by time (stably).
 func sortedByTime(h History) History {
-	if ordered(h) {
-		return h
-	}
 	s := append(History(nil), h...)
 	sort.SliceStable(s, func(i, j int) bool { return s[i].Time < s[j].Time })
 	return s
@@ -246,15 +279,21 @@ func sortedByTime(h History) History {
 func analyze(h History) *analysis { return analyzeOrdered(h, false) }
 
 // analyzeOrdered is analyze; sorted says h is known to be ordered by time
-// (validate found it so), which spares a walk over the whole history.
+// (validate found it so). The pass reads h in time order. The Recorder
+// stamps times under its lock, so recorded histories are ordered already:
+// the pass checks the order as it goes (one comparison on an entry it
+// reads anyway; a walk of its own over the whole history was a tenth of
+// the pass) and starts again on a sorted copy at the first entry out of
+// order.
 func analyzeOrdered(h History, sorted bool) *analysis {
-	if !sorted {
-		h = sortedByTime(h)
-	}
 	a := &analysis{keyIdx: map[string]int{}, perClient: map[int]*[2]int{}, h: h,
 		extending: map[[2]int64]int32{}}
 	ps := &pass{a: a, inherit: map[int]*procState{}}
 	for i := range h {
+		if !sorted && i > 0 && h[i].Time < h[i-1].Time {
+			return analyzeOrdered(sortedByTime(h), true)
+		}
+		ps.at = i
 		ps.entry(i)
 	}
 	ps.finish()
@@ -272,6 +311,29 @@ type pass struct {
 	// critical section) pass to the client's next process, which releases.
 	inherit map[int]*procState
 	wants   byProcess[*want] // by client
+	// spare are closed wants to reuse: wants open and close once per
+	// acquisition, an allocation each, while few are open at once.
+	spare []*want
+	at    int // the entry being read
+}
+
+// room returns s with room for one more record. A full s grows to what
+// its growth so far projects for the whole history (the records of a key,
+// or of every key, come at a steady pace as the run goes on), at least
+// doubling and at most eightfold. Doubling alone allocated three times
+// the records' final size per slice, growslice and its copies a fifth of
+// the pass; this about one and a half times.
+func room[T any](ps *pass, s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	n, l := len(ps.a.h), len(s)
+	want := 2*l + 8
+	if ps.at > 0 {
+		proj := int(int64(l+1) * int64(n) / int64(ps.at))
+		want = max(want, min(proj+proj/8, 8*l+8))
+	}
+	return slices.Grow(s, want-l)
 }
 
 func (ps *pass) wantOf(client int) *want {
@@ -292,26 +354,40 @@ func (ps *pass) closeWant(client int, t int64) {
 	if t < w.start {
 		t = w.start
 	}
-	ps.a.keys[w.key].wants = append(ps.a.keys[w.key].wants, wantRec{interval{w.start, t}, client})
+	kd := ps.a.keys[w.key]
+	kd.wants = append(room(ps, kd.wants), wantRec{interval{w.start, t}, client})
 	ps.wants.del(client)
+	ps.spare = append(ps.spare, w)
+}
+
+// openWant opens client's want of key k at t.
+func (ps *pass) openWant(client, k int, t int64) {
+	var w *want
+	if n := len(ps.spare); n > 0 {
+		w, ps.spare = ps.spare[n-1], ps.spare[:n-1]
+	} else {
+		w = new(want)
+	}
+	*w = want{key: k, start: t}
+	ps.wants.set(client, w)
 }
 
 func (ps *pass) endHold(p *procState, k int, t int64, how string) {
-	hk := p.holds[k]
+	hk := p.holds.get(k)
 	if hk == nil {
 		return
 	}
 	hr := &ps.a.keys[k].holds[hk.hold]
 	hr.To, hr.relDone, hr.End = t, t, how
-	delete(p.holds, k)
+	p.holds.del(k)
 }
 
 func (ps *pass) proc(op *Op) *procState {
 	p, _ := ps.procs.get(op.Process)
 	if p == nil {
-		p = &procState{id: op.Process, client: op.Client, holds: map[int]*heldKey{}, lastKey: -1, perClient: ps.a.perClient}
+		p = &procState{id: op.Process, client: op.Client, lastKey: -1, perClient: ps.a.perClient}
 		if old := ps.inherit[op.Client]; old != nil {
-			p.holds, old.holds = old.holds, map[int]*heldKey{}
+			p.holds, old.holds = old.holds, nil
 			delete(ps.inherit, op.Client)
 		}
 		ps.procs.set(op.Process, p)
@@ -405,8 +481,8 @@ func (ps *pass) clientEvent(i int, op *Op, p *procState) bool {
 			ps.endHold(p, k, op.Time, "abandon")
 		}
 	case FCrash:
-		for k := range p.holds {
-			ps.endHold(p, k, op.Time, "crash")
+		for len(p.holds) > 0 {
+			ps.endHold(p, p.holds[0].key, op.Time, "crash")
 		}
 		p.crashed = true
 		ps.closeWant(p.client, op.Time)
@@ -432,13 +508,13 @@ func (ps *pass) invoke(i int, op *Op, p *procState, k int) {
 		a.attempts++
 		p.stats()[0]++
 		c.acq = len(kd.acquires)
-		kd.acquires = append(kd.acquires, acqRec{process: p.id, client: p.client, invoke: op.Time, done: -1})
+		kd.acquires = append(room(ps, kd.acquires), acqRec{invoke: op.Time, done: -1})
 		p.steps = p.steps[:0]
 		if ps.wantOf(p.client) == nil {
-			ps.wants.set(p.client, &want{key: k, start: op.Time})
+			ps.openWant(p.client, k, op.Time)
 		}
 	case FRelease:
-		if hk := p.holds[k]; hk != nil && hk.count > 0 {
+		if hk := p.holds.get(k); hk != nil && hk.count > 0 {
 			hk.count--
 			if hk.count == 0 {
 				c.relHold = hk.hold
@@ -471,15 +547,15 @@ func (ps *pass) complete(i int, op *Op, p *procState, k int) {
 		ps.acquireDone(i, op, p, k, c)
 	case FRelease:
 		if op.Type == Ok {
-			a.releaseRefs = append(a.releaseRefs, releaseRef{c.at, int32(i), int32(p.client)})
+			a.releaseRefs = append(room(ps, a.releaseRefs), releaseRef{c.at, int32(i), int32(p.client)})
 		}
 		if c.relHold >= 0 && op.Type != Info {
 			hr := &kd.holds[c.relHold]
 			hr.relDone, hr.relOK = op.Time, op.Type == Ok
 		}
 	case FWrite:
-		kd.writes = append(kd.writes, writeRec{process: p.id, client: p.client, invoke: c.invoke, done: op.Time,
-			typ: op.Type, n: op.N, fence: op.Fence})
+		kd.writes = append(room(ps, kd.writes), writeRec{process: p.id, client: p.client, invoke: c.invoke,
+			typ: typeCode(op.Type), n: op.N, fence: op.Fence})
 	}
 	if op.Type == Info {
 		ps.inherit[p.client] = p
@@ -493,7 +569,7 @@ func (ps *pass) acquireDone(i int, op *Op, p *procState, k int, c *curOp) {
 	a := ps.a
 	kd := a.keys[k]
 	ar := &kd.acquires[c.acq]
-	ar.done, ar.typ = op.Time, op.Type
+	ar.done = op.Time
 	if d := op.Time - ar.invoke; d > a.longest {
 		a.longest = d
 	}
@@ -510,18 +586,18 @@ func (ps *pass) acquireDone(i int, op *Op, p *procState, k int, c *curOp) {
 		return
 	}
 	if op.Value != "" {
-		a.ownerRefs = append(a.ownerRefs, ownerRef{int32(i), int32(p.client)})
+		a.ownerRefs = append(room(ps, a.ownerRefs), ownerRef{int32(i), int32(p.client)})
 	}
 	a.acquired++
 	p.stats()[1]++
-	a.latencies = append(a.latencies, op.Time-ar.invoke)
+	a.latencies = append(room(ps, a.latencies), op.Time-ar.invoke)
 	if op.Fence > 0 {
 		if n := len(kd.fences); n > 0 && op.Fence <= kd.fences[n-1].fence {
 			kd.fencesUp = false
 		}
-		kd.fences = append(kd.fences, grant{op.Fence, p.id, op.Time})
+		kd.fences = append(room(ps, kd.fences), grant{op.Fence, p.id, op.Time})
 	}
-	if hk := p.holds[k]; hk != nil && hk.count > 0 {
+	if hk := p.holds.get(k); hk != nil && hk.count > 0 {
 		hk.count++ // reentrant: the hold goes on
 	} else {
 		hr := holdRec{Hold: Hold{Process: p.id, Client: p.client, Key: op.Key, Token: op.Value,
@@ -534,9 +610,9 @@ func (ps *pass) acquireDone(i int, op *Op, p *procState, k int, c *curOp) {
 			// acts on it, so its belief lasts no time at all.
 			hr.To, hr.relDone, hr.End = op.Time, op.Time, "crash"
 		} else {
-			p.holds[k] = &heldKey{count: 1, hold: len(kd.holds)}
+			p.holds.add(k, len(kd.holds))
 		}
-		kd.holds = append(kd.holds, hr)
+		kd.holds = append(room(ps, kd.holds), hr)
 	}
 	if w := ps.wantOf(p.client); w != nil && w.key == k {
 		w.tentative = false
@@ -553,8 +629,8 @@ func (ps *pass) finish() {
 		if p.busy {
 			a.abandon(p)
 		}
-		for k := range p.holds {
-			ps.endHold(p, k, a.end, "end")
+		for len(p.holds) > 0 {
+			ps.endHold(p, p.holds[0].key, a.end, "end")
 		}
 	})
 	ps.wants.each(func(c int, w *want) {

@@ -49,7 +49,7 @@ func checkResource(a *analysis) resourceResult {
 		wrote := false
 		for i := range kd.writes {
 			w := &kd.writes[i]
-			switch w.typ {
+			switch recTypes[w.typ] {
 			case Fail:
 				r.rejected++
 			case Ok:

@@ -277,18 +277,54 @@ func Validate(p Parsed) (History, []Problem) {
 
 // validate is Validate, and says whether the history it returns is ordered
 // by time (so the pass need not check it again).
+//
+// Two facts about the whole history shape the walk: whether it is a
+// runner's (some entry is a header or an end record: then indices are
+// checked) and whether it is ordered by time (then duplicates are found
+// along each process's chain, else through a hash table). A walk of its own
+// to learn them was a fifth of validate. The walk assumes what the first
+// and last entries suggest (a runner's history starts with its header and
+// ends with its end record; recorded histories are ordered) and starts
+// again, knowing better, at the first entry that says otherwise.
 func validate(p Parsed) (History, []Problem, bool) {
 	h := p.History
-	v := &validator{p: p, problems: append([]Problem(nil), p.Problems...), broken: map[int]bool{}, endAt: -1}
-	sorted := true
-	for i := range h {
-		if h[i].Process == FinalProcess && (h[i].F == FMeta || h[i].F == FEnd) {
-			v.runner = true
+	runner := len(h) > 0 && (isRunnerRecord(&h[0]) || isRunnerRecord(&h[len(h)-1]))
+	for {
+		well, problems, sorted, redo := validateAs(p, runner, true)
+		if !redo {
+			return well, problems, sorted
 		}
-		if i > 0 && h[i].Time < h[i-1].Time {
-			sorted = false
+		if !sorted {
+			well, problems, _, _ = validateAs(p, runner || anyRunnerRecord(h), false)
+			return well, problems, false
+		}
+		runner = true
+	}
+}
+
+// isRunnerRecord is whether op is a runner's header or end record.
+func isRunnerRecord(op *Op) bool {
+	return op.Process == FinalProcess && (op.F == FMeta || op.F == FEnd)
+}
+
+// anyRunnerRecord is whether h has a runner's header or end record.
+func anyRunnerRecord(h History) bool {
+	for i := range h {
+		if isRunnerRecord(&h[i]) {
+			return true
 		}
 	}
+	return false
+}
+
+// validateAs walks p's history as a runner's or not, and as ordered by
+// time or not (sorted: the history must be, else the walk stops). redo
+// says the walk stopped at an entry that contradicts runner (a header or
+// end record in a history walked as no runner's) or sorted (then the
+// sorted it returns is false); its other results are then meaningless.
+func validateAs(p Parsed, runner, sorted bool) (well History, problems []Problem, inOrder, redo bool) {
+	h := p.History
+	v := &validator{p: p, problems: append([]Problem(nil), p.Problems...), broken: map[int]bool{}, endAt: -1, runner: runner}
 	v.skip = make([]bool, len(h))
 	v.seen = newDupFinder(h, sorted)
 	if v.runner {
@@ -298,24 +334,30 @@ func validate(p Parsed) (History, []Problem, bool) {
 		v.bad(0, "the history starts at index %d: entries 0 to %d (its start) are missing", h[0].Index, h[0].Index-1)
 	}
 	for i := range h {
+		if sorted && i > 0 && h[i].Time < h[i-1].Time {
+			return nil, nil, false, true
+		}
+		if !runner && isRunnerRecord(&h[i]) {
+			return nil, nil, sorted, true
+		}
 		v.entry(i)
 	}
 	if v.runner && v.endAt < 0 && len(h) > 0 {
 		last := len(h) - 1
 		v.problems = append(v.problems, Problem{p.line(last), "the history ends here without the end record: it was cut short (truncated)"})
 	}
-	problems := v.problems
+	problems = v.problems
 	sortProblems(problems)
 	if len(problems) == 0 {
-		return h, nil, sorted
+		return h, nil, sorted, false
 	}
-	well := make(History, 0, len(h))
+	well = make(History, 0, len(h))
 	for i := range h {
 		if !v.skip[i] && !v.broken[h[i].Process] {
 			well = append(well, h[i])
 		}
 	}
-	return well, problems, sorted
+	return well, problems, sorted, false
 }
 
 // validator is the state of validate's walk: the problems found, the
