@@ -485,12 +485,7 @@ func waitPing(ctx context.Context, addr string, pgid int, done <-chan struct{}, 
 // group pgid (the started process's own; a wrapper script may fork the
 // server rather than exec it, and the child stays in the group).
 func ownedBy(addr string, pgid int) error {
-	v, err := do(addr, time.Second, "INFO", "server")
-	if err != nil {
-		return err
-	}
-	text, _ := v.(string)
-	pid, err := infoInt(text, "process_id")
+	pid, err := infoInt(addr, "server", "process_id")
 	if err != nil {
 		return err
 	}

@@ -81,13 +81,23 @@ func (p *Process) Promote() error {
 // ReplicationInfo returns the fields of INFO replication (role,
 // master_link_status, master_repl_offset, ...).
 func (p *Process) ReplicationInfo() (map[string]string, error) {
-	v, err := do(p.Addr, adminTimeout, "INFO", "replication")
+	info, err := infoFields(p.Addr, "replication")
 	if err != nil {
-		return nil, fmt.Errorf("%s: INFO replication: %w", p.Name, err)
+		return nil, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	return info, nil
+}
+
+// infoFields returns the key:value fields of INFO section on the server at
+// addr (the one parser of INFO replies in the package).
+func infoFields(addr, section string) (map[string]string, error) {
+	v, err := do(addr, adminTimeout, "INFO", section)
+	if err != nil {
+		return nil, fmt.Errorf("INFO %s: %w", section, err)
 	}
 	text, ok := v.(string)
 	if !ok {
-		return nil, fmt.Errorf("%s: INFO replication: unexpected reply %T", p.Name, v)
+		return nil, fmt.Errorf("INFO %s: unexpected reply %T", section, v)
 	}
 	out := map[string]string{}
 	for _, line := range strings.Split(text, "\r\n") {
@@ -96,6 +106,19 @@ func (p *Process) ReplicationInfo() (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// infoInt is the integer field key of INFO section on the server at addr.
+func infoInt(addr, section, key string) (int64, error) {
+	info, err := infoFields(addr, section)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := info[key]
+	if !ok {
+		return 0, fmt.Errorf("INFO %s has no %s", section, key)
+	}
+	return strconv.ParseInt(v, 10, 64)
 }
 
 // WaitLinkUp waits until the replica reports master_link_status:up, i.e.
@@ -210,17 +233,13 @@ func probeReplicas(addr string) error {
 // listedReplicas is how many replicas the master at addr lists (in any
 // state).
 func listedReplicas(addr string) (int, error) {
-	v, err := do(addr, adminTimeout, "INFO", "replication")
+	info, err := infoFields(addr, "replication")
 	if err != nil {
-		return 0, fmt.Errorf("%s: INFO replication: %w", addr, err)
-	}
-	text, ok := v.(string)
-	if !ok {
-		return 0, fmt.Errorf("%s: INFO replication: unexpected reply %T", addr, v)
+		return 0, fmt.Errorf("%s: %w", addr, err)
 	}
 	n := 0
-	for _, line := range strings.Split(text, "\r\n") {
-		if k, _, ok := strings.Cut(line, ":"); ok && isReplicaLine(k) {
+	for k := range info {
+		if isReplicaLine(k) {
 			n++
 		}
 	}
@@ -255,12 +274,7 @@ func (p *Process) CatchUp(ctx context.Context, masterAddr string, pause time.Dur
 
 // waitOffset waits until the replica's applied offset reaches the master's.
 func (p *Process) waitOffset(ctx context.Context, masterAddr string) error {
-	v, err := do(masterAddr, adminTimeout, "INFO", "replication")
-	if err != nil {
-		return fmt.Errorf("%s: INFO replication: %w", masterAddr, err)
-	}
-	text, _ := v.(string)
-	want, err := infoInt(text, "master_repl_offset")
+	want, err := infoInt(masterAddr, "replication", "master_repl_offset")
 	if err != nil {
 		return fmt.Errorf("%s: %w", masterAddr, err)
 	}
@@ -279,14 +293,4 @@ func (p *Process) waitOffset(ctx context.Context, masterAddr string) error {
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
-}
-
-// infoInt is the integer field key of an INFO reply.
-func infoInt(text, key string) (int64, error) {
-	for _, line := range strings.Split(text, "\r\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && k == key {
-			return strconv.ParseInt(v, 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("INFO has no %s", key)
 }

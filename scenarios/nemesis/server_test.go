@@ -74,29 +74,8 @@ func TestServerClockJumpExpiresKeys(t *testing.T) {
 // write the master acknowledged is gone once the replica is promoted and
 // the clients are redirected to it.
 func TestFailoverLosesUnreplicatedWrite(t *testing.T) {
-	s := cluster.StartForTest(t, 1)
-	n := NewNetwork()
-	t.Cleanup(n.Close)
-	master := s.Nodes()[0]
-	if _, err := n.AddLink("h1", master.Name, master.Addr); err != nil {
-		t.Fatal(err)
-	}
-	rl, err := n.AddLink("r1", master.Name, master.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, master, rep := replicatedEnv(t)
 	ctx := context.Background()
-	rep, err := s.AddReplica(ctx, rl.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := rep.WaitLinkUp(wctx); err != nil {
-		t.Fatal(err)
-	}
-	env := &Env{Net: n, Cluster: s, Clients: 1, ClientHost: func(int) string { return "h1" },
-		Rand: rand.New(rand.NewPCG(1, 1)), Replicas: map[string]*cluster.Process{master.Name: rep}}
 	c := client(t, env, "h1", master.Name, time.Second)
 	if err := c.Set(ctx, "before", "1", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -139,29 +118,8 @@ func TestFailoverLosesUnreplicatedWrite(t *testing.T) {
 // replication cut, kill-synced fails, leaves the master running and its
 // writes unpaused.
 func TestKillSyncedWaitsForTheReplica(t *testing.T) {
-	s := cluster.StartForTest(t, 1)
-	n := NewNetwork()
-	t.Cleanup(n.Close)
-	master := s.Nodes()[0]
-	if _, err := n.AddLink("h1", master.Name, master.Addr); err != nil {
-		t.Fatal(err)
-	}
-	rl, err := n.AddLink("r1", master.Name, master.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, master, rep := replicatedEnv(t)
 	ctx := context.Background()
-	rep, err := s.AddReplica(ctx, rl.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := rep.WaitOnline(wctx, master.Addr); err != nil {
-		t.Fatal(err)
-	}
-	env := &Env{Net: n, Cluster: s, Clients: 1, ClientHost: func(int) string { return "h1" },
-		Rand: rand.New(rand.NewPCG(1, 1)), Replicas: map[string]*cluster.Process{master.Name: rep}}
 	c := client(t, env, "h1", master.Name, time.Second)
 	direct := redis.NewClient(&redis.Options{Addr: rep.Addr})
 	defer direct.Close()
@@ -201,4 +159,34 @@ func TestKillSyncedWaitsForTheReplica(t *testing.T) {
 	if v, err := direct.Get(ctx, "k").Result(); err != nil || v != "v" {
 		t.Fatalf("replica after kill-synced: GET k = %q, %v; want the acknowledged write", v, err)
 	}
+}
+
+// replicatedEnv starts one master with a replica whose replication runs
+// through link r1>n1 (a fault target), client host h1 linked to the master,
+// and returns the faults' Env once the replica acknowledges writes.
+func replicatedEnv(t *testing.T) (*Env, cluster.Node, *cluster.Process) {
+	t.Helper()
+	s := cluster.StartForTest(t, 1)
+	n := NewNetwork()
+	t.Cleanup(n.Close)
+	master := s.Nodes()[0]
+	if _, err := n.AddLink("h1", master.Name, master.Addr); err != nil {
+		t.Fatal(err)
+	}
+	rl, err := n.AddLink("r1", master.Name, master.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rep, err := s.AddReplica(ctx, rl.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WaitOnline(ctx, master.Addr); err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{Net: n, Cluster: s, Clients: 1, ClientHost: func(int) string { return "h1" },
+		Rand: rand.New(rand.NewPCG(1, 1)), Replicas: map[string]*cluster.Process{master.Name: rep}}
+	return env, master, rep
 }
