@@ -2,6 +2,7 @@ package checker
 
 import (
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -41,6 +42,13 @@ func TestRecorderKeepsEveryField(t *testing.T) {
 		{Type: Ok, Process: 6, Client: 6, F: FStep, Value: "setnx-del/after-get", Fired: []int{0, 2}},
 		{Type: "weird", Process: 7, Client: 7, F: "custom", Key: "k"},
 		{Type: Ok, Process: -9, Client: 1 << 40, F: FExtend, N: -3, Value: "v"},
+		{Type: Info, Process: 9, Client: 9, F: FRead, Key: "lock:2", Value: "tok2", Error: "i/o timeout"},
+		// Strings that fill a block, cross into the next, or are too long
+		// for their length field.
+		{Type: Ok, Process: 8, Client: 8, F: FAcquire, Key: "k", Value: strings.Repeat("v", 40000), Error: "e"},
+		{Type: Ok, Process: 8, Client: 8, F: FAcquire, Key: "k2", Value: strings.Repeat("w", 40000)},
+		{Type: Ok, Process: 8, Client: 8, F: FAcquire, Key: "k3", Value: strings.Repeat("x", 70000)},
+		{Type: Ok, Process: 8, Client: 8, F: FAcquire, Key: "k4", Value: strings.Repeat("y", recorderBytes+1)[:60000], Error: strings.Repeat("z", 10000)},
 		{},
 	}
 	rec := NewRecorder()
