@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -217,13 +216,22 @@ func readOwnCPU() (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	tasks, err := filepath.Glob("/proc/self/task/*/children")
+	// The threads' names, then each one's children file by name: a Glob
+	// of /proc/self/task/*/children read every thread's directory to match
+	// "children", and that cost the meter 3% of two CPUs through a suite
+	// (perf: proc_pident_readdir, d_lookup), charged to the suite's own use.
+	f, err := os.Open("/proc/self/task")
+	if err != nil {
+		return 0, err
+	}
+	tasks, err := f.Readdirnames(-1)
+	f.Close()
 	if err != nil {
 		return 0, err
 	}
 	total := self
 	for _, t := range tasks {
-		b, err := os.ReadFile(t)
+		b, err := os.ReadFile("/proc/self/task/" + t + "/children")
 		if err != nil {
 			continue // the thread exited
 		}
