@@ -353,39 +353,54 @@ func execRow(ctx context.Context, cfg DriveConfig, addr string) (Row, error) {
 // driveSeq numbers the drives of this process (their key names).
 var driveSeq atomic.Int64
 
-// DriveLocker runs len(addrs) clients of impl, client i connected to
-// addrs[i] and locking key i mod keys, acquire then release in a tight loop
-// with no history recording, and counts the cycles completed in window
-// after warmup.
-func DriveLocker(ctx context.Context, impl string, addrs []string, keys int, warmup, window time.Duration) (DriveStats, error) {
-	info, err := lockimpl.Lookup(impl)
-	if err != nil {
-		return DriveStats{}, err
-	}
-	hub := lockimpl.NewHub()
-	opts := lockimpl.Options{TTL: 10 * time.Second, RetryDelay: time.Millisecond, WaitTimeout: 10 * time.Second}
-	lockers := make([]lockimpl.Locker, len(addrs))
-	for i, a := range addrs {
-		rdb := newBenchClient(a)
-		defer rdb.Close()
-		if err := rdb.Ping(ctx).Err(); err != nil {
-			return DriveStats{}, fmt.Errorf("client %d: %w", i, err)
-		}
-		env := lockimpl.Env{Client: i, Nodes: []redis.UniversalClient{rdb}, Clock: lockimpl.NewSkewClock(0),
-			FP: lockimpl.NewFailpoints(hub, i), Rand: rand.New(rand.NewPCG(1, uint64(i)+1))}
-		if lockers[i], err = info.New(env, opts); err != nil {
-			return DriveStats{}, err
-		}
-	}
-	// Lockers with helpers of their own (watchdogs, client processes) stop
-	// with the drive.
-	defer func() {
+// driveLockers makes one locker of impl per address, each on its own
+// connection; closeAll closes the connections and stops the lockers'
+// helpers (watchdogs, client processes), however far it got.
+func driveLockers(ctx context.Context, impl string, addrs []string) (lockers []lockimpl.Locker, closeAll func(), err error) {
+	var clients []*redis.Client
+	closeAll = func() {
 		for _, l := range lockers {
 			if c, ok := l.(io.Closer); ok {
 				c.Close()
 			}
 		}
-	}()
+		for _, c := range clients {
+			c.Close()
+		}
+	}
+	info, err := lockimpl.Lookup(impl)
+	if err != nil {
+		return nil, closeAll, err
+	}
+	hub := lockimpl.NewHub()
+	opts := lockimpl.Options{TTL: 10 * time.Second, RetryDelay: time.Millisecond, WaitTimeout: 10 * time.Second}
+	for i, a := range addrs {
+		rdb := newBenchClient(a)
+		clients = append(clients, rdb)
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			return lockers, closeAll, fmt.Errorf("client %d: %w", i, err)
+		}
+		env := lockimpl.Env{Client: i, Nodes: []redis.UniversalClient{rdb}, Clock: lockimpl.NewSkewClock(0),
+			FP: lockimpl.NewFailpoints(hub, i), Rand: rand.New(rand.NewPCG(1, uint64(i)+1))}
+		l, err := info.New(env, opts)
+		if err != nil {
+			return lockers, closeAll, err
+		}
+		lockers = append(lockers, l)
+	}
+	return lockers, closeAll, nil
+}
+
+// DriveLocker runs len(addrs) clients of impl, client i connected to
+// addrs[i] and locking key i mod keys, acquire then release in a tight loop
+// with no history recording, and counts the cycles completed in window
+// after warmup.
+func DriveLocker(ctx context.Context, impl string, addrs []string, keys int, warmup, window time.Duration) (DriveStats, error) {
+	lockers, closeAll, err := driveLockers(ctx, impl, addrs)
+	defer closeAll()
+	if err != nil {
+		return DriveStats{}, err
+	}
 	var cycles, errs atomic.Int64
 	var firstErr atomic.Value
 	// Each drive locks keys of its own: a drive stopped mid-cycle leaves
