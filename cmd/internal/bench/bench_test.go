@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
@@ -103,25 +100,16 @@ func TestDriveSpecParses(t *testing.T) {
 // 64 keys, each client on addr(i). Run with a short benchtime, e.g.
 // go test -run - -bench Drive -benchtime 20000x ./scenarios/bench/
 func benchDrive(b *testing.B, addr func(i int) string) {
-	info, err := lockimpl.Lookup("set-nx-px")
+	const clients = 64
+	ctx := context.Background()
+	addrs := make([]string, clients)
+	for i := range addrs {
+		addrs[i] = addr(i)
+	}
+	lockers, closeAll, err := driveLockers(ctx, "set-nx-px", addrs)
+	b.Cleanup(closeAll)
 	if err != nil {
 		b.Fatal(err)
-	}
-	const clients = 64
-	hub := lockimpl.NewHub()
-	ctx := context.Background()
-	lockers := make([]lockimpl.Locker, clients)
-	for i := range lockers {
-		rdb := newBenchClient(addr(i))
-		b.Cleanup(func() { rdb.Close() })
-		if err := rdb.Ping(ctx).Err(); err != nil {
-			b.Fatal(err)
-		}
-		env := lockimpl.Env{Client: i, Nodes: []redis.UniversalClient{rdb}, Clock: lockimpl.NewSkewClock(0),
-			FP: lockimpl.NewFailpoints(hub, i), Rand: rand.New(rand.NewPCG(1, uint64(i)+1))}
-		if lockers[i], err = info.New(env, lockimpl.Options{TTL: 10 * time.Second, RetryDelay: time.Millisecond}); err != nil {
-			b.Fatal(err)
-		}
 	}
 	var left atomic.Int64
 	left.Store(int64(b.N))
