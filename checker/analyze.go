@@ -213,6 +213,7 @@ type analysis struct {
 	// owners maps an acquire token to its client (ambiguousOwner: granted
 	// to several); built from ownerRefs by ownersOf.
 	owners      map[string]int
+	ownersOnce  sync.Once
 	ownerRefs   []ownerRef
 	releaseRefs []releaseRef
 	// stampTokens: values name no writer (Options.StampTokens).
@@ -239,6 +240,9 @@ type analysis struct {
 	input    History
 	problems []Problem
 	opts     Options
+	// streamSet is every node's stream (see nodeStreams).
+	streamsOnce sync.Once
+	streamSet   *streamSet
 	// ovs is the overlap pass per key (see overlaps).
 	overlapOnce sync.Once
 	ovs         []keyOverlaps
@@ -718,19 +722,21 @@ func (a *analysis) releases() []releaseRec {
 // order. Timestamp-valued locks can grant two clients the same value (the
 // same millisecond): then the value does not say whose the key is, and no
 // check may rely on it.
+//
+// Several checks read it concurrently (false success, leaks): it is built
+// once.
 func (a *analysis) ownersOf() map[string]int {
-	if a.owners != nil {
-		return a.owners
-	}
-	a.owners = make(map[string]int, len(a.ownerRefs))
-	for _, r := range a.ownerRefs {
-		v, c := a.h[r.at].Value, int(r.client)
-		if prev, seen := a.owners[v]; seen && prev != c {
-			a.owners[v] = ambiguousOwner
-		} else {
-			a.owners[v] = c
+	a.ownersOnce.Do(func() {
+		a.owners = make(map[string]int, len(a.ownerRefs))
+		for _, r := range a.ownerRefs {
+			v, c := a.h[r.at].Value, int(r.client)
+			if prev, seen := a.owners[v]; seen && prev != c {
+				a.owners[v] = ambiguousOwner
+			} else {
+				a.owners[v] = c
+			}
 		}
-	}
+	})
 	return a.owners
 }
 

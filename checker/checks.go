@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -39,6 +41,7 @@ var checks = []check{
 	falseSuccessCheck{},
 	livenessCheck{},
 	stallOverlapCheck{},
+	leakCheck{},
 }
 
 // runChecks runs every check on a, each in its own goroutine (the pass is
@@ -91,7 +94,52 @@ func compose(a *analysis, fs []finding) Result {
 		// stalls (the longest one outright may have been mostly stall).
 		res.LongestStarvedMs, res.StarvedKey, res.StarvedFromNs = lv.net+lv.netStall, lv.netKey, lv.netFrom
 	}
+	violationFindings(&res, fs)
+	sortFindings(&res)
+	res.Permit(a.opts.Permissions)
 	return res
+}
+
+// violationFindings adds the findings of the verdict's own kinds (two
+// holders, harm, starvation) and drops the false successes when the
+// harness's stalls explain every violation (the run is then inconclusive,
+// and nothing it saw is certain).
+func violationFindings(res *Result, fs []finding) {
+	if res.ByHarness {
+		res.Findings = slices.DeleteFunc(res.Findings, func(f Finding) bool {
+			return f.Kind == KindReleaseFalseSuccess || f.Kind == KindExtendFalseSuccess
+		})
+		if res.Verdict != Deadlock {
+			return
+		}
+	}
+	firstOf := map[string]int64{}
+	for _, f := range fs {
+		if v, ok := f.(violator); ok {
+			if at, kind := v.firstViolation(); at >= 0 {
+				if old, seen := firstOf[kind]; !seen || at < old {
+					firstOf[kind] = at
+				}
+			}
+		}
+	}
+	if n := res.OverlapsWithoutStalls; n > 0 && res.Witness != nil && !res.ByHarness {
+		res.Findings = append(res.Findings, Finding{Kind: KindTwoHolders, Count: n, FirstNs: res.Witness.FromNs, Witness: res.Witness.Text})
+	}
+	if harmed := res.StaleWrites + res.FenceRegressions + res.DupFences; (harmed > 0 || res.NetLostUpdates > 0) && !res.ByHarness {
+		at, ok := firstOf[ViolationHarm]
+		if !ok {
+			at = -1
+		}
+		w := res.Harm
+		if w == "" {
+			w = fmt.Sprintf("%d updates of the counter lost", res.NetLostUpdates)
+		}
+		res.Findings = append(res.Findings, Finding{Kind: KindHarm, Count: max(harmed, 1), FirstNs: at, Witness: w})
+	}
+	if res.Verdict == Deadlock {
+		res.Findings = append(res.Findings, Finding{Kind: KindStarvation, Count: 1, FirstNs: res.FirstViolationNs, Witness: res.Reason})
+	}
 }
 
 // overlaps is the overlap pass over every key, computed once for the

@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // False successes. A release acknowledged ok says "the lock was mine and I
@@ -100,15 +101,8 @@ func checkFalseSuccesses(a *analysis) falseSuccessResult {
 		return res
 	}
 	a.ownersOf()
-	streams := map[string][]*Op{} // node → its key events and syncs, in its order
-	var nodes []string
-	for _, op := range a.server {
-		if _, ok := streams[op.Node]; !ok {
-			nodes = append(nodes, op.Node)
-		}
-		streams[op.Node] = append(streams[op.Node], op)
-	}
-	sort.Strings(nodes)
+	ss := a.nodeStreams()
+	streams, nodes := ss.streams, ss.nodes // node → its key events and syncs, in its order
 	indexes := map[string]*streamIndex{}
 	for _, n := range nodes {
 		indexes[n] = a.indexStream(streams[n])
@@ -452,6 +446,25 @@ func (f falseSuccessFinding) apply(r *Result) {
 				r.ForeignRenewal = fs.text
 			}
 		}
+	}
+	// As findings, only those the harness's own stalls do not explain;
+	// a foreign renewal is the extend finding's witness when there is one.
+	for _, fs := range f.found {
+		if fs.throughStalls {
+			continue
+		}
+		k := KindReleaseFalseSuccess
+		if fs.f == FExtend {
+			k = KindExtendFalseSuccess
+		}
+		if fd := r.Finding(k); fd != nil {
+			fd.Count++
+			if fs.foreign && !strings.HasPrefix(fd.Witness, "foreign renewal") {
+				fd.Witness = fs.text
+			}
+			continue
+		}
+		r.Findings = append(r.Findings, Finding{Kind: k, Count: 1, FirstNs: fs.at, Witness: fs.text})
 	}
 	r.Extends, r.ExtendsOK, r.ExtendsFailed, r.ExtendsUnknown = f.extends.invoked, f.extends.ok, f.extends.fail, f.extends.unknown
 	r.ServerEvents = f.events

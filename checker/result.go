@@ -48,6 +48,21 @@ type Options struct {
 	// due in the same stall, the release first), so the run may never have
 	// made the interleaving it exists for. It is then inconclusive.
 	ScheduleLease time.Duration `json:",omitempty"`
+	// Quorum says the lock's state lives on a majority of independent
+	// masters: a key stands as the lock when it stands on a majority of
+	// the nodes (the leak checks, leak.go); otherwise every node that had
+	// the token must agree.
+	Quorum bool `json:",omitempty"`
+	// OrphanBound, when set, is how long a key may stay set to a token
+	// after the last client that believed in it stopped (released,
+	// crashed, gave up, failed to acquire) before it is an orphaned key:
+	// the longest the lock's own expiry should take, plus the server's
+	// expiry cycle. 0: orphans are not judged.
+	OrphanBound time.Duration `json:",omitempty"`
+	// Permissions say which kinds of finding the run may show (the
+	// expectation's, see scenarios/spec Permissions); Check marks each
+	// finding with its own (Result.Permit).
+	Permissions []Permission `json:",omitempty"`
 }
 
 // Hold is one client's belief that it held a key: from its acquire ok to the
@@ -250,4 +265,10 @@ type Result struct {
 	ClientLagTotalMs   float64 `json:"client_lag_total_ms,omitempty"`
 	// DurationNs is the time of the history's last entry.
 	DurationNs int64 `json:"duration_ns"`
+
+	// Findings are the kinds of wrong the run showed, each with its count,
+	// first time and witness, in the order of Kinds. Whether each was
+	// permitted is the expectation's to say (Finding.Permitted, set by the
+	// runner); the checker sets none.
+	Findings []Finding `json:"findings,omitempty"`
 }

@@ -14,8 +14,11 @@ const NoEvidence = "—"
 // evidence column and the suite page: who held what at the same time and for
 // how long, how the resource was harmed, which key starved from when, or why
 // the run proves nothing. A clean run has NoEvidence.
+//
+// Findings the run's expectation does not permit come first, the first of
+// them with its witness: they fail the run whatever its verdict.
 func Evidence(r checker.Result) string {
-	var parts []string
+	parts := unpermittedWords(r)
 	if w := r.Witness; w != nil {
 		s := fmt.Sprintf("c%d and c%d both held %s at %s for %s", w.A.Client, w.B.Client, w.Key, when(w.FromNs), span(w.ToNs-w.FromNs))
 		switch {
@@ -48,6 +51,32 @@ func Evidence(r checker.Result) string {
 		return NoEvidence
 	}
 	return strings.Join(parts, "; ")
+}
+
+// unpermittedWords name the findings the expectation does not permit,
+// the first with its witness, and the leaks it does permit (which no other
+// figure tells).
+func unpermittedWords(r checker.Result) []string {
+	var out, kinds []string
+	for _, f := range r.Unpermitted() {
+		kinds = append(kinds, fmt.Sprintf("%s ×%d", f.Kind, f.Count))
+	}
+	if len(kinds) > 0 {
+		out = append(out, "not permitted: "+strings.Join(kinds, ", ")+" (first: "+r.Unpermitted()[0].Witness+")")
+	}
+	var leaks []string
+	for _, f := range r.Findings {
+		switch f.Kind {
+		case checker.KindReleaseNotFreed, checker.KindLostAcquire, checker.KindLostAcquireUnknown, checker.KindOrphanedKey:
+			if f.Permitted {
+				leaks = append(leaks, fmt.Sprintf("%s ×%d", f.Kind, f.Count))
+			}
+		}
+	}
+	if len(leaks) > 0 {
+		out = append(out, "permitted: "+strings.Join(leaks, ", "))
+	}
+	return out
 }
 
 // harmWords are the figures of harm to the resource, each with one meaning.

@@ -109,6 +109,20 @@ type Row struct {
 	// Phases is where the run's wall time went (set-up, traffic, drain,
 	// check, teardown), in ns.
 	Phases *scenarios.Phases `json:"phases,omitempty"`
+	// Findings are the kinds of wrong the run showed, each marked permitted
+	// or not by the run's expectation (checker.Finding).
+	Findings []checker.Finding `json:"findings,omitempty"`
+}
+
+// Unpermitted are the row's findings its expectation does not allow.
+func (r Row) Unpermitted() []checker.Finding {
+	var out []checker.Finding
+	for _, f := range r.Findings {
+		if !f.Permitted {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // FromOutcome flattens an outcome.
@@ -169,7 +183,8 @@ func FromMeta(m *checker.Meta) Row {
 // `check` derive them the same way.
 func (row *Row) SetResult(r checker.Result) {
 	row.Verdict, row.Reason = r.Verdict, r.Reason
-	row.AsExpected = row.Expected == "" || row.Verdict == row.Expected
+	row.Findings = r.Findings
+	row.AsExpected = row.Expected == "" || row.Verdict == row.Expected && len(r.Unpermitted()) == 0
 	row.Acquired = r.Acquired
 	// Per second of the history (its end record is written once every
 	// client stopped), so `run` and `check` give the same figure.
@@ -215,7 +230,7 @@ func (row *Row) SetResult(r checker.Result) {
 // marked but does not fail a run, since exploratory modes are documented as
 // not finding their bug on every seed; any other difference still does.
 func (r Row) Missed() bool {
-	return !r.AsExpected && !r.Gated && r.Verdict == checker.Safe &&
+	return !r.AsExpected && !r.Gated && r.Verdict == checker.Safe && len(r.Unpermitted()) == 0 &&
 		(r.Expected == checker.Unsafe || r.Expected == checker.Deadlock)
 }
 

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -44,7 +45,7 @@ expected:
 		"my-lock":      {Verdict: "safe", Reason: "the reason beside it", Source: FromSpec},
 		"my-lock-long": {Verdict: "unsafe", Source: FromSpec},
 	} {
-		if got := (Config{Impl: impl, Info: &mine}).expectation(s, impl, lockimpl.Claims{}); got != want {
+		if got := (Config{Impl: impl, Info: &mine}).expectation(s, impl, lockimpl.Claims{}); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: expectation %+v, want %+v", impl, got, want)
 		}
 	}
@@ -52,7 +53,7 @@ expected:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := (Config{Info: &mine}).expectation(plain, "my-lock", lockimpl.Claims{}); got != (Expectation{}) {
+	if got := (Config{Info: &mine}).expectation(plain, "my-lock", lockimpl.Claims{}); !reflect.DeepEqual(got, Expectation{}) {
 		t.Errorf("a spec not loaded for the lock: expectation %+v, want none", got)
 	}
 }

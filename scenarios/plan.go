@@ -210,6 +210,12 @@ func Compile(spec *Spec, cfg Config) (*Plan, error) {
 		p.Check.ScheduleLease = spec.Lock.TTL
 	}
 	p.Expectation = cfg.expectation(orig, name, claims)
+	if p.Expectation.Verdict != "" {
+		p.Expectation.Permissions = orig.PermissionsFor(p.Expectation, claims)
+		p.Check.Permissions = p.Expectation.Permissions
+	}
+	p.Check.Quorum = claims.Topology == lockimpl.Quorum
+	p.Check.OrphanBound = orphanBound(claims, opts.TTL)
 	p.Gated = gatedRun(spec, p.Expectation)
 	p.ClockOffsets = clockOffsets(spec, seed)
 	p.compilePoints(spec)
@@ -400,6 +406,24 @@ func (cfg Config) expectation(spec *Spec, name string, c lockimpl.Claims) Expect
 		return spec.Derived(c)
 	}
 	return spec.ExpectFor(name, c)
+}
+
+// orphanBound is how long a key may outlive its last holder before it is
+// an orphan: the longest the lock's own expiry takes (its TTL, rounded up
+// to the lock's unit, plus one unit more for a whole-second stamp), and a
+// second for the server to reclaim it (Redis's active expiry runs ten
+// times a second and, with the handful of keys of a run, finds an expired
+// key at its first or second cycle). A lock with no TTL has no bound.
+func orphanBound(c lockimpl.Claims, ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		return 0
+	}
+	g := c.Granularity()
+	life := (ttl + g - 1) / g * g
+	if c.WholeSeconds {
+		life += g
+	}
+	return life + time.Second
 }
 
 // HostOf is client c's host name.

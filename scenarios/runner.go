@@ -133,8 +133,12 @@ type Outcome struct {
 // AsExpected says whether the verdict matches the expectation. A run with
 // no expectation (a lock that declares no claims, on a spec that does not
 // list it) matches whatever it gives: its verdict is reported, not judged.
+//
+// A finding of a kind the expectation does not permit (checker.Finding)
+// fails the run whatever its verdict: a release that lies inside a run
+// whose overlap was expected is still a lie.
 func (o *Outcome) AsExpected() bool {
-	return o.Expected == "" || o.Result.Verdict == o.Expected
+	return o.Expected == "" || o.Result.Verdict == o.Expected && len(o.Result.Unpermitted()) == 0
 }
 
 // keyName is the lock key clients contend on.

@@ -29,6 +29,9 @@ type Expectation struct {
 	// Search: the verdict is what a search finds on some schedules, not one
 	// the spec forces (a rule's search: true); see Rule.Search.
 	Search bool `json:"search,omitempty"`
+	// Permissions say which kinds of finding the run may show (set by
+	// scenarios.Compile from the claims, the spec's facts and its rules).
+	Permissions []checker.Permission `json:"permissions,omitempty"`
 }
 
 // Rule derives an expectation from a lock's claims: when every claim named
@@ -57,6 +60,11 @@ type Rule struct {
 	Expect  string           `yaml:"expect"`
 	Because string           `yaml:"because"`
 	Search  bool             `yaml:"search"`
+	// Permit and Forbid name kinds of finding (checker.Kinds) the locks
+	// this rule matches may, or may not, show here, over the defaults their
+	// claims give (Permissions).
+	Permit OneOf `yaml:"permit"`
+	Forbid OneOf `yaml:"forbid"`
 }
 
 // OneOf is one value or a list of values (YAML scalar or sequence).
@@ -113,6 +121,12 @@ func (s *Spec) validateRules(bad func(field, msg string, args ...any) error) err
 		}
 		if !validVerdict(r.Expect) {
 			return bad(at+".expect", "verdict must be safe, unsafe, deadlock or inconclusive, got %q", r.Expect)
+		}
+		if err := validateKinds(at+".permit", r.Permit, bad); err != nil {
+			return err
+		}
+		if err := validateKinds(at+".forbid", r.Forbid, bad); err != nil {
+			return err
 		}
 		if strings.TrimSpace(r.Because) == "" {
 			return bad(at+".because", "missing: say which part of the fault leads to the verdict")

@@ -1,0 +1,140 @@
+package spec
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/lockimpl"
+)
+
+// Facts are what a scenario's faults do that decides which kinds of wrong
+// a correct lock may still show in it (Permissions).
+type Facts struct {
+	// Crashes: clients vanish holding what they hold.
+	Crashes bool `json:"crashes,omitempty"`
+	// ServerTime: a server is frozen, killed, failed over or has its clock
+	// moved, so its own expiry of a key is stopped, lost or shifted.
+	ServerTime bool `json:"server_time,omitempty"`
+	// Network: replies are lost or links cut, so a lock cannot always learn
+	// what its command did, nor clean up on a node it cannot reach.
+	Network bool `json:"network,omitempty"`
+}
+
+// FactsOf reads the facts from the spec's faults, failpoints, exploration
+// and topology.
+func (s *Spec) FactsOf() Facts {
+	var f Facts
+	for _, fl := range s.AllFaults() {
+		switch fl.Kind {
+		case "crash":
+			f.Crashes = true
+		case "kill", "kill-synced", "server-pause", "server-clock", "failover":
+			f.ServerTime = true
+		case "latency", "partition", "blackhole", "lost-reply", "reset", "bandwidth", "split-votes":
+			f.Network = true
+		}
+	}
+	for _, fp := range s.Failpoints {
+		f.Crashes = f.Crashes || fp.Crash
+		f.Network = f.Network || fp.LoseReply
+	}
+	if e := s.Explore; e != nil {
+		f.Crashes = f.Crashes || slices.Contains(e.Actions, ExploreCrash)
+		f.Network = f.Network || slices.Contains(e.Actions, ExploreLoseReply)
+	}
+	if s.Sentinel != nil {
+		f.ServerTime = true
+	}
+	return f
+}
+
+// Permissions says, for every kind of finding, whether a lock with claims c
+// may show it in a run expected to give exp.Verdict under a scenario with
+// facts f, and why. The defaults come from the claims, so a user's lock is
+// judged per kind without writing anything; a derive rule's permit and
+// forbid lists override them for the locks it matches.
+func Permissions(exp Expectation, c lockimpl.Claims, f Facts) []checker.Permission {
+	v := exp.Verdict
+	var out []checker.Permission
+	add := func(k checker.Kind, ok bool, yes, no string) {
+		why := no
+		if ok {
+			why = yes
+		}
+		out = append(out, checker.Permission{Kind: k, Permitted: ok, Why: why})
+	}
+	fenced := c.Fencing
+	add(checker.KindTwoHolders, v == checker.Unsafe || fenced,
+		map[bool]string{true: "fencing tokens make an overlap harmless: the resource judges", false: "the scenario expects two holders"}[fenced && v != checker.Unsafe],
+		"the scenario expects mutual exclusion to hold")
+	add(checker.KindHarm, v == checker.Unsafe, "the scenario expects the resource to be harmed", "the scenario expects the resource to stay correct")
+	owner := c.Release == lockimpl.OwnerCheckedRelease
+	add(checker.KindReleaseFalseSuccess, !owner, fmt.Sprintf("release is %s: it may act on a key that is no longer its own", c.Release),
+		"release is owner-checked: it must not report ok on a key that is not its own")
+	add(checker.KindExtendFalseSuccess, !owner, fmt.Sprintf("release is %s, and so its extends may be", c.Release),
+		"the lock checks its owner: an extend or renewal must not report ok on a key that is not its own")
+	freeing := c.Release == lockimpl.OwnerCheckedRelease || c.Release == lockimpl.UnconditionalRelease
+	add(checker.KindReleaseNotFreed, !freeing, fmt.Sprintf("release is %s: it may leave a live key to its TTL", c.Release),
+		fmt.Sprintf("release is %s: a release that reports ok must free the key", c.Release))
+	quorumNet := c.Topology == lockimpl.Quorum && f.Network
+	add(checker.KindLostAcquire, quorumNet,
+		"a quorum lock counts a node whose reply was lost as not won, and cannot clean up a node it cannot reach",
+		"an acquire that reports failure must leave the key free")
+	add(checker.KindLostAcquireUnknown, true, "an unknown outcome is honest: the key leaks until its TTL", "")
+	orphanOK := v == checker.Deadlock || f.ServerTime ||
+		f.Crashes && (c.Expiry == lockimpl.NoExpiry || c.Expiry == lockimpl.SeparateExpiry)
+	add(checker.KindOrphanedKey, orphanOK,
+		"the scenario stops, moves or kills a server's clock, or crashes holders of a lock whose key may never expire",
+		"a key must not outlive its last holder by more than its TTL")
+	add(checker.KindStarvation, v == checker.Deadlock, "the scenario expects a deadlock", "the scenario expects the lock to stay live")
+	return out
+}
+
+// withRule applies a derive rule's permit and forbid lists.
+func withRule(ps []checker.Permission, r *Rule) []checker.Permission {
+	if r == nil {
+		return ps
+	}
+	for i := range ps {
+		k := string(ps[i].Kind)
+		switch {
+		case slices.Contains(r.Forbid, k):
+			ps[i].Permitted, ps[i].Why = false, "the scenario's rule forbids it: "+r.Because
+		case slices.Contains(r.Permit, k):
+			ps[i].Permitted, ps[i].Why = true, "the scenario's rule permits it: "+r.Because
+		}
+	}
+	return ps
+}
+
+// validateKinds checks a rule's permit or forbid list.
+func validateKinds(field string, ks OneOf, bad func(field, msg string, args ...any) error) error {
+	for i, k := range ks {
+		if !checker.KnownKind(k) {
+			names := make([]string, len(checker.Kinds))
+			for j, kk := range checker.Kinds {
+				names[j] = string(kk)
+			}
+			return bad(fmt.Sprintf("%s.%d", field, i), "unknown kind %q (known: %s)", k, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// PermissionsFor is Permissions for the lock with claims c under this
+// spec's facts, with the permit and forbid lists of the derive rule that
+// matches c (the first, as Derived).
+func (s *Spec) PermissionsFor(exp Expectation, c lockimpl.Claims) []checker.Permission {
+	ps := Permissions(exp, c, s.FactsOf())
+	if !c.Declared() {
+		return ps
+	}
+	for i := range s.Derive {
+		if s.Derive[i].Matches(c) {
+			return withRule(ps, &s.Derive[i])
+		}
+	}
+	return ps
+}
