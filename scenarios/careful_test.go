@@ -124,3 +124,73 @@ workload: {cs_min: 400ms, cs_max: 500ms, client: `+tc.client+`}
 		})
 	}
 }
+
+// refusingExtend is a lock whose lease promises no validity of its own and
+// whose every extend is a definite "not yours".
+type refusingExtend struct{ shortLease }
+
+func (l *refusingExtend) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	lease, err := l.shortLease.Acquire(ctx, key)
+	if lease != nil {
+		lease.Validity = 0
+	}
+	return lease, err
+}
+
+func (l *refusingExtend) Extend(context.Context, *lockimpl.Lease, time.Duration) error {
+	return lockimpl.ErrNotHeld
+}
+
+// TestCarefulStopsAtExtendRefusal: a careful client whose extend was
+// refused, definitely, stops: it abandons, and neither reads nor writes the
+// resource again in that hold (a careless one writes on). Before the fix
+// the careful client worked the rest of its hold and wrote.
+func TestCarefulStopsAtExtendRefusal(t *testing.T) {
+	cluster.StartForTest(t, 1)
+	info := lockimpl.Info{Name: "refusing-extend", New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
+		return &refusingExtend{shortLease{env: env, o: o}}, nil
+	}}
+	for _, tc := range []struct {
+		client      string
+		writesAfter bool
+	}{
+		{scenarios.Careful, false},
+		{scenarios.Careless, true},
+	} {
+		t.Run(tc.client, func(t *testing.T) {
+			spec, err := scenarios.Parse("refused.yaml", []byte(`name: refused
+clients: 2
+keys: 1
+duration: 1s
+lock: {ttl: 2s, retry_delay: 5ms, wait_timeout: 1s}
+workload: {cs_min: 150ms, cs_max: 150ms, extend_every: 50ms, client: `+tc.client+`}
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := scenarios.Run(context.Background(), spec, scenarios.Config{Info: &info, Backend: cluster.RedisServer, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			refused := map[int]bool{} // process → its extend was refused in this hold
+			refusals, writesAfter := 0, 0
+			for _, op := range out.History {
+				switch {
+				case op.F == checker.FExtend && op.Type == checker.Fail:
+					refused[op.Process] = true
+					refusals++
+				case op.F == checker.FRelease:
+					delete(refused, op.Process)
+				case op.F == checker.FWrite && op.Type == checker.Invoke && refused[op.Process]:
+					writesAfter++
+				}
+			}
+			if refusals == 0 {
+				t.Fatalf("no extend refused: the run tested nothing")
+			}
+			if got := writesAfter > 0; got != tc.writesAfter {
+				t.Errorf("%s client: %d writes after %d refused extends, want writes: %v", tc.client, writesAfter, refusals, tc.writesAfter)
+			}
+		})
+	}
+}

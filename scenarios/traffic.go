@@ -97,9 +97,18 @@ func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lea
 	if err := c.fp.Hit(ctx, PointHold); err != nil {
 		return !r.crashedBy(c, err)
 	}
-	if err := r.holdExtending(ctx, c, key, lease, hold); err != nil {
+	refused, err := r.holdExtending(ctx, c, key, lease, hold)
+	if err != nil {
 		r.crashedBy(c, err)
 		return false
+	}
+	if refused && r.plan.Workload.Client == Careful {
+		// The lock said, definitely, that the lease is not ours any more:
+		// a careful holder believes it at once (as a redsync user whose
+		// Extend returned ErrExtendFailed stops), writes nothing and goes
+		// on to release.
+		r.add(c, checker.Ok, checker.FAbandon, key, func(o *checker.Op) { o.Value = lease.Token; o.Error = "extend refused" })
+		return true
 	}
 	if r.abandoned(c, key, lease) {
 		return true
@@ -173,18 +182,18 @@ func (r *run) abandoned(c *runClient, key string, lease *lockimpl.Lease) bool {
 // holdExtending is the critical section's hold; with workload.extend_every
 // on a lock that can extend, the hold is cut into slices of that length and
 // the lease is extended to the lock's TTL after each, as a holder whose work
-// outlasts its TTL does. A definite "not yours" stops the extending (the
-// holder knows it lost the lock; a careless one works on regardless); an
-// unknown outcome does not.
-func (r *run) holdExtending(ctx context.Context, c *runClient, key string, lease *lockimpl.Lease, hold time.Duration) error {
+// outlasts its TTL does. A definite "not yours" stops the extending and is
+// reported (refused): a careful holder then stops at once, a careless one
+// works on regardless. An unknown outcome stops nothing.
+func (r *run) holdExtending(ctx context.Context, c *runClient, key string, lease *lockimpl.Lease, hold time.Duration) (refused bool, _ error) {
 	every := r.plan.Workload.ExtendEvery
 	if every <= 0 || !lockimpl.CanExtend(c.locker) {
-		return r.work(ctx, c, lease, hold)
+		return false, r.work(ctx, c, lease, hold)
 	}
 	for hold > 0 {
 		d := min(every, hold)
 		if err := r.work(ctx, c, lease, d); err != nil {
-			return err
+			return false, err
 		}
 		hold -= d
 		if hold <= 0 || ctx.Err() != nil || r.leaseOver(c, lease) {
@@ -195,13 +204,17 @@ func (r *run) holdExtending(ctx context.Context, c *runClient, key string, lease
 			if err == nil {
 				err = c.ctx.Err()
 			}
-			return err
+			return false, err
 		}
 		if res == failure {
+			if r.plan.Workload.Client == Careful {
+				return true, nil
+			}
+			refused = true
 			break
 		}
 	}
-	return r.work(ctx, c, lease, hold)
+	return refused, r.work(ctx, c, lease, hold)
 }
 
 // extendOnce extends lease once. A careful client gives the call no more

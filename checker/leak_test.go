@@ -1,0 +1,198 @@
+package checker
+
+import (
+	"testing"
+	"time"
+)
+
+func TestLeaks(t *testing.T) {
+	srvOn := func(node string) func(b *builder, at float64, ev, owner string) {
+		return func(b *builder, at float64, ev, owner string) {
+			b.add(at, Ok, ServerProcess, -1, FServer, k0, func(o *Op) { o.Value, o.Node, o.Owner = ev, node, owner })
+		}
+	}
+	srv := srvOn("n1")
+	sync := func(b *builder, node string, sent, at float64) {
+		b.add(at, Ok, ServerProcess, -1, FSync, "", func(o *Op) { o.Node, o.N = node, msT(sent) })
+	}
+	tok := func(s string) func(*Op) { return func(o *Op) { o.Value = s } }
+	held := func(b *builder) { // c1 holds t1 from 1 ms
+		b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+		srv(b, 1.5, "set", "t1")
+	}
+	for _, tc := range []struct {
+		name string
+		hist func(b *builder)
+		opts Options
+		want map[Kind]int
+	}{
+		{
+			name: "a release acknowledged ok whose key stood across it",
+			hist: func(b *builder) {
+				held(b)
+				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				sync(b, "n1", 12, 12.5)
+			},
+			want: map[Kind]int{KindReleaseNotFreed: 1},
+		},
+		{
+			name: "a release that deleted its key",
+			hist: func(b *builder) {
+				held(b)
+				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				srv(b, 10.6, "del", "")
+				sync(b, "n1", 12, 12.5)
+			},
+		},
+		{
+			name: "no sync sent after the release completed: not judged",
+			hist: func(b *builder) {
+				held(b)
+				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				sync(b, "n1", 10.5, 11.5)
+			},
+		},
+		{
+			name: "the master freed it, a lagging replica had not yet: not judged on the replica alone",
+			hist: func(b *builder) {
+				held(b)
+				srvOn("n2")(b, 1.7, "set", "t1")
+				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				srv(b, 10.6, "del", "")
+				sync(b, "n1", 12, 12.5)
+				sync(b, "n2", 12, 12.4)
+				srvOn("n2")(b, 12.6, "del", "")
+			},
+		},
+		{
+			name: "quorum: the key stood on a majority",
+			opts: Options{Quorum: true},
+			hist: func(b *builder) {
+				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				for _, n := range []string{"n1", "n2", "n3"} {
+					srvOn(n)(b, 0.5, "set", "t1")
+				}
+				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				srvOn("n1")(b, 10.5, "del", "")
+				for _, n := range []string{"n1", "n2", "n3"} {
+					sync(b, n, 12, 12.5)
+				}
+			},
+			want: map[Kind]int{KindReleaseNotFreed: 1},
+		},
+		{
+			name: "an acquire that failed while its set landed and stayed",
+			hist: func(b *builder) {
+				held(b)
+				b.op(3, 4, Ok, 1, 1, FRelease, k0, tok("t1"))
+				srv(b, 3.5, "del", "")
+				b.op(5, 8, Fail, 2, 2, FAcquire, k0)
+				srv(b, 6, "set", "tX")
+				sync(b, "n1", 9, 9.5)
+			},
+			want: map[Kind]int{KindLostAcquire: 1},
+		},
+		{
+			name: "the same with an unknown outcome",
+			hist: func(b *builder) {
+				b.op(5, 8, Info, 2, 2, FAcquire, k0)
+				srv(b, 6, "set", "tX")
+				sync(b, "n1", 9, 9.5)
+			},
+			want: map[Kind]int{KindLostAcquireUnknown: 1},
+		},
+		{
+			name: "a failed acquire that cleaned up its set",
+			hist: func(b *builder) {
+				b.op(5, 8, Fail, 2, 2, FAcquire, k0)
+				srv(b, 6, "set", "tX")
+				srv(b, 7, "del", "")
+				sync(b, "n1", 9, 9.5)
+			},
+		},
+		{
+			name: "a set sent before the failed acquire began is not its",
+			hist: func(b *builder) {
+				srv(b, 4, "set", "tX")
+				b.op(5, 8, Fail, 2, 2, FAcquire, k0)
+				sync(b, "n1", 9, 9.5)
+			},
+		},
+		{
+			name: "a key that outlived its released holder past the bound",
+			opts: Options{OrphanBound: 100 * time.Millisecond},
+			hist: func(b *builder) {
+				held(b)
+				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				sync(b, "n1", 12, 12.5)
+				sync(b, "n1", 150, 150.5)
+			},
+			want: map[Kind]int{KindReleaseNotFreed: 1, KindOrphanedKey: 1},
+		},
+		{
+			name: "a crashed holder's key expired within the bound",
+			opts: Options{OrphanBound: 100 * time.Millisecond},
+			hist: func(b *builder) {
+				held(b)
+				b.add(10, Ok, 1, 1, FCrash, "")
+				sync(b, "n1", 50, 50.5)
+				srv(b, 90, "expired", "")
+				sync(b, "n1", 150, 150.5)
+			},
+		},
+		{
+			name: "a crashed holder's key that never expired",
+			opts: Options{OrphanBound: 100 * time.Millisecond},
+			hist: func(b *builder) {
+				held(b)
+				b.add(10, Ok, 1, 1, FCrash, "")
+				sync(b, "n1", 150, 150.5)
+			},
+			want: map[Kind]int{KindOrphanedKey: 1},
+		},
+		{
+			name: "stamp tokens name no writer: nothing judged",
+			opts: Options{StampTokens: true, OrphanBound: 100 * time.Millisecond},
+			hist: func(b *builder) {
+				held(b)
+				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				sync(b, "n1", 150, 150.5)
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &builder{}
+			tc.hist(b)
+			res := Check(b.sorted(), tc.opts)
+			got := map[Kind]int{}
+			for _, f := range res.Findings {
+				switch f.Kind {
+				case KindReleaseNotFreed, KindLostAcquire, KindLostAcquireUnknown, KindOrphanedKey:
+					got[f.Kind] = f.Count
+					if f.Witness == "" || f.FirstNs < 0 {
+						t.Errorf("%s: no witness or time: %+v", f.Kind, f)
+					}
+				}
+			}
+			for _, k := range Kinds {
+				if got[k] != tc.want[k] {
+					t.Errorf("%s: %d, want %d (findings %+v)", k, got[k], tc.want[k], res.Findings)
+				}
+			}
+		})
+	}
+}
+
+// TestPermit: a kind the permissions do not name is not permitted; no
+// permissions at all judge nothing per kind.
+func TestPermit(t *testing.T) {
+	r := Result{Findings: []Finding{{Kind: KindTwoHolders, Count: 1}, {Kind: KindReleaseFalseSuccess, Count: 2}}}
+	r.Permit([]Permission{{Kind: KindTwoHolders, Permitted: true, Why: "expected"}})
+	if u := r.Unpermitted(); len(u) != 1 || u[0].Kind != KindReleaseFalseSuccess {
+		t.Errorf("unpermitted %+v, want the false success alone", u)
+	}
+	r.Permit(nil)
+	if u := r.Unpermitted(); len(u) != 0 {
+		t.Errorf("without permissions: unpermitted %+v, want none", u)
+	}
+}
