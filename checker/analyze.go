@@ -712,8 +712,15 @@ func (a *analysis) releases() []releaseRec {
 	out := make([]releaseRec, len(a.releaseRefs))
 	for i, r := range a.releaseRefs {
 		inv, done := &a.h[r.inv], &a.h[r.done]
+		invoke := inv.Time
+		if done.F == FRelease && done.N > invoke && done.N <= done.Time {
+			// The runner held the release at its own failpoint after the
+			// invoke (which ends the hold: the critical section is over);
+			// its command could act only from when the call began.
+			invoke = done.N
+		}
 		out[i] = releaseRec{f: done.F, process: done.Process, client: int(r.client), key: done.Key, token: inv.Value,
-			invoke: inv.Time, done: done.Time}
+			invoke: invoke, done: done.Time}
 	}
 	return out
 }

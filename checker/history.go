@@ -119,7 +119,10 @@ type Op struct {
 	// Value is the lock token for acquire/release, the counter value for
 	// read/write, the failpoint for step, the fault description for nemesis.
 	Value string `json:"value,omitempty"`
-	// N is the counter value read or written.
+	// N is the counter value read or written; on a release's completion,
+	// when its call began, if the runner held it at a failpoint after its
+	// invoke (0: at the invoke); on an extend, its number; on a sync, when
+	// its PING was sent.
 	N int64 `json:"n,omitempty"`
 	// Fence is the fencing token carried by the operation, if any.
 	Fence int64 `json:"fence,omitempty"`

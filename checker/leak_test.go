@@ -196,3 +196,33 @@ func TestPermit(t *testing.T) {
 		t.Errorf("without permissions: unpermitted %+v, want none", u)
 	}
 }
+
+// TestLateReleaseOrderedByItsCall: a release whose invoke (the end of the
+// critical section) came before the key expired, but whose call the runner
+// held at its failpoint until after another client took the key, is judged
+// from when its call began (the completion's N): a release acknowledged ok
+// then is a false success. Judged from its invoke, the expiry could not be
+// ordered before it and nothing was found.
+func TestLateReleaseOrderedByItsCall(t *testing.T) {
+	tok := func(s string) func(*Op) { return func(o *Op) { o.Value = s } }
+	srv := func(b *builder, at float64, ev, owner string) {
+		b.add(at, Ok, ServerProcess, -1, FServer, k0, func(o *Op) { o.Value, o.Node, o.Owner = ev, "n1", owner })
+	}
+	for _, began := range []float64{0, 900} {
+		b := &builder{}
+		b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+		srv(b, 1.5, "set", "t1")
+		b.add(100, Invoke, 1, 1, FRelease, k0, tok("t1"))
+		srv(b, 300, "expired", "")
+		b.op(500, 501, Ok, 2, 2, FAcquire, k0, tok("t2"))
+		srv(b, 500.5, "set", "t2")
+		b.add(905, Ok, 1, 1, FRelease, k0, func(o *Op) { o.N = msT(began) })
+		srv(b, 904, "del", "")
+		b.add(910, Ok, ServerProcess, -1, FSync, "", func(o *Op) { o.Node, o.N = "n1", msT(906) })
+		res := Check(b.sorted(), Options{})
+		found := res.Finding(KindReleaseFalseSuccess) != nil
+		if want := began > 0; found != want {
+			t.Errorf("call began at %v ms: false success found %v, want %v (%+v)", began, found, want, res.Findings)
+		}
+	}
+}

@@ -97,8 +97,12 @@ func (rl *recordingLocker) release(ctx context.Context, key string, lease *locki
 	rl.r.add(rl.c, checker.Invoke, checker.FRelease, key, func(o *checker.Op) { o.Value = lease.Token })
 	rl.c.holding.Store(false)
 	var err error
+	var began int64 // when the call began, if a failpoint could delay it
 	if before != nil {
 		err = before()
+		if rl.c.fp.Armed() {
+			began = rl.r.rec.Now()
+		}
 	}
 	if err == nil {
 		_, err = rl.call(lockimpl.CallRelease, func() (*lockimpl.Lease, error) {
@@ -107,6 +111,10 @@ func (rl *recordingLocker) release(ctx context.Context, key string, lease *locki
 	}
 	res := classify(err, lockimpl.ErrNotHeld)
 	rl.r.add(rl.c, rl.entry(res), checker.FRelease, key, func(o *checker.Op) {
+		// The invoke ends the hold (the critical section is over); the
+		// command could act only from here, which the false-success
+		// check must know to order a late release after an expiry.
+		o.N = began
 		if err != nil {
 			o.Error, o.ErrorReply = err.Error(), res == refused
 		}
