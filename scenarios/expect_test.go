@@ -226,3 +226,30 @@ derive:
 		}
 	}
 }
+
+// TestWholeSecondsChangesNoRule: a lock whose clock counts whole seconds
+// runs every scenario stretched until its TTL spans TimeScaleUnits of them
+// (Compile), so it faces the schedule the scenario was written for, in
+// proportion; the rounding it adds is inside the margins the scenarios
+// leave. No rule may then expect something else of it because of the
+// claim alone: a rule reasoning with the unstretched times (a 300 ms lock
+// living over a second) misjudges it. Tried on every shipped lock's claims.
+func TestWholeSecondsChangesNoRule(t *testing.T) {
+	for _, n := range Names() {
+		s, err := Load(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, info := range lockimpl.All() {
+			c := info.Claims
+			if !c.Declared() {
+				continue
+			}
+			ms, ws := c, c
+			ms.WholeSeconds, ws.WholeSeconds = false, true
+			if a, b := s.Derived(ms), s.Derived(ws); a.Verdict != b.Verdict {
+				t.Errorf("%s: %s's claims derive %s in milliseconds but %s in whole seconds (%s)", n, info.Name, a.Verdict, b.Verdict, b.Reason)
+			}
+		}
+	}
+}
