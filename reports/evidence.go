@@ -123,3 +123,20 @@ func span(ns int64) string {
 	}
 	return fmt.Sprintf("%.1f ms", float64(ns)/1e6)
 }
+
+// FindingsBrief lists findings in a few words: each kind with its count,
+// marked "!" when not permitted ("—" for none).
+func FindingsBrief(fs []checker.Finding) string {
+	if len(fs) == 0 {
+		return NoEvidence
+	}
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		mark := ""
+		if !f.Permitted {
+			mark = "!"
+		}
+		parts[i] = fmt.Sprintf("%s%s×%d", mark, f.Kind, f.Count)
+	}
+	return strings.Join(parts, " ")
+}

@@ -57,6 +57,15 @@ func WriteJUnit(w io.Writer, cases []JUnitCase) error {
 				Type:    "verdict",
 				Text:    fmt.Sprintf("expected %s, got %s\nreason: %s\nwitness: %s\nreplay: %s\n", r.Expected, r.Verdict, r.Reason, r.Witness, r.Replay),
 			}
+			if un := r.Unpermitted(); len(un) > 0 {
+				// A kind the expectation forbids fails the run whatever
+				// its verdict: name it first.
+				jc.Failure.Type = "finding"
+				jc.Failure.Message = "not permitted: " + FindingsBrief(un) + "; " + jc.Failure.Message
+				for _, f := range un {
+					jc.Failure.Text = fmt.Sprintf("not permitted: %s ×%d (%s)\nfirst: %s\n", f.Kind, f.Count, f.Why, f.Witness) + jc.Failure.Text
+				}
+			}
 		}
 		s.Time += c.Seconds
 		s.Cases = append(s.Cases, jc)

@@ -227,6 +227,40 @@ func (r *Report) Failures() []*scenarios.Outcome {
 	return out
 }
 
+// NotPermitted are the failures that showed something their expectation
+// does not allow: a kind of finding it does not permit (two holders where
+// mutual exclusion was expected, a release that lied inside a run whose
+// overlap was expected), or a verdict worse than the expected one.
+func (r *Report) NotPermitted() []*scenarios.Outcome {
+	var out []*scenarios.Outcome
+	for _, o := range r.Failures() {
+		if len(o.Result.Unpermitted()) > 0 || worse(o.Result.Verdict, o.Expected) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// NotShown are the failures whose expected failure did not show: a gated
+// run expected unsafe or deadlock that came out safe, and nothing it
+// showed was forbidden. The scenario no longer finds what it exists to
+// find (for the lock, good news; for the battery, a hole).
+func (r *Report) NotShown() []*scenarios.Outcome {
+	var out []*scenarios.Outcome
+	for _, o := range r.Failures() {
+		if len(o.Result.Unpermitted()) == 0 && !worse(o.Result.Verdict, o.Expected) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// worse says verdict v is a failure the expected verdict exp is not
+// (unsafe or deadlock where something else was expected).
+func worse(v, exp string) bool {
+	return v != exp && (v == checker.Unsafe || v == checker.Deadlock)
+}
+
 // Unjudged are the runs that came out inconclusive though a verdict was
 // expected: the scenario did not exercise the lock enough to judge it (too
 // few acquisitions, a failpoint that never fired, the checker's time ran
@@ -250,7 +284,7 @@ func (r *Report) Baseline() *scenarios.Baseline { return scenarios.NewBaseline(r
 // run, or — without an expectation) and the reason for the expectation.
 func (r *Report) WriteMatrix(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s\tmode\tverdict\texpected\tfrom\tmark\twhy expected\n", r.Lock)
+	fmt.Fprintf(tw, "%s\tmode\tverdict\texpected\tfrom\tmark\tfindings (! not permitted)\twhy expected\n", r.Lock)
 	for _, o := range r.Outcomes {
 		row := reports.FromOutcome(o)
 		exp, src := o.Expected, o.ExpectedSource
@@ -261,10 +295,11 @@ func (r *Report) WriteMatrix(w io.Writer) error {
 		if unjudged(o) != "" {
 			mark = "skip"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.label(o), o.Mode, o.Result.Verdict, exp, src, mark, o.ExpectedReason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.label(o), o.Mode, o.Result.Verdict, exp, src, mark,
+			reports.FindingsBrief(o.Result.Findings), o.ExpectedReason)
 	}
 	for name, why := range r.Skipped {
-		fmt.Fprintf(tw, "%s\t\tskipped\t\t\t\t%s\n", name, why)
+		fmt.Fprintf(tw, "%s\t\tskipped\t\t\t\t\t%s\n", name, why)
 	}
 	fmt.Fprintf(tw, "(%d scenarios in %.1f s)\n", len(r.Outcomes), r.Wall.Seconds())
 	return tw.Flush()
@@ -325,6 +360,9 @@ func failed(o *scenarios.Outcome) string {
 	}
 	why := fmt.Sprintf("%s × %s: verdict %s, expected %s (from %s: %s)", o.Scenario, o.Impl, o.Result.Verdict,
 		o.Expected, o.ExpectedSource, o.ExpectedReason)
+	for _, f := range o.Result.Unpermitted() {
+		why += fmt.Sprintf("; not permitted: %s ×%d (%s), first: %s", f.Kind, f.Count, f.Why, f.Witness)
+	}
 	if o.Result.Verdict != checker.Safe && o.Result.Reason != "" {
 		why += "; " + o.Result.Reason
 	}
