@@ -20,8 +20,8 @@ import (
 )
 
 // trial is one lock on trial: want is the class its planted bug must be
-// flagged with, "" for a correct lock (no verdict may differ from its
-// expectation).
+// flagged with (a verdict, or a kind of finding its claims forbid), "" for
+// a correct lock (no verdict may differ from its expectation).
 type trial struct {
 	lock lockimpl.Info
 	part string // which part of the algorithm the bug is in
@@ -84,6 +84,10 @@ func allTrials(t *testing.T) []trial {
 		{NoValidity, "validity", checker.Unsafe},
 		{pyClient(t, "get-then-del"), "release (exec)", checker.Unsafe},
 		{pyClient(t, "time-token"), "token (exec)", checker.Unsafe},
+		{LyingRelease, "release reply", string(checker.KindReleaseFalseSuccess)},
+		{BareExtend, "extend", string(checker.KindExtendFalseSuccess)},
+		{DelToken, "release script", string(checker.KindReleaseNotFreed)},
+		{ErrIsNo, "acquire errors", string(checker.KindLostAcquire)},
 	}
 }
 
@@ -151,7 +155,11 @@ func TestPlanted(t *testing.T) {
 			}
 			c := &cell{rep: rep}
 			for _, o := range rep.Failures() {
-				c.caught = append(c.caught, fmt.Sprintf("%s: %s (expected %s)", o.Scenario, o.Result.Verdict, o.Expected))
+				s := fmt.Sprintf("%s: %s (expected %s)", o.Scenario, o.Result.Verdict, o.Expected)
+				if un := o.Result.Unpermitted(); len(un) > 0 {
+					s += " " + reports.FindingsBrief(un)
+				}
+				c.caught = append(c.caught, s)
 			}
 			sort.Strings(c.caught)
 			if table[tr.lock.Name] == nil {
@@ -200,6 +208,11 @@ func judgeTrial(t *testing.T, tr trial, seed uint64, rep *locktest.Report) {
 	for _, o := range fails {
 		if o.Result.Verdict == tr.want {
 			return
+		}
+		for _, f := range o.Result.Unpermitted() {
+			if string(f.Kind) == tr.want {
+				return
+			}
 		}
 	}
 	t.Errorf("planted %s (%s), seed %d: no scenario flagged it %s; matrix:\n%s", tr.lock.Name, tr.part, seed, tr.want, m.String())

@@ -58,6 +58,20 @@ const (
 	// seconds (the unit of EXPIRE): a sub-second TTL becomes 0 ms and the
 	// first renewal deletes the lock it meant to keep.
 	bugRenewSeconds singleBug = "renew-seconds"
+	// release: reports ok whatever the compare-and-delete returned, as
+	// go-redsync v4.0.3 did (its PR #61): a late release on an expired or
+	// re-taken key says it freed it.
+	bugLyingRelease singleBug = "lying-release"
+	// extend: PEXPIRE without the owner check, ok whenever the key exists:
+	// an extend after the key changed hands renews the next holder's.
+	bugBareExtend singleBug = "bare-extend"
+	// release: the script deletes ARGV[1] (the token) where it meant
+	// KEYS[1]: it deletes nothing and says it did.
+	bugDelToken singleBug = "del-token"
+	// acquire: any error from SET is read as "not acquired", a lost reply
+	// included: the SET may have landed, and the key stays to its TTL
+	// while its client believes it failed.
+	bugErrIsNo singleBug = "err-is-no"
 )
 
 // The scripts of the correct lock (the Redis distlock page's), and the
@@ -66,6 +80,7 @@ var (
 	compareAndDelete = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
 	compareAndDelNeq = redis.NewScript(`if redis.call("get", KEYS[1]) ~= ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
 	compareAndExpire = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`)
+	compareAndDelArg = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("del", ARGV[1]) return 1 else return 0 end`)
 )
 
 // single is SET key token NX PX ttl, compare-and-delete release, and with
@@ -116,6 +131,9 @@ func (l *single) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 	for {
 		try := l.env.Clock.Mono()
 		ok, err := l.set(ctx, key, tok)
+		if err != nil && l.bug == bugErrIsNo {
+			return nil, lockimpl.ErrNotAcquired // planted: an error read as a no
+		}
 		if err != nil {
 			return nil, fmt.Errorf("planted %s: acquire: outcome unknown: %w", l.bug, err)
 		}
@@ -189,12 +207,37 @@ func (l *single) Release(ctx context.Context, lease *lockimpl.Lease) error {
 		n, err = l.c.Del(ctx, lease.Key).Result()
 	case bugScriptNeq: // planted: ~= in the script
 		n, err = compareAndDelNeq.Run(ctx, l.c, []string{lease.Key}, lease.Token).Int64()
+	case bugDelToken: // planted: DEL ARGV[1] for KEYS[1]
+		n, err = compareAndDelArg.Run(ctx, l.c, []string{lease.Key}, lease.Token).Int64()
 	default:
 		n, err = compareAndDelete.Run(ctx, l.c, []string{lease.Key}, lease.Token).Int64()
 	}
 	switch {
 	case err != nil:
 		return fmt.Errorf("planted %s: release: outcome unknown: %w", l.bug, err)
+	case n == 0 && l.bug != bugLyingRelease: // planted: a 0 is ok too
+		return lockimpl.ErrNotHeld
+	}
+	return nil
+}
+
+// Extend sets the key's TTL to ttl if it still holds the lease's token
+// (compare-and-pexpire).
+func (l *single) Extend(ctx context.Context, lease *lockimpl.Lease, ttl time.Duration) error {
+	var n int64
+	var err error
+	if l.bug == bugBareExtend { // planted: no owner check
+		var ok bool
+		ok, err = l.c.PExpire(ctx, lease.Key, ttl).Result()
+		if ok {
+			n = 1
+		}
+	} else {
+		n, err = compareAndExpire.Run(ctx, l.c, []string{lease.Key}, lease.Token, ttl.Milliseconds()).Int64()
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("planted %s: extend: outcome unknown: %w", l.bug, err)
 	case n == 0:
 		return lockimpl.ErrNotHeld
 	}
@@ -268,6 +311,10 @@ var (
 	PlainDel         = singleInfo("planted-plain-del", "release: DEL without owner check", bugPlainDel, false)
 	ScriptNeq        = singleInfo("planted-script-neq", "server-side script: ~= for ==", bugScriptNeq, false)
 	RenewSeconds     = singleInfo("planted-renew-seconds", "renewal: PEXPIRE given seconds", bugRenewSeconds, true)
+	LyingRelease     = singleInfo("planted-lying-release", "release: ok whatever the script returned", bugLyingRelease, false)
+	BareExtend       = singleInfo("planted-bare-extend", "extend: PEXPIRE without owner check", bugBareExtend, false)
+	DelToken         = singleInfo("planted-del-token", "release: the script deletes ARGV[1] for KEYS[1]", bugDelToken, false)
+	ErrIsNo          = singleInfo("planted-err-is-no", "acquire: an error from SET read as not acquired", bugErrIsNo, false)
 )
 
 // sleep waits d through the client's sleeper (which honours its pauses).
