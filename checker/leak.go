@@ -124,7 +124,8 @@ type failedAcq struct {
 	key          string
 	client       int
 	invoke, done int64
-	definite     bool // a fail completion (not an error reply): the lock said no
+	definite     bool   // a fail completion (not an error reply): the lock said no
+	token        string // the token it tried, when the lock named it (lockimpl.AttemptError)
 }
 
 // failedAcquires lists the acquires that completed with a fail or an
@@ -149,7 +150,8 @@ func (a *analysis) failedAcquires() map[string][]failedAcq {
 			if op.ErrorReply {
 				continue // the server refused the command: it took nothing
 			}
-			out[op.Key] = append(out[op.Key], failedAcq{key: op.Key, client: op.Client, invoke: inv, done: op.Time, definite: op.Type == Fail})
+			out[op.Key] = append(out[op.Key], failedAcq{key: op.Key, client: op.Client, invoke: inv, done: op.Time,
+				definite: op.Type == Fail, token: op.Value})
 		default:
 			delete(inFlight, op.Process)
 		}
@@ -251,18 +253,22 @@ func checkLeaks(a *analysis) leakResult {
 		runs := byToken[id]
 		// The acquires that may have sent the set: invoked before it was
 		// received, completed after the sync before it was sent.
+		// An acquire that named this token as its own (AttemptError) sent
+		// it: it alone is the candidate.
 		var cands []failedAcq
-		sent := false
 		for _, f := range failed[id[0]] {
+			if f.token == id[1] {
+				cands = []failedAcq{f}
+				break
+			}
 			for _, run := range runs {
 				if f.invoke < run.setAt && f.done > run.prevSyncN {
 					cands = append(cands, f)
-					sent = true
 					break
 				}
 			}
 		}
-		if !sent {
+		if len(cands) == 0 {
 			continue
 		}
 		last, definite, first := int64(-1), true, cands[0]

@@ -102,6 +102,30 @@ func TestLeaks(t *testing.T) {
 			want: map[Kind]int{KindLostAcquireUnknown: 1},
 		},
 		{
+			name: "other acquires in flight: the set is not certainly the failed one's",
+			hist: func(b *builder) {
+				b.op(5, 8, Fail, 2, 2, FAcquire, k0)
+				b.op(4, 500, Fail, 3, 3, FAcquire, k0)
+				srv(b, 6, "set", "tX")
+				sync(b, "n1", 9, 9.5)
+				srv(b, 300, "expired", "")
+				sync(b, "n1", 600, 600.5)
+			},
+		},
+		{
+			name: "the same, when the failed acquire named the token it tried",
+			hist: func(b *builder) {
+				b.add(5, Invoke, 2, 2, FAcquire, k0)
+				b.add(8, Fail, 2, 2, FAcquire, k0, tok("tX"))
+				b.op(4, 500, Fail, 3, 3, FAcquire, k0)
+				srv(b, 6, "set", "tX")
+				sync(b, "n1", 9, 9.5)
+				srv(b, 300, "expired", "")
+				sync(b, "n1", 600, 600.5)
+			},
+			want: map[Kind]int{KindLostAcquire: 1},
+		},
+		{
 			name: "a failed acquire that cleaned up its set",
 			hist: func(b *builder) {
 				b.op(5, 8, Fail, 2, 2, FAcquire, k0)

@@ -23,6 +23,22 @@ import (
 // command whose reply was lost may still have taken effect.
 var ErrNotAcquired = errors.New("lock not acquired")
 
+// AttemptError is a failed acquire (ErrNotAcquired, or an unknown outcome)
+// that names the token its last command tried to set. A lock that returns
+// it lets the history say whose a key left standing is: a key still set to
+// that token after the acquire reported failure is a lost acquire, judged
+// on that acquire alone (without it, on every acquire that could have sent
+// the token, see checker's leak check).
+type AttemptError struct {
+	Token string
+	Err   error
+}
+
+func (e *AttemptError) Error() string { return e.Err.Error() }
+
+// Unwrap makes errors.Is(err, ErrNotAcquired) see through it.
+func (e *AttemptError) Unwrap() error { return e.Err }
+
 // ErrNotHeld is a definite release failure: the server answered that the
 // lock is not (or no longer) this client's. Any other error from Release is an
 // unknown outcome.

@@ -85,6 +85,10 @@ func (rl *recordingLocker) acquire(ctx context.Context, key string) (*lockimpl.L
 			return
 		}
 		o.Error, o.ErrorReply = err.Error(), res == refused
+		var ae *lockimpl.AttemptError
+		if errors.As(err, &ae) {
+			o.Value = ae.Token // the token the failed acquire tried
+		}
 	})
 	return lease, res, err
 }

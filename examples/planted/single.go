@@ -132,10 +132,11 @@ func (l *single) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 		try := l.env.Clock.Mono()
 		ok, err := l.set(ctx, key, tok)
 		if err != nil && l.bug == bugErrIsNo {
-			return nil, lockimpl.ErrNotAcquired // planted: an error read as a no
+			// planted: an error read as a no
+			return nil, &lockimpl.AttemptError{Token: tok, Err: lockimpl.ErrNotAcquired}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("planted %s: acquire: outcome unknown: %w", l.bug, err)
+			return nil, &lockimpl.AttemptError{Token: tok, Err: fmt.Errorf("planted %s: acquire: outcome unknown: %w", l.bug, err)}
 		}
 		if ok && l.env.Clock.Mono()-try >= l.o.TTL-l.o.TTL/10 {
 			// The reply came so late that the key has (nearly) expired:
@@ -153,7 +154,7 @@ func (l *single) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 			return lease, nil
 		}
 		if l.env.Clock.Mono()-start >= l.o.WaitTimeout {
-			return nil, lockimpl.ErrNotAcquired
+			return nil, &lockimpl.AttemptError{Token: tok, Err: lockimpl.ErrNotAcquired}
 		}
 		if err := sleep(ctx, l.env, max(l.o.RetryDelay, time.Millisecond)); err != nil {
 			return nil, err
