@@ -42,6 +42,13 @@ func TestUnpermittedFindingFailsTheRow(t *testing.T) {
 			if len(row.Findings) != 2 {
 				t.Errorf("row findings %+v, want both", row.Findings)
 			}
+			var tl bytes.Buffer
+			if err := WriteTimeline(&tl, nil, res, "t"); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(tl.String(), "not permitted</b>"); got == tc.permitted {
+				t.Errorf("timeline marks a forbidden finding: %v, want %v", got, !tc.permitted)
+			}
 			var b bytes.Buffer
 			if err := WriteJUnit(&b, []JUnitCase{{Row: row}}); err != nil {
 				t.Fatal(err)

@@ -169,6 +169,7 @@ func WriteTimeline(w io.Writer, h checker.History, res checker.Result, title str
 	if wt != nil {
 		fmt.Fprintf(&b, "<p class=\"witness\" id=\"witness\">%s</p>\n", esc(wt.Text))
 	}
+	writeFindings(&b, res)
 	writeLegend(&b, t)
 
 	if wt != nil {
