@@ -82,6 +82,8 @@ func TestRulesRejectedAtLoad(t *testing.T) {
 		{"bad value", "derive:\n  - if: {expiry: sometimes}\n    expect: safe\n    because: x\n", "derive.0.if.expiry", "want one of"},
 		{"bad verdict", "derive:\n  - expect: fine\n    because: x\n", "derive.0.expect", "verdict must be"},
 		{"no reason", "derive:\n  - expect: safe\n", "derive.0.because", "missing"},
+		{"unknown kind", "derive:\n  - expect: safe\n    because: x\n    permit: [two-holders, lies]\n", "derive.0.permit.1", "unknown kind"},
+		{"unknown forbidden kind", "derive:\n  - expect: safe\n    because: x\n    forbid: sloth\n", "derive.0.forbid.0", "unknown kind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("x.yaml", []byte(goodSpec+tc.rules))
@@ -250,6 +252,27 @@ func TestWholeSecondsChangesNoRule(t *testing.T) {
 			if a, b := s.Derived(ms), s.Derived(ws); a.Verdict != b.Verdict {
 				t.Errorf("%s: %s's claims derive %s in milliseconds but %s in whole seconds (%s)", n, info.Name, a.Verdict, b.Verdict, b.Reason)
 			}
+		}
+	}
+}
+
+// TestRulePermitsAndForbids: a rule's permit and forbid lists override the
+// claims' defaults for the locks it matches, with the rule's reason.
+func TestRulePermitsAndForbids(t *testing.T) {
+	s, err := Parse("x.yaml", []byte(goodSpec+"derive:\n  - expect: unsafe\n    because: the pause outlasts the TTL\n    permit: [orphaned-key]\n    forbid: [harm]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
+	got := map[checker.Kind]bool{}
+	for _, p := range s.PermissionsFor(s.Derived(c), c) {
+		got[p.Kind] = p.Permitted
+	}
+	want := map[checker.Kind]bool{checker.KindTwoHolders: true, checker.KindHarm: false, checker.KindOrphanedKey: true,
+		checker.KindReleaseFalseSuccess: false, checker.KindLostAcquireUnknown: true, checker.KindStarvation: false}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s permitted %v, want %v", k, got[k], w)
 		}
 	}
 }

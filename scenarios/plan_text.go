@@ -53,6 +53,23 @@ func (p *Plan) WriteText(w io.Writer) error {
 		exp = fmt.Sprintf("%s (%s): %s", p.Expectation.Verdict, p.Expectation.Source, p.Expectation.Reason)
 	}
 	fmt.Fprintf(&b, "  expected     %s\n", exp)
+	if ps := p.Expectation.Permissions; len(ps) > 0 {
+		var yes, no []string
+		for _, k := range ps {
+			if k.Permitted {
+				yes = append(yes, string(k.Kind))
+			} else {
+				no = append(no, string(k.Kind))
+			}
+		}
+		list := func(ks []string) string {
+			if len(ks) == 0 {
+				return "none"
+			}
+			return strings.Join(ks, ", ")
+		}
+		fmt.Fprintf(&b, "  findings     permitted: %s; forbidden (fail the run wherever they appear): %s\n", list(yes), list(no))
+	}
 	fmt.Fprintf(&b, "  gated        %s\n", p.gatedText())
 	fmt.Fprintf(&b, "  stop         %s\n", p.Stop.text(p.Duration))
 	_, err := io.WriteString(w, b.String())
