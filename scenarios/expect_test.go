@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestDerivedAgreesWithSpecs: on every (scenario, implementation or
@@ -274,5 +275,58 @@ func TestRulePermitsAndForbids(t *testing.T) {
 		if got[k] != w {
 			t.Errorf("%s permitted %v, want %v", k, got[k], w)
 		}
+	}
+}
+
+// TestPermissionDefaults: what a lock's claims and a scenario's facts let
+// it show, without a word in the spec.
+func TestPermissionDefaults(t *testing.T) {
+	single := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
+	plainDel := single
+	plainDel.Release = lockimpl.UnconditionalRelease
+	expiredOnly := single
+	expiredOnly.Release = lockimpl.ExpiredOnlyRelease
+	quorum := single
+	quorum.Topology = lockimpl.Quorum
+	separate := plainDel
+	separate.Expiry = lockimpl.SeparateExpiry
+	fenced := single
+	fenced.Fencing = true
+	for _, tc := range []struct {
+		name    string
+		verdict string
+		c       lockimpl.Claims
+		f       spec.Facts
+		kind    checker.Kind
+		want    bool
+	}{
+		{"an expected overlap", checker.Unsafe, single, spec.Facts{}, checker.KindTwoHolders, true},
+		{"an overlap where safe is expected", checker.Safe, single, spec.Facts{}, checker.KindTwoHolders, false},
+		{"a fenced lock's overlap", checker.Safe, fenced, spec.Facts{}, checker.KindTwoHolders, true},
+		{"harm to a fenced lock's resource", checker.Safe, fenced, spec.Facts{}, checker.KindHarm, false},
+		{"a lying owner-checked release inside an expected overlap", checker.Unsafe, single, spec.Facts{}, checker.KindReleaseFalseSuccess, false},
+		{"a plain DEL's late release", checker.Unsafe, plainDel, spec.Facts{}, checker.KindReleaseFalseSuccess, true},
+		{"a foreign renewal by an owner-checked lock", checker.Unsafe, single, spec.Facts{}, checker.KindExtendFalseSuccess, false},
+		{"an owner-checked release that freed nothing", checker.Safe, single, spec.Facts{}, checker.KindReleaseNotFreed, false},
+		{"seed 000's expired-only release", checker.Deadlock, expiredOnly, spec.Facts{}, checker.KindReleaseNotFreed, true},
+		{"a single-instance lost acquire", checker.Safe, single, spec.Facts{Network: true}, checker.KindLostAcquire, false},
+		{"a quorum lock's lost acquire", checker.Safe, quorum, spec.Facts{}, checker.KindLostAcquire, true},
+		{"an unknown acquire's leak", checker.Safe, single, spec.Facts{}, checker.KindLostAcquireUnknown, true},
+		{"an orphan with crashes and a TTL set with the lock", checker.Safe, single, spec.Facts{Crashes: true}, checker.KindOrphanedKey, false},
+		{"an orphan with crashes and the TTL set apart", checker.Deadlock, separate, spec.Facts{Crashes: true}, checker.KindOrphanedKey, true},
+		{"an orphan while a server's clock is stopped", checker.Safe, single, spec.Facts{ServerTime: true}, checker.KindOrphanedKey, true},
+		{"starvation where deadlock is expected", checker.Deadlock, single, spec.Facts{}, checker.KindStarvation, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, p := range spec.Permissions(Expectation{Verdict: tc.verdict}, tc.c, tc.f) {
+				if p.Kind == tc.kind {
+					if p.Permitted != tc.want || p.Why == "" {
+						t.Errorf("%s permitted %v (%s), want %v", tc.kind, p.Permitted, p.Why, tc.want)
+					}
+					return
+				}
+			}
+			t.Errorf("no permission for %s", tc.kind)
+		})
 	}
 }
