@@ -75,10 +75,7 @@ clients:
 	    echo "client runtimes missing; run: sudo apt-get install -y$$missing"; exit 1; \
 	  fi; \
 	fi
-	@if [ ! -d examples/clients/node-redlock/node_modules ] || \
-	    [ examples/clients/node-redlock/package-lock.json -nt examples/clients/node-redlock/node_modules ]; then \
-	  (cd examples/clients/node-redlock && npm ci --no-audit --no-fund --loglevel=error) && touch examples/clients/node-redlock/node_modules; \
-	fi
+	@examples/clients/node-redlock/install.sh
 
 # The report tests render the suite page and a timeline in headless
 # Chromium (Debian's package) and fail on a page error; under CI=true a
