@@ -23,7 +23,7 @@ func cmdBaseline(ctx context.Context, args []string) error {
 	seed := fs.Uint64("seed", 0, "seed (0: each scenario's)")
 	backend := fs.String("backend", cluster.Auto, "auto, redis-server or embedded")
 	parallel := fs.Int("parallel", 4, "scenario runs at once")
-	operands, err := parseArgs(fs, args, "usage: lockstorm baseline --impl NAME --out FILE [--scenario NAME]...", false)
+	operands, err := parseArgs(fs, args, "usage: lockstorm baseline --impl NAME --out FILE [--scenario NAME]...")
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole bench to this file")
 	fs.StringVar(&f.memprofile, "memprofile", "", "write a heap (alloc) profile at the end to this file")
 	fs.StringVar(&f.compare, "compare", "", "compare the ratios with this baseline file (.ci/bench-baseline.json) and exit 1 when one regressed past its tolerance (goals then only inform)")
-	operands, err := parseArgs(fs, args, "usage: lockstorm bench [--json] [--quick] [--only rows] [--suite] [--root DIR]", false)
+	operands, err := parseArgs(fs, args, "usage: lockstorm bench [--json] [--quick] [--only rows] [--suite] [--root DIR]")
 	if err != nil {
 		return nil, err
 	}

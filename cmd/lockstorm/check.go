@@ -23,7 +23,7 @@ func cmdCheck(args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON rows (same as --format json)")
 	wide := fs.Bool("wide", false, "table and markdown: every figure in its own column")
 	fenced := fs.Bool("fenced", false, "for a bare history.jsonl: the resource was fenced")
-	paths, err := parseArgs(fs, args, checkUsage, true)
+	paths, err := parseArgs(fs, args, checkUsage)
 	if err != nil {
 		return err
 	}

@@ -46,19 +46,13 @@ func topUsage() string {
 var errHelp = &exitError{0, errors.New("")}
 
 // parseArgs parses a subcommand's args with fs, every subcommand alike:
-// -h or --help prints the usage line and every flag on stdout and ends the
-// command with exit 0 (errHelp); a bad flag is exit 2 naming the command.
-// With mixed, flags may follow the operands (see parseMixed). It returns
-// the operands.
-func parseArgs(fs *flag.FlagSet, args []string, usageLine string, mixed bool) ([]string, error) {
+// flags may follow the operands (see parseMixed); -h or --help anywhere
+// prints the usage line and every flag on stdout and ends the command with
+// exit 0 (errHelp); a bad flag is exit 2 naming the command. It returns the
+// operands.
+func parseArgs(fs *flag.FlagSet, args []string, usageLine string) ([]string, error) {
 	fs.SetOutput(io.Discard)
-	var operands []string
-	var err error
-	if mixed {
-		operands, err = parseMixed(fs, args)
-	} else if err = fs.Parse(args); err == nil {
-		operands = fs.Args()
-	}
+	operands, err := parseMixed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		writeHelp(os.Stdout, fs, usageLine)
 		return nil, errHelp

@@ -16,7 +16,7 @@ import (
 // scenarios, the fault kinds and the failpoints.
 func cmdList(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("list", flag.ContinueOnError)
-	operands, err := parseArgs(fs, args, "usage: lockstorm list   (the locks on trial, the embedded scenarios, the fault kinds and the failpoints)", false)
+	operands, err := parseArgs(fs, args, "usage: lockstorm list   (the locks on trial, the embedded scenarios, the fault kinds and the failpoints)")
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ import (
 func cmdReplay(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	n := fs.Int("n", 0, "replays (default 1 for a scheduled run, 5 for a random mode)")
-	operands, err := parseArgs(fs, args, "usage: lockstorm replay [--n N] RUN_DIR   (a run folder that lockstorm run kept)", true)
+	operands, err := parseArgs(fs, args, "usage: lockstorm replay [--n N] RUN_DIR   (a run folder that lockstorm run kept)")
 	if err != nil {
 		return err
 	}

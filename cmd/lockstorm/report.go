@@ -20,7 +20,7 @@ func cmdReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	out := fs.String("o", "", "write the page here (default DIR/index.html, the first DIR's)")
 	format := fs.String("format", "table", "the merged table: table, markdown or json")
-	dirs, err := parseArgs(fs, args, "usage: lockstorm report [-o FILE] DIR...   (DIRs hold run folders, as lockstorm run --out DIR keeps them; shards' results.jsonl are merged)", true)
+	dirs, err := parseArgs(fs, args, "usage: lockstorm report [-o FILE] DIR...   (DIRs hold run folders, as lockstorm run --out DIR keeps them; shards' results.jsonl are merged)")
 	if err != nil {
 		return err
 	}

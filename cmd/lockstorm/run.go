@@ -102,7 +102,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.DurationVar(&f.limits.MinEvery, "min-every", f.limits.MinEvery, "refuse faults that repeat more often than this")
 	fs.Int64Var(&f.limits.MaxHistory, "max-history", f.limits.MaxHistory, "refuse specs whose history could exceed this many entries")
 	fs.IntVar(&f.limits.OpenFiles, "open-files", 0, "open files the run may use (0: this process's RLIMIT_NOFILE)")
-	operands, err := parseArgs(fs, args, "usage: lockstorm run (--scenario NAME|FILE... | --all) [--impl NAME...] [--seed N] [flags]", false)
+	operands, err := parseArgs(fs, args, "usage: lockstorm run (--scenario NAME|FILE... | --all) [--impl NAME...] [--seed N] [flags]")
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func parseShrinkFlags(args []string) (*shrinkFlags, error) {
 	fs.StringVar(&f.backend, "backend", "", "auto, redis-server or embedded (default: the run folder's, else auto)")
 	fs.StringVar(&f.out, "out", "", "where to write the minimal spec (default: RUN_DIR/minimal.yaml, or SCENARIO-IMPL-min.yaml here)")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging on stderr")
-	operands, err := parseArgs(fs, args, shrinkUsage, true)
+	operands, err := parseArgs(fs, args, shrinkUsage)
 	if err != nil {
 		return nil, err
 	}
