@@ -9,7 +9,7 @@ SHIM := build/clockshim.so
 # build it themselves into the user's cache.
 export LOCKSTORM_CLOCKSHIM := $(CURDIR)/$(SHIM)
 
-.PHONY: all build scenarios test planted gate bench-gate noisy redis-server stress-ng chromium clients vet clean
+.PHONY: all build scenarios test docs planted gate bench-gate noisy redis-server stress-ng chromium clients vet clean
 
 all: build
 
@@ -102,6 +102,12 @@ vet:
 test: redis-server stress-ng chromium clients vet $(SHIM)
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 10m ./...
 	cd examples && CI=$${CI:-true} $(GO) test -count=1 -timeout 10m ./...
+
+# Regenerate the tool's own output in the docs (docs/cli.md's -h pages)
+# from the binary; the docs test (TestDocs, in `make test`) fails when they
+# differ. See docs/docs-test.md.
+docs: $(SHIM)
+	LOCKSTORM_DOCS_UPDATE=1 $(GO) test -count=1 -run 'TestDocs$$' ./cmd/lockstorm/
 
 # The battery's own test (examples/planted): locks with bugs planted in
 # them, each flagged with its class by the shipped battery and nothing naming
