@@ -25,7 +25,7 @@ build: $(SHIM)
 
 # The main job: every embedded scenario against the implementations it
 # lists. Uses real redis-server when installed, else the embedded backend
-# (and says so).
+# (and says which).
 scenarios: build
 	./$(BIN) run --all
 

@@ -100,6 +100,9 @@ func docFiles(t *testing.T, root string) []string {
 	return files
 }
 
+// linkRe finds a markdown link's target.
+var linkRe = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
 // staleCountRe finds a count of scenarios in prose: it goes stale with the
 // next scenario added. Docs show `lockstorm list` instead.
 var staleCountRe = regexp.MustCompile(`\b\d+ (?:[a-z-]+ )?scenarios\b`)
@@ -126,6 +129,15 @@ func TestDocs(t *testing.T) {
 		prose, _ := os.ReadFile(filepath.Join(root, name))
 		for _, m := range staleCountRe.FindAllString(stripFences(string(prose)), -1) {
 			t.Errorf("%s: %q: a count of scenarios goes stale; point to `lockstorm list`", name, m)
+		}
+		for _, m := range linkRe.FindAllStringSubmatch(stripFences(string(prose)), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(root, filepath.Dir(name), target)); err != nil {
+				t.Errorf("%s: the link %s leads nowhere", name, m[1])
+			}
 		}
 		t.Run(name, func(t *testing.T) {
 			dir := d.scratch(t, blocks)

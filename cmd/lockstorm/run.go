@@ -320,6 +320,10 @@ func runLogger(f *runFlags, backend string) *slog.Logger {
 		} else {
 			fmt.Fprintln(os.Stderr, "lockstorm: no redis-server on PATH: using the embedded backend (miniredis); install redis-server for real servers")
 		}
+	} else if f.backend == cluster.Auto {
+		// Chosen for the user: say which, as for the embedded one.
+		path, _ := cluster.ServerBinary("")
+		fmt.Fprintf(os.Stderr, "lockstorm: using redis-server (%s)\n", path)
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }

@@ -291,6 +291,8 @@ func (r *Report) WriteMatrix(w io.Writer) error {
 // shows it). Runs that cannot be judged (inconclusive, or no expectation
 // from any source) and scenarios the backend cannot run are skipped
 // subtests, with the reason. Setup failures fail t. Without redis-server the embedded backend is used.
+// Only the scenarios `go test -run` and `-skip` select as subtests are run
+// at all: -run 'TestMyLock/^del-race$' runs that one scenario.
 func Run(t *testing.T, lock lockimpl.Info, b Battery) *Report {
 	t.Helper()
 	if b.Log == nil {
