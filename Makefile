@@ -9,7 +9,7 @@ SHIM := build/clockshim.so
 # build it themselves into the user's cache.
 export LOCKSTORM_CLOCKSHIM := $(CURDIR)/$(SHIM)
 
-.PHONY: all build scenarios test planted gate bench-gate noisy redis-server stress-ng chromium clients vet clean
+.PHONY: all build scenarios test docs planted gate bench-gate noisy redis-server stress-ng chromium clients vet clean
 
 all: build
 
@@ -25,7 +25,7 @@ build: $(SHIM)
 
 # The main job: every embedded scenario against the implementations it
 # lists. Uses real redis-server when installed, else the embedded backend
-# (and says so).
+# (and says which).
 scenarios: build
 	./$(BIN) run --all
 
@@ -75,10 +75,7 @@ clients:
 	    echo "client runtimes missing; run: sudo apt-get install -y$$missing"; exit 1; \
 	  fi; \
 	fi
-	@if [ ! -d examples/clients/node-redlock/node_modules ] || \
-	    [ examples/clients/node-redlock/package-lock.json -nt examples/clients/node-redlock/node_modules ]; then \
-	  (cd examples/clients/node-redlock && npm ci --no-audit --no-fund --loglevel=error) && touch examples/clients/node-redlock/node_modules; \
-	fi
+	@examples/clients/node-redlock/install.sh
 
 # The report tests render the suite page and a timeline in headless
 # Chromium (Debian's package) and fail on a page error; under CI=true a
@@ -105,6 +102,12 @@ vet:
 test: redis-server stress-ng chromium clients vet $(SHIM)
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 10m ./...
 	cd examples && CI=$${CI:-true} $(GO) test -count=1 -timeout 10m ./...
+
+# Regenerate the tool's own output in the docs (docs/cli.md's -h pages)
+# from the binary; the docs test (TestDocs, in `make test`) fails when they
+# differ. See docs/docs-test.md.
+docs: $(SHIM)
+	LOCKSTORM_DOCS_UPDATE=1 $(GO) test -count=1 -run 'TestDocs$$' ./cmd/lockstorm/
 
 # The battery's own test (examples/planted): locks with bugs planted in
 # them, each flagged with its class by the shipped battery and nothing naming

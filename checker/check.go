@@ -78,6 +78,16 @@ func CheckParsed(p Parsed, o Options) Result {
 	return compose(a, runChecks(a))
 }
 
+// ProblemText lists the first few of r's history problems by line, "" when
+// the history had none: a report shows it beside a verdict reached on a
+// damaged history's well-formed part.
+func (r Result) ProblemText() string {
+	if r.Malformed == 0 {
+		return ""
+	}
+	return problemText(&r)
+}
+
 // problemText lists the first few problems.
 func problemText(r *Result) string {
 	const show = 3

@@ -47,6 +47,11 @@ func Evidence(r checker.Result) string {
 			parts = append(parts, fmt.Sprintf("%s not judged: observer behind", plural(r.FalseSuccessUnjudged, "release")))
 		}
 	}
+	if p := r.ProblemText(); p != "" && r.Verdict != checker.Inconclusive {
+		// The verdict rests on the well-formed part of a damaged history
+		// (an inconclusive one already gives the problems as its reason).
+		parts = append(parts, "found in a damaged history: "+p)
+	}
 	if len(parts) == 0 {
 		return NoEvidence
 	}

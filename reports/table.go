@@ -128,6 +128,12 @@ func (r Row) Mark() string {
 	return "ok"
 }
 
+// Fails says the row fails a run: its mark is DIFF. The exit code, the
+// JUnit file and the table's mark all read it, so they agree on every mark:
+// ok, miss (exploratory, not found on this seed) and no expectation never
+// fail.
+func (r Row) Fails() bool { return r.Mark() == "DIFF" }
+
 func paint(s, code string, color bool) string {
 	if !color || code == "" {
 		return s

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/lockstorm/lockstorm/cmd/locktest"
@@ -18,7 +16,6 @@ import (
 // (`run --baseline FILE`) gate on it without hand-written expectations.
 func cmdBaseline(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("baseline", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var scen multi
 	fs.Var(&scen, "scenario", "scenario name or YAML file (repeatable; default: all)")
 	impl := fs.String("impl", "", "the registered implementation to record (required)")
@@ -26,16 +23,12 @@ func cmdBaseline(ctx context.Context, args []string) error {
 	seed := fs.Uint64("seed", 0, "seed (0: each scenario's)")
 	backend := fs.String("backend", cluster.Auto, "auto, redis-server or embedded")
 	parallel := fs.Int("parallel", 4, "scenario runs at once")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
-			return nil
-		}
-		return usage("baseline: %v", err)
+	operands, err := parseArgs(fs, args, "usage: lockstorm baseline --impl NAME --out FILE [--scenario NAME]...")
+	if err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return usage("baseline: unexpected argument %q", fs.Arg(0))
+	if len(operands) > 0 {
+		return usage("baseline: unexpected argument %q", operands[0])
 	}
 	if *impl == "" || *out == "" {
 		return usage("baseline: --impl and --out are required")

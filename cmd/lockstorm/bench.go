@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,7 +44,6 @@ type benchFlags struct {
 func parseBenchFlags(args []string) (*benchFlags, error) {
 	f := &benchFlags{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.BoolVar(&f.json, "json", false, "print the results as one JSON object instead of the table")
 	fs.BoolVar(&f.quick, "quick", false, "shorter drive windows, 3 seeds for time to bug")
 	fs.Var(&f.only, "only", "row groups to run, by number or name: 1 drive, 2 check, 3 ttb, 4 suite, 5 recorder, 6 battery (repeatable or comma-separated)")
@@ -58,17 +56,12 @@ func parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole bench to this file")
 	fs.StringVar(&f.memprofile, "memprofile", "", "write a heap (alloc) profile at the end to this file")
 	fs.StringVar(&f.compare, "compare", "", "compare the ratios with this baseline file (.ci/bench-baseline.json) and exit 1 when one regressed past its tolerance (goals then only inform)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stdout)
-			fmt.Println("usage: lockstorm bench [--json] [--quick] [--only rows] [--suite] [--root DIR]")
-			fs.PrintDefaults()
-			return nil, &exitError{0, errors.New("")}
-		}
-		return nil, usage("bench: %v", err)
+	operands, err := parseArgs(fs, args, "usage: lockstorm bench [--json] [--quick] [--only rows] [--suite] [--root DIR]")
+	if err != nil {
+		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, usage("bench: unexpected argument %q", fs.Arg(0))
+	if len(operands) > 0 {
+		return nil, usage("bench: unexpected argument %q", operands[0])
 	}
 	for _, o := range []struct{ flag, path string }{{"--cpuprofile", f.cpuprofile}, {"--memprofile", f.memprofile}} {
 		if o.path != "" {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/lockstorm/lockstorm/checker"
@@ -16,18 +15,23 @@ import (
 // history alone. A damaged history (bad lines, duplicates, lost lines, no
 // end record) is inconclusive with its problems by line, unless its
 // well-formed part shows a violation.
+const checkUsage = "usage: lockstorm check [--format table|markdown|json] RUN_DIR|history.jsonl ..."
+
 func cmdCheck(args []string) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	format := fs.String("format", reports.FormatTable, "table, markdown or json")
+	asJSON := fs.Bool("json", false, "print JSON rows (same as --format json)")
 	wide := fs.Bool("wide", false, "table and markdown: every figure in its own column")
 	fenced := fs.Bool("fenced", false, "for a bare history.jsonl: the resource was fenced")
-	paths, err := parseMixed(fs, args)
+	paths, err := parseArgs(fs, args, checkUsage)
 	if err != nil {
-		return usage("check: %v", err)
+		return err
 	}
 	if len(paths) == 0 {
-		return usage("usage: lockstorm check RUN_DIR|history.jsonl ...")
+		return usage("%s", checkUsage)
+	}
+	if *asJSON {
+		*format = reports.FormatJSON
 	}
 	var rows []reports.Row
 	mismatch := 0
@@ -35,6 +39,11 @@ func cmdCheck(args []string) error {
 		sum, p, err := reports.ReadRunDirChecked(path)
 		if err != nil {
 			return &exitError{2, fmt.Errorf("check: %w", err)}
+		}
+		// A file no line of which is an entry is not a damaged history but
+		// the wrong file: bad input, not an inconclusive verdict.
+		if len(p.History) == 0 {
+			return &exitError{2, fmt.Errorf("check: %s: not a history (no line is a history entry%s)", path, firstProblem(p))}
 		}
 		// The history judges itself: its header says what the run was
 		// and how to check it, and every figure is recomputed from its
@@ -56,7 +65,7 @@ func cmdCheck(args []string) error {
 		}
 		row.RunDir = path
 		row.SetResult(checker.CheckParsed(p, opts))
-		if !row.AsExpected {
+		if row.Fails() {
 			mismatch++
 		}
 		rows = append(rows, row)
@@ -68,4 +77,12 @@ func cmdCheck(args []string) error {
 		return &exitError{1, errors.New("")}
 	}
 	return nil
+}
+
+// firstProblem is the first unreadable line of p, for the error message.
+func firstProblem(p checker.Parsed) string {
+	if len(p.Problems) == 0 {
+		return ": the file is empty"
+	}
+	return "; " + p.Problems[0].String()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -11,7 +12,17 @@ import (
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
 
-func cmdList(w io.Writer) error {
+// cmdList prints what a spec can name: the locks on trial, the embedded
+// scenarios, the fault kinds and the failpoints.
+func cmdList(w io.Writer, args []string) error {
+	fs := flag.NewFlagSet("list", flag.ContinueOnError)
+	operands, err := parseArgs(fs, args, "usage: lockstorm list   (the locks on trial, the embedded scenarios, the fault kinds and the failpoints)")
+	if err != nil {
+		return err
+	}
+	if len(operands) > 0 {
+		return usage("list: unexpected argument %q", operands[0])
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "IMPLEMENTATIONS\tSOURCE\tWHAT IT DOES")
 	for _, i := range lockimpl.All() {
@@ -32,6 +43,13 @@ func cmdList(w io.Writer) error {
 	fmt.Fprintln(tw, "\nFAULTS\t\t")
 	for _, k := range nemesis.Kinds() {
 		fmt.Fprintf(tw, "%s\t\t%s\n", k, nemesis.Summary(k))
+	}
+	// Every point a spec's failpoints may name: spec validation accepts
+	// exactly these and the command points.
+	fmt.Fprintln(tw, "\nFAILPOINTS\tPOINTS (and cmd/NODE/COMMAND/before|after around each Redis command, e.g. cmd/n1/SET/after)")
+	fmt.Fprintf(tw, "(runner)\t%s\n", strings.Join(scenarios.RunnerPoints, " "))
+	for _, i := range lockimpl.All() {
+		fmt.Fprintf(tw, "%s\t%s\n", i.Name, strings.Join(i.Points, " "))
 	}
 	return tw.Flush()
 }

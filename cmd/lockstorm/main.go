@@ -61,11 +61,11 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usage("usage: lockstorm list | run | check | replay | shrink | report | bench | baseline  (lockstorm CMD -h for flags)")
+		return usage("%s", topUsage())
 	}
 	switch args[0] {
 	case "list":
-		return cmdList(os.Stdout)
+		return cmdList(os.Stdout, args[1:])
 	case "run":
 		return cmdRun(ctx, args[1:])
 	case "check":
@@ -81,10 +81,14 @@ func run(ctx context.Context, args []string) error {
 	case "shrink":
 		return cmdShrink(ctx, args[1:])
 	case "-h", "--help", "help":
-		fmt.Println("usage: lockstorm list | run | check | replay | shrink | report | bench | baseline  (lockstorm CMD -h for flags)")
+		// `lockstorm help CMD` is `lockstorm CMD -h`.
+		if len(args) > 1 && args[0] == "help" {
+			return run(ctx, []string{args[1], "-h"})
+		}
+		fmt.Println(topUsage())
 		return nil
 	}
-	return usage("unknown command %q (want list, run, check, replay, shrink, report, bench or baseline)", args[0])
+	return usage("unknown command %q (want %s)", args[0], strings.Join(commandNames(), ", "))
 }
 
 // parseMixed parses args with fs allowing flags after the operands, as

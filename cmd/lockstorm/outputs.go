@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/lockstorm/lockstorm/reports"
 )
 
 // Output paths are checked before anything starts, so a run is never
@@ -88,4 +90,16 @@ func unwrapPath(err error) error {
 		return fmt.Errorf("%s", pe.Err)
 	}
 	return err
+}
+
+// runFolderLine says where a single run's folder went (replay, shrink and
+// check take it), or why it was not kept; a suite says so with its page.
+func runFolderLine(f *runFlags, r reports.Row) string {
+	switch {
+	case r.RunDir != "":
+		return "run folder: " + r.RunDir + " (timeline.html, history.jsonl; lockstorm replay|shrink|check take it)"
+	case f.keep == reports.KeepNone:
+		return "run folder: not kept (--keep none)"
+	}
+	return "run folder: not kept (a safe run as expected; --keep all keeps every run)"
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -23,15 +22,10 @@ import (
 // of a random one), 1 when not, 2 when the folder cannot be replayed.
 func cmdReplay(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	n := fs.Int("n", 0, "replays (default 1 for a scheduled run, 5 for a random mode)")
-	operands, err := parseMixed(fs, args)
+	operands, err := parseArgs(fs, args, "usage: lockstorm replay [--n N] RUN_DIR   (a run folder that lockstorm run kept)")
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println("usage: lockstorm replay [--n N] RUN_DIR   (a run folder that lockstorm run kept)")
-			return nil
-		}
-		return usage("replay: %v", err)
+		return err
 	}
 	if len(operands) != 1 {
 		return usage("usage: lockstorm replay [--n N] RUN_DIR")

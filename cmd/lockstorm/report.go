@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,16 +18,11 @@ import (
 // violations began relative to the faults. It prints that last part too.
 func cmdReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	out := fs.String("o", "", "write the page here (default DIR/index.html, the first DIR's)")
 	format := fs.String("format", "table", "the merged table: table, markdown or json")
-	dirs, err := parseMixed(fs, args)
+	dirs, err := parseArgs(fs, args, "usage: lockstorm report [-o FILE] DIR...   (DIRs hold run folders, as lockstorm run --out DIR keeps them; shards' results.jsonl are merged)")
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println("usage: lockstorm report [-o FILE] DIR...   (DIRs hold run folders, as lockstorm run --out DIR keeps them; shards' results.jsonl are merged)")
-			return nil
-		}
-		return usage("report: %v", err)
+		return err
 	}
 	if len(dirs) < 1 {
 		return usage("usage: lockstorm report [-o FILE] DIR...")

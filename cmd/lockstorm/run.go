@@ -72,7 +72,6 @@ func rejudgeConfig(n int) int {
 func parseRunFlags(args []string) (*runFlags, error) {
 	f := &runFlags{}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.Var(&f.scenarios, "scenario", "scenario name or YAML file (repeatable)")
 	fs.Var(&f.impls, "impl", "implementation (repeatable; default: the scenario's list)")
 	fs.Var(&f.execs, "exec", "a lock client program speaking lockstorm's line protocol, e.g. 'python3 my_lock.py' (repeatable; see lockimpl/exec)")
@@ -103,16 +102,12 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.DurationVar(&f.limits.MinEvery, "min-every", f.limits.MinEvery, "refuse faults that repeat more often than this")
 	fs.Int64Var(&f.limits.MaxHistory, "max-history", f.limits.MaxHistory, "refuse specs whose history could exceed this many entries")
 	fs.IntVar(&f.limits.OpenFiles, "open-files", 0, "open files the run may use (0: this process's RLIMIT_NOFILE)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
-			return nil, &exitError{0, errors.New("")}
-		}
-		return nil, usage("run: %v", err)
+	operands, err := parseArgs(fs, args, "usage: lockstorm run (--scenario NAME|FILE... | --all) [--impl NAME...] [--seed N] [flags]")
+	if err != nil {
+		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, usage("run: unexpected argument %q", fs.Arg(0))
+	if len(operands) > 0 {
+		return nil, usage("run: unexpected argument %q", operands[0])
 	}
 	if err := f.check(); err != nil {
 		return nil, err
@@ -325,6 +320,10 @@ func runLogger(f *runFlags, backend string) *slog.Logger {
 		} else {
 			fmt.Fprintln(os.Stderr, "lockstorm: no redis-server on PATH: using the embedded backend (miniredis); install redis-server for real servers")
 		}
+	} else if f.backend == cluster.Auto {
+		// Chosen for the user: say which, as for the embedded one.
+		path, _ := cluster.ServerBinary("")
+		fmt.Fprintf(os.Stderr, "lockstorm: using redis-server (%s)\n", path)
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
@@ -376,6 +375,9 @@ func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend strin
 			fmt.Fprintln(os.Stdout, l)
 		}
 		printProcessStats(os.Stdout, results, jobs)
+		if len(jobs) == 1 {
+			fmt.Fprintln(os.Stdout, runFolderLine(f, rows[0]))
+		}
 	}
 	writeErrs := writeRunDirs(f.out, jobs, results, kept, now)
 	if f.junit != "" {
@@ -424,7 +426,7 @@ func collectRows(f *runFlags, results []*scenarios.Outcome, now time.Time) (rows
 		switch {
 		case row.Missed():
 			missed++
-		case !row.AsExpected:
+		case row.Fails():
 			mismatch++
 		}
 		if reports.ShouldKeep(f.keep, out) {

@@ -21,18 +21,30 @@ const ResultsFile = "results.jsonl"
 type shard struct{ k, n int }
 
 // parseShard reads --shard K/N, or else the environment a cluster or CI
-// matrix sets: JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's 0-based
-// index) or LOCKSTORM_SHARD, with LOCKSTORM_SHARDS for N. No flag and no
-// environment: the whole sweep (1 of 1).
+// matrix sets: LOCKSTORM_SHARD as K/N, or LOCKSTORM_SHARD (or a Kubernetes
+// Indexed Job's JOB_COMPLETION_INDEX) as K with LOCKSTORM_SHARDS as N. K is
+// 0-based everywhere, as JOB_COMPLETION_INDEX is: 0/2 and 1/2 are the two
+// halves. No flag and no environment: the whole sweep (0 of 1). A shard
+// half given (K without N) is an error, never the whole sweep run
+// silently on every machine of the matrix.
 func parseShard(flagValue string) (shard, error) {
-	v := flagValue
+	v, from := flagValue, "--shard"
 	if v == "" {
-		k := os.Getenv("LOCKSTORM_SHARD")
+		k, n := os.Getenv("LOCKSTORM_SHARD"), os.Getenv("LOCKSTORM_SHARDS")
+		from = "LOCKSTORM_SHARD"
 		if k == "" {
-			k = os.Getenv("JOB_COMPLETION_INDEX")
+			k, from = os.Getenv("JOB_COMPLETION_INDEX"), "JOB_COMPLETION_INDEX"
 		}
-		if n := os.Getenv("LOCKSTORM_SHARDS"); k != "" && n != "" {
-			v = k + "/" + n
+		switch {
+		case strings.Contains(k, "/"):
+			if n != "" && !strings.HasSuffix(k, "/"+n) {
+				return shard{}, fmt.Errorf("%s=%s and LOCKSTORM_SHARDS=%s disagree on N", from, k, n)
+			}
+			v = k
+		case k != "" && n != "":
+			v, from = k+"/"+n, from+" with LOCKSTORM_SHARDS"
+		case k != "" && from == "LOCKSTORM_SHARD":
+			return shard{}, fmt.Errorf("LOCKSTORM_SHARD=%s without N: set LOCKSTORM_SHARD=K/N or LOCKSTORM_SHARDS=N (K is 0-based)", k)
 		}
 	}
 	if v == "" {
@@ -42,7 +54,7 @@ func parseShard(flagValue string) (shard, error) {
 	k, err1 := strconv.Atoi(ks)
 	n, err2 := strconv.Atoi(ns)
 	if !ok || err1 != nil || err2 != nil || n < 1 || k < 0 || k >= n {
-		return shard{}, fmt.Errorf("--shard %q: want K/N with 0 <= K < N", v)
+		return shard{}, fmt.Errorf("%s %q: want K/N with 0 <= K < N (K is 0-based)", from, v)
 	}
 	return shard{k, n}, nil
 }

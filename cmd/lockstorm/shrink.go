@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -37,7 +36,6 @@ const shrinkUsage = "usage: lockstorm shrink [--impl NAME | --exec CMD] [--seeds
 func parseShrinkFlags(args []string) (*shrinkFlags, error) {
 	f := &shrinkFlags{}
 	fs := flag.NewFlagSet("shrink", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.impl, "impl", "", "the lock (default: the run folder's, or the scenario's only impl)")
 	fs.StringVar(&f.exec, "exec", "", "a lock client program speaking lockstorm's line protocol (the run folder's lock, when it was one)")
 	fs.Uint64Var(&f.seed, "seed", 0, "the first of the K seeds (default: the run folder's, or the scenario's)")
@@ -48,15 +46,9 @@ func parseShrinkFlags(args []string) (*shrinkFlags, error) {
 	fs.StringVar(&f.backend, "backend", "", "auto, redis-server or embedded (default: the run folder's, else auto)")
 	fs.StringVar(&f.out, "out", "", "where to write the minimal spec (default: RUN_DIR/minimal.yaml, or SCENARIO-IMPL-min.yaml here)")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging on stderr")
-	operands, err := parseMixed(fs, args)
+	operands, err := parseArgs(fs, args, shrinkUsage)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Println(shrinkUsage)
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
-			return nil, &exitError{0, errors.New("")}
-		}
-		return nil, usage("shrink: %v", err)
+		return nil, err
 	}
 	if len(operands) != 1 {
 		return nil, usage(shrinkUsage)

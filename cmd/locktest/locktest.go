@@ -104,6 +104,14 @@ type Report struct {
 // means a scenario could not be carried out (bad spec, no backend, a stuck
 // run); verdicts, expected or not, are in the Report.
 func Check(ctx context.Context, lock lockimpl.Info, b Battery) (*Report, error) {
+	return check(ctx, lock, b, nil)
+}
+
+// check is Check running only the runs whose label selected keeps (nil:
+// every one); a scenario the backend cannot run is listed as skipped only
+// when selected would have kept it.
+func check(ctx context.Context, lock lockimpl.Info, b Battery, selected func(label string) bool) (*Report, error) {
+	keeps := func(label string) bool { return selected == nil || selected(label) }
 	if err := lock.Check(); err != nil {
 		return nil, err
 	}
@@ -129,10 +137,15 @@ func Check(ctx context.Context, lock lockimpl.Info, b Battery) (*Report, error) 
 			return nil, err
 		}
 		if why := spec.Unsupported(backend); why != "" {
-			rep.Skipped[spec.Name] = why
+			if keeps(spec.Name) {
+				rep.Skipped[spec.Name] = why
+			}
 			continue
 		}
 		for _, impl := range runsOf(spec, lock.Name) {
+			if !keeps(rep.labelOf(spec.Name, impl)) {
+				continue
+			}
 			info := lock
 			jobs = append(jobs, scenarios.Job{Spec: spec, Config: scenarios.Config{Impl: impl, Info: &info, Seed: b.Seed,
 				Backend: backend, Log: b.Log, Baseline: b.Baseline, ObserverDelay: b.ObserverDelay, FullDuration: b.FullDuration}})
@@ -207,11 +220,13 @@ func runsOf(spec *scenarios.Spec, lock string) []string {
 
 // label names a run in the matrix, the subtests and RunDirs: the scenario,
 // and the variant when the lock ran as one.
-func (r *Report) label(o *scenarios.Outcome) string {
-	if o.Impl == r.Lock || o.Impl == "" {
-		return o.Scenario
+func (r *Report) label(o *scenarios.Outcome) string { return r.labelOf(o.Scenario, o.Impl) }
+
+func (r *Report) labelOf(scenario, impl string) string {
+	if impl == r.Lock || impl == "" {
+		return scenario
 	}
-	return o.Scenario + "." + o.Impl
+	return scenario + "." + impl
 }
 
 // Failures are the runs whose verdict differs from their expectation. An
@@ -311,12 +326,15 @@ func (r *Report) WriteMatrix(w io.Writer) error {
 // shows it). Runs that cannot be judged (inconclusive, or no expectation
 // from any source) and scenarios the backend cannot run are skipped
 // subtests, with the reason. Setup failures fail t. Without redis-server the embedded backend is used.
+// Only the scenarios `go test -run` and `-skip` select as subtests are run
+// at all: -run 'TestMyLock/^del-race$' runs that one scenario.
 func Run(t *testing.T, lock lockimpl.Info, b Battery) *Report {
 	t.Helper()
 	if b.Log == nil {
 		b.Log = slog.New(slog.DiscardHandler)
 	}
-	rep, err := Check(t.Context(), lock, b)
+	// Only the subtests `go test -run/-skip` selects are run at all.
+	rep, err := check(t.Context(), lock, b, subtestFilter(t))
 	if err != nil {
 		t.Fatalf("locktest: %s: %v", lock.Name, err)
 		return nil

@@ -41,7 +41,11 @@ type matrixClient struct {
 	client []string
 	// probe is the runtime check (needRuntime's program and arguments).
 	probe []string
-	port  func(t *testing.T) *lockimpl.Info
+	// install, when set, is the program's own set-up (its packages), run
+	// before the probe: the test prepares what it needs instead of
+	// depending on a make step having run first.
+	install []string
+	port    func(t *testing.T) *lockimpl.Info
 	// specs are the scenarios run by default: few, as a whole-second
 	// client runs each stretched to seconds-long TTLs (LOCKSTORM_CLIENT_MATRIX=1:
 	// every shipped scenario a client process can run).
@@ -95,9 +99,10 @@ func matrixClients() []matrixClient {
 		probe:  py,
 		specs:  []string{"pause-past-ttl"},
 	}, {
-		client: []string{"node", example("node-redlock/redlock.js")},
-		probe:  []string{"node", "-e", "require(process.argv[1])", example("node-redlock/node_modules/redlock")},
-		specs:  []string{"pause-past-ttl"},
+		client:  []string{"node", example("node-redlock/redlock.js")},
+		install: []string{"sh", example("node-redlock/install.sh")},
+		probe:   []string{"node", "-e", "require(process.argv[1])", example("node-redlock/node_modules/redlock")},
+		specs:   []string{"pause-past-ttl"},
 	}}
 }
 
@@ -127,6 +132,10 @@ func TestClientMatrix(t *testing.T) {
 	clients := matrixClients()
 	for k := range clients {
 		mc := &clients[k]
+		if mc.install != nil {
+			needRuntime(t, "npm")
+			needRuntime(t, mc.install[0], mc.install[1:]...)
+		}
 		needRuntime(t, mc.probe[0], mc.probe[1:]...)
 		info, err := Register(ctx, mc.client)
 		if err != nil {

@@ -51,7 +51,7 @@ type Limits struct {
 	OpenFiles int
 }
 
-// DefaultLimits are the limits of `lockstorm run` without flags (README).
+// DefaultLimits are the limits of `lockstorm run` without flags (docs/spec.md).
 func DefaultLimits() Limits {
 	return Limits{MaxNodes: 16, MaxHosts: 256, MaxDuration: 10 * time.Minute, MinEvery: 10 * time.Millisecond, MaxHistory: 20_000_000}
 }
