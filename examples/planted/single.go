@@ -128,6 +128,7 @@ func (l *single) token() string {
 func (l *single) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	tok := l.token()
 	start := l.env.Clock.Mono()
+	var gaveBack error // a give-back whose outcome is unknown: the key may still be ours
 	for {
 		try := l.env.Clock.Mono()
 		ok, err := l.set(ctx, key, tok)
@@ -141,7 +142,9 @@ func (l *single) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 		if ok && l.env.Clock.Mono()-try >= l.o.TTL-l.o.TTL/10 {
 			// The reply came so late that the key has (nearly) expired:
 			// not a lock to trust. Give it back and try again.
-			_ = compareAndDelete.Run(context.WithoutCancel(ctx), l.c, []string{key}, tok).Err()
+			if err := compareAndDelete.Run(context.WithoutCancel(ctx), l.c, []string{key}, tok).Err(); err != nil && !errors.Is(err, redis.Nil) {
+				gaveBack = err
+			}
 			ok = false
 		}
 		if ok {
@@ -154,6 +157,11 @@ func (l *single) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 			return lease, nil
 		}
 		if l.env.Clock.Mono()-start >= l.o.WaitTimeout {
+			if gaveBack != nil {
+				// Not a definite no: the key we tried to give back may
+				// still hold our token until its TTL.
+				return nil, &lockimpl.AttemptError{Token: tok, Err: fmt.Errorf("planted %s: acquire: give-back failed, outcome unknown: %w", l.bug, gaveBack)}
+			}
 			return nil, &lockimpl.AttemptError{Token: tok, Err: lockimpl.ErrNotAcquired}
 		}
 		if err := sleep(ctx, l.env, max(l.o.RetryDelay, time.Millisecond)); err != nil {
