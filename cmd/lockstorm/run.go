@@ -369,13 +369,9 @@ func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend strin
 			return &exitError{2, fmt.Errorf("--shard: %w", err)}
 		}
 	}
-	verdictErr := printVerdicts(f, rows, mismatch, missed)
+	verdictErr := printVerdicts(os.Stdout, f, rows, mismatch, missed)
 	if f.format != reports.FormatJSON {
-		fmt.Fprintln(os.Stdout, summaryLine(rows, time.Since(started)))
-		if l := timeLine(rows); l != "" {
-			fmt.Fprintln(os.Stdout, l)
-		}
-		printProcessStats(os.Stdout, results, jobs)
+		printTail(os.Stdout, "", rows, time.Since(started), processStats(results, jobs))
 	}
 	writeErrs := writeRunDirs(f.out, jobs, results, kept, now)
 	if f.junit != "" {
@@ -458,10 +454,10 @@ var afterRuns func()
 
 // printVerdicts prints the table (or the per-seed aggregate) and the
 // replay lines, and returns the exit error the verdicts call for.
-func printVerdicts(f *runFlags, rows []reports.Row, mismatch, missed int) error {
+func printVerdicts(w io.Writer, f *runFlags, rows []reports.Row, mismatch, missed int) error {
 	if f.seeds > 1 {
 		agg := reports.Aggregate(rows)
-		if err := reports.WriteAggregate(os.Stdout, agg, f.format); err != nil {
+		if err := reports.WriteAggregate(w, agg, f.format); err != nil {
 			return &exitError{2, err}
 		}
 		// As with one seed and as `report` merging shards: a DIFF fails the
@@ -482,32 +478,34 @@ func printVerdicts(f *runFlags, rows []reports.Row, mismatch, missed int) error 
 			}
 		}
 		if len(shown) == 0 {
-			fmt.Printf("all %d verdicts as expected\n", len(rows))
+			fmt.Fprintf(w, "all %d verdicts as expected\n", len(rows))
 		}
 	}
 	if len(shown) > 0 || !f.onlyDiff {
-		if err := reports.WriteTable(os.Stdout, shown, reports.TableOptions{Format: f.format, Wide: f.wide, Color: isTerminal(os.Stdout)}); err != nil {
+		if err := reports.WriteTable(w, shown, reports.TableOptions{Format: f.format, Wide: f.wide, Color: isTerminal(os.Stdout)}); err != nil {
 			return &exitError{2, err}
 		}
 	}
 	if missed > 0 && f.format != reports.FormatJSON {
-		fmt.Fprintf(os.Stdout, "\n%d exploratory run(s) did not find their failure on this seed (marked miss; not a regression):\n", missed)
+		fmt.Fprintln(w, "\n"+foldLine(fmt.Sprintf("%d exploratory run(s) did not find their failure on this seed (marked miss; not a regression):", missed), ""))
 		for _, r := range rows {
 			if r.Missed() {
-				fmt.Fprintf(os.Stdout, "  %s\n", r.Replay)
+				fmt.Fprintln(w, foldCommand("  "+r.Replay, "      "))
 			}
 		}
 	}
 	if mismatch > 0 {
 		if f.format != reports.FormatJSON {
-			fmt.Fprintf(os.Stdout, "\n%d of %d verdicts differ from the expected ones; replay with:\n", mismatch, len(rows))
+			fmt.Fprintf(w, "\n%d of %d verdicts differ from the expected ones; replay with:\n", mismatch, len(rows))
 			for _, r := range rows {
 				if !r.AsExpected && !r.Missed() {
-					// The folder on a line of its own keeps the output within
-					// a 100-column terminal.
-					fmt.Fprintf(os.Stdout, "  %s\n", r.Replay)
-					if r.RunDir != "" {
-						fmt.Fprintf(os.Stdout, "      # %s\n", r.RunDir)
+					fmt.Fprintln(w, foldCommand("  "+r.Replay, "      "))
+					// A suite's page (named below the table) links every
+					// folder it kept: their paths, longer than a line with
+					// long names, are left to it. One run's folder is on a
+					// line of its own.
+					if r.RunDir != "" && len(rows) == 1 {
+						fmt.Fprintf(w, "      # %s\n", r.RunDir)
 					}
 				}
 			}
@@ -522,18 +520,36 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// printProcessStats shows, after the table, the requests that client
+// processStats says, for the table's tail, which requests client
 // processes (--exec) left unknown by dying, breaking the protocol or not
 // answering: each is an unknown outcome in the history, and a flaky client
 // program must not pass for a flaky lock.
-func printProcessStats(w io.Writer, results []*scenarios.Outcome, jobs []job) {
+func processStats(results []*scenarios.Outcome, jobs []job) []string {
+	var lines []string
 	for i, out := range results {
 		if out == nil || out.Processes == nil || out.Processes.Unknown() == 0 {
 			continue
 		}
 		p := out.Processes
-		fmt.Fprintf(w, "client processes of %s × %s: %d started; %d requests unknown (%d died, %d malformed replies, %d timeouts)\n",
-			jobs[i].spec.Name, jobs[i].impl, p.Starts, p.Unknown(), p.Deaths, p.Malformed, p.Timeouts)
+		lines = append(lines, fmt.Sprintf("client processes of %s × %s: %d started; %d requests unknown (%d died, %d malformed replies, %d timeouts)",
+			jobs[i].spec.Name, jobs[i].impl, p.Starts, p.Unknown(), p.Deaths, p.Malformed, p.Timeouts))
+	}
+	return lines
+}
+
+// printTail prints the lines under the table: the note on an interrupted
+// suite, the summary, where the time went and the client processes'
+// unknown requests, each folded to the table's width.
+func printTail(w io.Writer, note string, rows []reports.Row, wall time.Duration, stats []string) {
+	lines := []string{summaryLine(rows, wall)}
+	if note != "" {
+		lines = append([]string{note}, lines...)
+	}
+	if l := timeLine(rows); l != "" {
+		lines = append(lines, l)
+	}
+	for _, l := range append(lines, stats...) {
+		fmt.Fprintln(w, foldLine(l, "    "))
 	}
 }
 
@@ -583,11 +599,11 @@ func summaryLine(rows []reports.Row, wall time.Duration) string {
 			inconclusive++
 		}
 	}
-	s := fmt.Sprintf("summary: %d runs, %d as expected, %d DIFF, %d miss, %d inconclusive", len(rows), ok, diff, miss, inconclusive)
+	s := fmt.Sprintf("summary: %d runs in %.1f s: %d as expected, %d DIFF, %d miss, %d inconclusive", len(rows), wall.Seconds(), ok, diff, miss, inconclusive)
 	if none > 0 {
 		s += fmt.Sprintf(", %d without expectation", none)
 	}
-	return s + fmt.Sprintf("; wall %.1f s", wall.Seconds())
+	return s
 }
 
 // timeLine says where the runs' time went, summed over the runs: their
