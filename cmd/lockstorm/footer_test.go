@@ -36,8 +36,8 @@ func wideRows() []reports.Row {
 	}{
 		{"set-nx-px", checker.Unsafe, checker.Unsafe, true, false},
 		{"redlock-majority-retry-with-watchdog-and-fencing-tokens-v2", checker.Safe, checker.Unsafe, false, false}, // miss
-		{"lua-getset", checker.Safe, checker.Unsafe, false, true},                                                 // DIFF
-		{"exec:seed003_getset_with_a_long_script_name.py", checker.Inconclusive, "", true, false},                 // no expectation
+		{"lua-getset", checker.Safe, checker.Unsafe, false, true},                                                  // DIFF
+		{"exec:seed003_getset_with_a_long_script_name.py", checker.Inconclusive, "", true, false},                  // no expectation
 		{"setnx-del", checker.Deadlock, checker.Safe, false, true},
 	} {
 		r := base
@@ -126,7 +126,7 @@ func TestFold(t *testing.T) {
 	word := strings.Repeat("x", 30)
 	for _, tc := range []struct {
 		name, s, cont string
-		want         []string
+		want          []string
 	}{
 		{"short", "  a b c", " \\", []string{"  a b c"}},
 		{"empty", "", "", []string{""}},
