@@ -219,21 +219,33 @@ func cmdRun(ctx context.Context, args []string) error {
 	// A run that could not run (its set-up failed, say a Sentinel that was
 	// not ready on a loaded machine) is the harness's failure, not a
 	// verdict: the others' verdicts are still printed and written, then the
-	// failures, and the exit is 2.
+	// failures, and the exit is 2. An interrupt (SIGINT, SIGTERM) cuts
+	// short the runs in progress and starts no other: what finished is
+	// reported as a whole suite would be (main exits 130).
+	interrupted := ctx.Err() != nil
 	var failed []error
 	var ranJobs []job
 	var ran []*scenarios.Outcome
 	for i := range jobs {
 		if errs[i] != nil {
-			failed = append(failed, fmt.Errorf("%s × %s seed %d: %w", jobs[i].spec.Name, jobs[i].impl, jobs[i].seed, errs[i]))
+			if !interrupted || !errors.Is(errs[i], context.Canceled) {
+				failed = append(failed, fmt.Errorf("%s × %s seed %d: %w", jobs[i].spec.Name, jobs[i].impl, jobs[i].seed, errs[i]))
+			}
 			continue
 		}
 		ranJobs, ran = append(ranJobs, jobs[i]), append(ran, results[i])
 	}
+	note := ""
+	if interrupted {
+		note = fmt.Sprintf("interrupted after %d of %d runs", len(ran), len(jobs))
+	}
 	if len(ran) == 0 {
+		if interrupted {
+			failed = append([]error{errors.New(note)}, failed...)
+		}
 		return &exitError{2, errors.Join(failed...)}
 	}
-	err = report(f, ranJobs, ran, backend, started, sh)
+	err = report(f, ranJobs, ran, backend, started, sh, len(jobs) > 1, note)
 	if len(failed) > 0 {
 		return &exitError{2, fmt.Errorf("%d of %d runs could not run (the verdicts above are the others'):\n%w", len(failed), len(jobs), errors.Join(failed...))}
 	}
@@ -351,12 +363,15 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, backend string, base 
 // report prints the verdicts, then writes the suite page, the shard's
 // results, the run folders and JUnit. The verdicts come first: a failed
 // write is reported below the table (exit 2) instead of swallowing them.
-func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend string, started time.Time, sh shard) error {
+// suite says more than one run was asked for (a page then links them);
+// note, when set, says the suite was interrupted, above the summary and in
+// the page's title.
+func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend string, started time.Time, sh shard, suite bool, note string) error {
 	now := time.Now()
 	rows, cases, kept, mismatch, missed := collectRows(f, results, now)
-	if len(jobs) > 1 && f.keep != reports.KeepNone {
+	if suite && f.keep != reports.KeepNone {
 		// A suite gets a page linking every run folder it kept.
-		index, err := writeSuitePage(f, rows, results, backend, now, started)
+		index, err := writeSuitePage(f, rows, results, backend, now, started, note)
 		if err != nil {
 			return &exitError{2, err}
 		}
@@ -371,7 +386,7 @@ func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend strin
 	}
 	verdictErr := printVerdicts(os.Stdout, f, rows, mismatch, missed)
 	if f.format != reports.FormatJSON {
-		printTail(os.Stdout, "", rows, time.Since(started), processStats(results, jobs))
+		printTail(os.Stdout, note, rows, time.Since(started), processStats(results, jobs))
 	}
 	writeErrs := writeRunDirs(f.out, jobs, results, kept, now)
 	if f.junit != "" {
@@ -434,7 +449,7 @@ func collectRows(f *runFlags, results []*scenarios.Outcome, now time.Time) (rows
 }
 
 // writeSuitePage writes the suite page (index.html) linking every run.
-func writeSuitePage(f *runFlags, rows []reports.Row, results []*scenarios.Outcome, backend string, now, started time.Time) (string, error) {
+func writeSuitePage(f *runFlags, rows []reports.Row, results []*scenarios.Outcome, backend string, now, started time.Time, note string) (string, error) {
 	suite := make([]reports.SuiteRun, len(rows))
 	for i, out := range results {
 		suite[i] = reports.NewSuiteRun(rows[i], out.History, out.Result, f.out)
@@ -443,8 +458,11 @@ func writeSuitePage(f *runFlags, rows []reports.Row, results []*scenarios.Outcom
 		return "", err
 	}
 	index := filepath.Join(f.out, reports.IndexFile)
-	err := reports.WriteSuiteFile(index, suite, reports.SuiteInfo{Backend: backend, Seeds: f.seeds, Date: now,
-		Version: reports.LockstormVersion(), Wall: time.Since(started)})
+	info := reports.SuiteInfo{Backend: backend, Seeds: f.seeds, Date: now, Version: reports.LockstormVersion(), Wall: time.Since(started)}
+	if note != "" {
+		info.Title = "lockstorm suite: " + note
+	}
+	err := reports.WriteSuiteFile(index, suite, info)
 	return index, err
 }
 
