@@ -25,6 +25,7 @@ func cmdReplay(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	n := fs.Int("n", 0, "replays (default 1 for a scheduled run, 5 for a random mode)")
+	allowExec := fs.Bool("allow-exec", false, "let the client program that the folder's scenario names (exec:) start: a folder is data")
 	operands, err := parseMixed(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -45,7 +46,12 @@ func cmdReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return &exitError{2, fmt.Errorf("replay: %s: %w", dir, err)}
 	}
-	spec, err := scenarios.Load(filepath.Join(dir, reports.ScenarioFile))
+	lim := scenarios.DefaultLimits()
+	lim.AllowExec = *allowExec
+	spec, err := scenarios.LoadWith(filepath.Join(dir, reports.ScenarioFile), lim)
+	if err == nil {
+		err = spec.NeedsConsent(sum.Row.Impl)
+	}
 	if err != nil {
 		return &exitError{2, fmt.Errorf("replay: %w", err)}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/lockimpl"
 	execlock "github.com/lockstorm/lockstorm/lockimpl/exec"
 	"github.com/lockstorm/lockstorm/reports"
 	"github.com/lockstorm/lockstorm/scenarios"
@@ -38,6 +39,7 @@ type runFlags struct {
 	scenarios multi
 	impls     multi
 	execs     cmds
+	allowExec bool
 	all       bool
 	seed      uint64
 	seeds     int
@@ -76,6 +78,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.Var(&f.scenarios, "scenario", "scenario name or YAML file (repeatable)")
 	fs.Var(&f.impls, "impl", "implementation (repeatable; default: the scenario's list)")
 	fs.Var(&f.execs, "exec", "a lock client program speaking lockstorm's line protocol, e.g. 'python3 my_lock.py' (repeatable; see lockimpl/exec)")
+	fs.BoolVar(&f.allowExec, "allow-exec", false, "let the client programs that a spec's variants name (exec:) start; a spec is data, and without this a run that needs one is refused (a program given with --exec needs no more consent)")
 	fs.BoolVar(&f.all, "all", false, "run every embedded scenario")
 	fs.BoolVar(&f.gatedOnly, "gated", false, "with --all: only gated scenarios")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed (0: the scenario's)")
@@ -159,6 +162,8 @@ func (f *runFlags) check() error {
 			return err
 		}
 	}
+	// A dry run starts nothing, programs allowed or not: it shows them.
+	f.limits.AllowExec = f.allowExec && !f.dryRun
 	if f.all {
 		for _, n := range scenarios.Names() {
 			f.scenarios = append(f.scenarios, n)
@@ -262,6 +267,17 @@ func registerExecs(ctx context.Context, f *runFlags) (map[string]bool, error) {
 		if err != nil {
 			return nil, usage("run: --exec: %v", err)
 		}
+		if f.dryRun {
+			// Not asked its hello: the plan shows the command line.
+			name := execlock.DefaultName(argv)
+			if _, err := lockimpl.Lookup(name); err == nil {
+				return nil, usage("run: --exec %s: the name %s is taken", line, name)
+			}
+			lockimpl.Register(lockimpl.Unasked(name, argv))
+			f.impls = append(f.impls, name)
+			external[name] = true
+			continue
+		}
 		info, err := execlock.Register(ctx, argv)
 		if err != nil {
 			return nil, usage("run: --exec: %v", err)
@@ -296,6 +312,11 @@ func loadJobs(f *runFlags, backend string, external map[string]bool) ([]job, err
 			return nil, usage("run: scenario %s lists no impls; give --impl", spec.Name)
 		}
 		for _, impl := range impls {
+			if !f.dryRun {
+				if err := spec.NeedsConsent(impl); err != nil {
+					return nil, &exitError{2, err}
+				}
+			}
 			// The client protocol hands a process node addresses
 			// (LOCKSTORM_NODES), not Sentinels to ask: it cannot follow a
 			// Sentinel failover, so the run would judge a connection
