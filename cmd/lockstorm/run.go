@@ -408,6 +408,8 @@ func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend strin
 	verdictErr := printVerdicts(os.Stdout, f, rows, mismatch, missed)
 	if f.format != reports.FormatJSON {
 		printTail(os.Stdout, note, rows, time.Since(started), processStats(results, jobs))
+	} else if note != "" {
+		fmt.Fprintln(os.Stderr, "lockstorm:", note) // stdout is the rows
 	}
 	writeErrs := writeRunDirs(f.out, jobs, results, kept, now)
 	if f.junit != "" {
