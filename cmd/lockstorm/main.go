@@ -48,8 +48,8 @@ func main() {
 	go func() {
 		<-sigs
 		signal.Stop(sigs)
-		cancel()
 		fmt.Fprintln(os.Stderr, "\nlockstorm: interrupted: reporting what finished (interrupt again to stop at once)")
+		cancel()
 	}()
 	err := run(ctx, os.Args[1:])
 	interrupted := ctx.Err() != nil
