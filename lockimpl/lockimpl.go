@@ -236,6 +236,10 @@ type Info struct {
 	// release variant, a watchdog switched on); nil means Claims whatever
 	// the options.
 	ClaimsFor func(o Options) Claims
+	// Program is the command line of a client program that serves each
+	// client as a process (lockimpl/exec); nil for a lock in Go. A plan
+	// names it: a run starts it.
+	Program []string
 }
 
 // ClaimsUnder returns the claims the lock makes when run with o.

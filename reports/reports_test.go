@@ -813,3 +813,21 @@ func TestTimelineDrawsServerEvents(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// The replay command of a run whose lock is the spec's client program
+// carries the consent that program needs; a Go lock's does not.
+func TestReplayCommandAllowsExec(t *testing.T) {
+	spec, err := scenarios.Parse("exec.yaml", []byte("name: m\nduration: 1s\nclients: 2\nimpls: [v, set-nx-px]\nvariants:\n  v:\n    exec: [cat]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		impl string
+		want bool
+	}{{"v", true}, {"set-nx-px", false}} {
+		o := &scenarios.Outcome{Scenario: "m", Impl: tc.impl, Seed: 1, Backend: "embedded", Spec: spec}
+		if got := strings.HasSuffix(ReplayCommand(o), " --allow-exec"); got != tc.want {
+			t.Errorf("%s: %q, want --allow-exec %v", tc.impl, ReplayCommand(o), tc.want)
+		}
+	}
+}

@@ -240,7 +240,11 @@ func ReplayCommand(o *scenarios.Outcome) string {
 	if o.Spec != nil && o.Spec.File != "" && !isEmbedded(o.Spec.File) {
 		scen = o.Spec.File
 	}
-	return fmt.Sprintf("lockstorm run --scenario %s --impl %s --seed %d --backend %s", scen, o.Impl, o.Seed, o.Backend)
+	cmd := fmt.Sprintf("lockstorm run --scenario %s --impl %s --seed %d --backend %s", scen, o.Impl, o.Seed, o.Backend)
+	if o.Spec != nil && len(o.Spec.Variants[o.Impl].Exec) > 0 {
+		cmd += " --allow-exec" // the lock is the spec's client program
+	}
+	return cmd
 }
 
 func isEmbedded(file string) bool { return len(file) > 6 && file[:6] == "specs/" }

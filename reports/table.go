@@ -278,10 +278,14 @@ func (g grouped) write(w io.Writer, color bool) error {
 			cw[i] = max(cw[i], width(c))
 		}
 	}
-	fixed := 0
-	for _, c := range cw {
-		fixed += c + len(gap)
+	// A name too long to leave the evidence its minimum goes on a line of
+	// its own above its row, so that no line passes the width.
+	others := 0
+	for _, c := range cw[1:] {
+		others += c + len(gap)
 	}
+	cw[0] = min(cw[0], max(width(g.head[0]), total-minEvidence-others-len(gap)))
+	fixed := others + cw[0] + len(gap)
 	ew := max(minEvidence, total-fixed)
 
 	var b strings.Builder
@@ -303,9 +307,17 @@ func (g grouped) write(w io.Writer, color bool) error {
 	for _, r := range g.rows {
 		if r.group != prev {
 			prev = r.group
-			b.WriteString(paint(r.group, "1", color) + "\n")
+			for _, l := range wrap(r.group, total, maxEvidenceLines) {
+				b.WriteString(paint(l, "1", color) + "\n")
+			}
 		}
 		cells := append([]string{indent + r.cells[0]}, r.cells[1:]...)
+		if width(cells[0]) > cw[0] {
+			for _, l := range wrap(r.cells[0], total-len(indent), maxEvidenceLines) {
+				b.WriteString(indent + l + "\n")
+			}
+			cells[0] = ""
+		}
 		ev := wrap(r.last, ew, maxEvidenceLines)
 		line(cells, r.colors, ev[0])
 		for _, l := range ev[1:] {

@@ -38,7 +38,7 @@ func TestExecVariantRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Parse("exec.yaml", []byte(fmt.Sprintf(`name: exec-variant
+	spec, err := parseAllowed("exec.yaml", []byte(fmt.Sprintf(`name: exec-variant
 clients: 3
 keys: 1
 duration: 1500ms
@@ -98,10 +98,17 @@ expected:
 	}
 }
 
+// parseAllowed parses a spec whose programs the test allows to start.
+func parseAllowed(file string, b []byte) (*Spec, error) {
+	lim := DefaultLimits()
+	lim.AllowExec = true
+	return ParseWith(file, b, lim)
+}
+
 // A program that runs but does not speak the protocol is refused at load,
-// at the variant's exec line.
+// at the variant's exec line, when it may start.
 func TestExecVariantNoHello(t *testing.T) {
-	_, err := Parse("exec.yaml", []byte(`name: m
+	_, err := parseAllowed("exec.yaml", []byte(`name: m
 duration: 1s
 clients: 2
 impls: [v]
@@ -112,5 +119,63 @@ variants:
 	var se *SpecError
 	if !errors.As(err, &se) || se.Line != 7 || se.Field != "variants.v.exec" || !strings.Contains(se.Msg, "hello") {
 		t.Fatalf("err = %v; want exec.yaml:7: variants.v.exec: ... no hello reply", err)
+	}
+}
+
+// A spec is data: without Limits.AllowExec the program an exec variant
+// names is not started at load (no hello asked), compiles into a plan that
+// names it, and Run refuses it at the variant's exec line; with it, the
+// program starts at load.
+func TestExecVariantNeedsConsent(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "started")
+	prog := filepath.Join(dir, "client")
+	script := "#!/bin/sh\ntouch '" + marker + "'\nwhile read c r; do case \"$c\" in hello) echo 'hello 1 name=m';; *) echo ok;; esac; done\n"
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := []byte(fmt.Sprintf("name: m\nduration: 1s\nclients: 2\nimpls: [v]\nvariants:\n  v:\n    exec: [%s]\n", prog))
+	for _, tc := range []struct {
+		name    string
+		parse   func(string, []byte) (*Spec, error)
+		started bool
+	}{
+		{"default limits", Parse, false},
+		{"allowed", parseAllowed, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(marker)
+			spec, err := tc.parse("exec.yaml", src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(marker); (err == nil) != tc.started {
+				t.Fatalf("program started at load: %v, want %v", err == nil, tc.started)
+			}
+			p, err := Compile(spec, Config{Impl: "v"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Program == nil || len(p.Program.Argv) != 1 || p.Program.Argv[0] != prog || p.Program.Unasked == tc.started {
+				t.Errorf("plan's program %+v, want [%s] unasked %v", p.Program, prog, !tc.started)
+			}
+			err = spec.NeedsConsent("v")
+			var se *SpecError
+			switch {
+			case tc.started && err != nil:
+				t.Errorf("allowed, yet NeedsConsent = %v", err)
+			case !tc.started && (!errors.As(err, &se) || se.Line != 7 || se.Field != "variants.v.exec" || !strings.Contains(se.Msg, "--allow-exec")):
+				t.Errorf("NeedsConsent = %v; want exec.yaml:7: variants.v.exec: ... --allow-exec", err)
+			}
+			if tc.started {
+				return
+			}
+			if _, err := Run(context.Background(), spec, Config{Impl: "v", Backend: cluster.Embedded}); !errors.As(err, &se) {
+				t.Errorf("Run = %v; want the consent error", err)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Errorf("Run started the program")
+			}
+		})
 	}
 }

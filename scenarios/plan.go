@@ -59,6 +59,10 @@ type Plan struct {
 	// (lockimpl.Claims.Granularity): see FitTimeScale.
 	TimeScale *checker.TimeScale `json:"time_scale,omitempty"`
 
+	// Program is the client program the lock is, started once per client
+	// (nil: a lock in Go).
+	Program *PlanProgram `json:"program,omitempty"`
+
 	// Gated says a DIFF of this run fails the gate (gatedRun); SpecGated
 	// is the spec's own gating, which the history's header records.
 	Gated     bool `json:"gated"`
@@ -170,6 +174,15 @@ type PlanStop struct {
 	Bound time.Duration `json:"bound_ns"`
 }
 
+// PlanProgram is a client program a run starts, once per client.
+type PlanProgram struct {
+	Argv []string `json:"argv"`
+	// Unasked says it was not started to ask its hello (a spec's program
+	// without the user's consent, or a dry run): its claims, and so a
+	// derived expectation, are unknown.
+	Unasked bool `json:"unasked,omitempty"`
+}
+
 // Compile turns spec, the lock cfg names and cfg into a plan, or says why
 // it cannot run (an unknown implementation, a lock that refuses the
 // spec's options). Nothing is started.
@@ -198,6 +211,9 @@ func Compile(spec *Spec, cfg Config) (*Plan, error) {
 		TimeScale: ts, info: info, ClientTimeout: spec.ClientTimeout, SpecGated: spec.IsGated()}
 	if p.Nodes == 0 {
 		p.Nodes = info.NodesUnder(opts)
+	}
+	if info.Program != nil {
+		p.Program = &PlanProgram{Argv: info.Program, Unasked: info.Unasked()}
 	}
 	if p.Hosts == 0 {
 		p.Hosts = min(spec.Clients, 64)

@@ -32,6 +32,13 @@ func (p *Plan) WriteText(w io.Writer) error {
 		lock = p.Impl + " = " + p.Lock
 	}
 	fmt.Fprintf(&b, "  lock         %s; ttl %v, retry %v, wait %v\n", lock, p.Options.TTL, p.Options.RetryDelay, p.Options.WaitTimeout)
+	if p.Program != nil {
+		fmt.Fprintf(&b, "  program      %s, started once per client\n", shellLine(p.Program.Argv))
+		if p.Program.Unasked {
+			b.WriteString("               not asked its hello (name, claims): a spec's program starts only with\n" +
+				"               --allow-exec, and a dry run starts nothing\n")
+		}
+	}
 	fmt.Fprintf(&b, "  claims       %s\n", claimsText(p.Claims))
 	p.writeTopology(&b)
 	fmt.Fprintf(&b, "  traffic      %d client(s) on %d host(s), %d key(s), %v\n", p.Clients, p.Hosts, p.Keys, p.Duration)
@@ -230,4 +237,17 @@ func flow(v any) string {
 		return fmt.Sprintf("%+v", v)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// shellLine is argv as it would be typed: a word with a space, a quote or
+// a shell character in it is single-quoted.
+func shellLine(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = a
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`;&|<>()*?[]{}~#!") {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
 }

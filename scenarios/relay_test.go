@@ -59,7 +59,7 @@ func TestWirePointsExplored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Parse("wire.yaml", []byte(fmt.Sprintf(`name: wire-points
+	spec, err := parseAllowed("wire.yaml", []byte(fmt.Sprintf(`name: wire-points
 mode: random
 clients: 6
 keys: 1

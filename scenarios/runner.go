@@ -203,6 +203,13 @@ type run struct {
 // up with an error instead of hanging (the stuck goroutines are abandoned;
 // the servers die with the process).
 func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
+	if cfg.Info == nil {
+		// A spec is data: the program it names starts only with the
+		// user's consent (Limits.AllowExec), whoever calls Run.
+		if err := spec.NeedsConsent(cfg.Impl); err != nil {
+			return nil, err
+		}
+	}
 	again := cfg.Rejudge
 	if again == 0 {
 		again = 2

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"os"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestExitOnDiffNotMiss(t *testing.T) {
 			}
 			stdout := os.Stdout
 			os.Stdout, _ = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-			err := printVerdicts(&runFlags{seeds: tc.seeds, format: reports.FormatTable}, tc.rows, mismatch, missed)
+			err := printVerdicts(io.Discard, &runFlags{seeds: tc.seeds, format: reports.FormatTable}, tc.rows, mismatch, missed)
 			os.Stdout.Close()
 			os.Stdout = stdout
 			var ee *exitError

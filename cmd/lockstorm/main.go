@@ -38,11 +38,23 @@ func usage(format string, args ...any) error {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT or SIGTERM cancels ctx: the runs in progress stop
+	// and what finished is reported. Stopping the relay then gives a second
+	// signal its default action, ending lockstorm at once; its servers and
+	// client processes die with it (Pdeathsig).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-sigs
+		signal.Stop(sigs)
+		fmt.Fprintln(os.Stderr, "\nlockstorm: interrupted: reporting what finished (interrupt again to stop at once)")
+		cancel()
+	}()
 	err := run(ctx, os.Args[1:])
 	interrupted := ctx.Err() != nil
-	stop()
-	if err == nil {
+	cancel()
+	if err == nil && !interrupted {
 		return
 	}
 	code := 2
@@ -53,7 +65,7 @@ func main() {
 	if interrupted {
 		code = 130
 	}
-	if err.Error() != "" {
+	if err != nil && err.Error() != "" {
 		fmt.Fprintln(os.Stderr, "lockstorm:", err)
 	}
 	os.Exit(code)

@@ -23,6 +23,7 @@ import (
 func cmdReplay(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	n := fs.Int("n", 0, "replays (default 1 for a scheduled run, 5 for a random mode)")
+	allowExec := fs.Bool("allow-exec", false, "let the client program that the folder's scenario names (exec:) start: a folder is data")
 	operands, err := parseArgs(fs, args, "usage: lockstorm replay [--n N] RUN_DIR   (a run folder that lockstorm run kept)")
 	if err != nil {
 		return err
@@ -39,7 +40,12 @@ func cmdReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return &exitError{2, fmt.Errorf("replay: %s: %w", dir, err)}
 	}
-	spec, err := scenarios.Load(filepath.Join(dir, reports.ScenarioFile))
+	lim := scenarios.DefaultLimits()
+	lim.AllowExec = *allowExec
+	spec, err := scenarios.LoadWith(filepath.Join(dir, reports.ScenarioFile), lim)
+	if err == nil {
+		err = spec.NeedsConsent(sum.Row.Impl)
+	}
 	if err != nil {
 		return &exitError{2, fmt.Errorf("replay: %w", err)}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/lockimpl"
 	execlock "github.com/lockstorm/lockstorm/lockimpl/exec"
 	"github.com/lockstorm/lockstorm/reports"
 	"github.com/lockstorm/lockstorm/scenarios"
@@ -38,6 +39,7 @@ type runFlags struct {
 	scenarios multi
 	impls     multi
 	execs     cmds
+	allowExec bool
 	all       bool
 	seed      uint64
 	seeds     int
@@ -75,6 +77,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.Var(&f.scenarios, "scenario", "scenario name or YAML file (repeatable)")
 	fs.Var(&f.impls, "impl", "implementation (repeatable; default: the scenario's list)")
 	fs.Var(&f.execs, "exec", "a lock client program speaking lockstorm's line protocol, e.g. 'python3 my_lock.py' (repeatable; see lockimpl/exec)")
+	fs.BoolVar(&f.allowExec, "allow-exec", false, "let the client programs that a spec's variants name (exec:) start; a spec is data, and without this a run that needs one is refused (a program given with --exec needs no more consent)")
 	fs.BoolVar(&f.all, "all", false, "run every embedded scenario")
 	fs.BoolVar(&f.gatedOnly, "gated", false, "with --all: only gated scenarios")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed (0: the scenario's)")
@@ -154,6 +157,8 @@ func (f *runFlags) check() error {
 			return err
 		}
 	}
+	// A dry run starts nothing, programs allowed or not: it shows them.
+	f.limits.AllowExec = f.allowExec && !f.dryRun
 	if f.all {
 		for _, n := range scenarios.Names() {
 			f.scenarios = append(f.scenarios, n)
@@ -214,21 +219,33 @@ func cmdRun(ctx context.Context, args []string) error {
 	// A run that could not run (its set-up failed, say a Sentinel that was
 	// not ready on a loaded machine) is the harness's failure, not a
 	// verdict: the others' verdicts are still printed and written, then the
-	// failures, and the exit is 2.
+	// failures, and the exit is 2. An interrupt (SIGINT, SIGTERM) cuts
+	// short the runs in progress and starts no other: what finished is
+	// reported as a whole suite would be (main exits 130).
+	interrupted := ctx.Err() != nil
 	var failed []error
 	var ranJobs []job
 	var ran []*scenarios.Outcome
 	for i := range jobs {
 		if errs[i] != nil {
-			failed = append(failed, fmt.Errorf("%s × %s seed %d: %w", jobs[i].spec.Name, jobs[i].impl, jobs[i].seed, errs[i]))
+			if !interrupted || !errors.Is(errs[i], context.Canceled) {
+				failed = append(failed, fmt.Errorf("%s × %s seed %d: %w", jobs[i].spec.Name, jobs[i].impl, jobs[i].seed, errs[i]))
+			}
 			continue
 		}
 		ranJobs, ran = append(ranJobs, jobs[i]), append(ran, results[i])
 	}
+	note := ""
+	if interrupted {
+		note = fmt.Sprintf("interrupted after %d of %d runs", len(ran), len(jobs))
+	}
 	if len(ran) == 0 {
+		if interrupted {
+			failed = append([]error{errors.New(note)}, failed...)
+		}
 		return &exitError{2, errors.Join(failed...)}
 	}
-	err = report(f, ranJobs, ran, backend, started, sh)
+	err = report(f, ranJobs, ran, backend, started, sh, len(jobs) > 1, note)
 	if len(failed) > 0 {
 		return &exitError{2, fmt.Errorf("%d of %d runs could not run (the verdicts above are the others'):\n%w", len(failed), len(jobs), errors.Join(failed...))}
 	}
@@ -244,6 +261,17 @@ func registerExecs(ctx context.Context, f *runFlags) (map[string]bool, error) {
 		argv, err := execlock.Split(line)
 		if err != nil {
 			return nil, usage("run: --exec: %v", err)
+		}
+		if f.dryRun {
+			// Not asked its hello: the plan shows the command line.
+			name := execlock.DefaultName(argv)
+			if _, err := lockimpl.Lookup(name); err == nil {
+				return nil, usage("run: --exec %s: the name %s is taken", line, name)
+			}
+			lockimpl.Register(lockimpl.Unasked(name, argv))
+			f.impls = append(f.impls, name)
+			external[name] = true
+			continue
 		}
 		info, err := execlock.Register(ctx, argv)
 		if err != nil {
@@ -279,6 +307,11 @@ func loadJobs(f *runFlags, backend string, external map[string]bool) ([]job, err
 			return nil, usage("run: scenario %s lists no impls; give --impl", spec.Name)
 		}
 		for _, impl := range impls {
+			if !f.dryRun {
+				if err := spec.NeedsConsent(impl); err != nil {
+					return nil, &exitError{2, err}
+				}
+			}
 			// The client protocol hands a process node addresses
 			// (LOCKSTORM_NODES), not Sentinels to ask: it cannot follow a
 			// Sentinel failover, so the run would judge a connection
@@ -350,12 +383,15 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, backend string, base 
 // report prints the verdicts, then writes the suite page, the shard's
 // results, the run folders and JUnit. The verdicts come first: a failed
 // write is reported below the table (exit 2) instead of swallowing them.
-func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend string, started time.Time, sh shard) error {
+// suite says more than one run was asked for (a page then links them);
+// note, when set, says the suite was interrupted, above the summary and in
+// the page's title.
+func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend string, started time.Time, sh shard, suite bool, note string) error {
 	now := time.Now()
 	rows, cases, kept, mismatch, missed := collectRows(f, results, now)
-	if len(jobs) > 1 && f.keep != reports.KeepNone {
+	if suite && f.keep != reports.KeepNone {
 		// A suite gets a page linking every run folder it kept.
-		index, err := writeSuitePage(f, rows, results, backend, now, started)
+		index, err := writeSuitePage(f, rows, results, backend, now, started, note)
 		if err != nil {
 			return &exitError{2, err}
 		}
@@ -368,16 +404,14 @@ func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend strin
 			return &exitError{2, fmt.Errorf("--shard: %w", err)}
 		}
 	}
-	verdictErr := printVerdicts(f, rows, mismatch, missed)
+	verdictErr := printVerdicts(os.Stdout, f, rows, mismatch, missed)
 	if f.format != reports.FormatJSON {
-		fmt.Fprintln(os.Stdout, summaryLine(rows, time.Since(started)))
-		if l := timeLine(rows); l != "" {
-			fmt.Fprintln(os.Stdout, l)
-		}
-		printProcessStats(os.Stdout, results, jobs)
-		if len(jobs) == 1 {
+		printTail(os.Stdout, note, rows, time.Since(started), processStats(results, jobs))
+		if len(jobs) == 1 && len(rows) == 1 {
 			fmt.Fprintln(os.Stdout, runFolderLine(f, rows[0]))
 		}
+	} else if note != "" {
+		fmt.Fprintln(os.Stderr, "lockstorm:", note) // stdout is the rows
 	}
 	writeErrs := writeRunDirs(f.out, jobs, results, kept, now)
 	if f.junit != "" {
@@ -440,7 +474,7 @@ func collectRows(f *runFlags, results []*scenarios.Outcome, now time.Time) (rows
 }
 
 // writeSuitePage writes the suite page (index.html) linking every run.
-func writeSuitePage(f *runFlags, rows []reports.Row, results []*scenarios.Outcome, backend string, now, started time.Time) (string, error) {
+func writeSuitePage(f *runFlags, rows []reports.Row, results []*scenarios.Outcome, backend string, now, started time.Time, note string) (string, error) {
 	suite := make([]reports.SuiteRun, len(rows))
 	for i, out := range results {
 		suite[i] = reports.NewSuiteRun(rows[i], out.History, out.Result, f.out)
@@ -449,8 +483,11 @@ func writeSuitePage(f *runFlags, rows []reports.Row, results []*scenarios.Outcom
 		return "", err
 	}
 	index := filepath.Join(f.out, reports.IndexFile)
-	err := reports.WriteSuiteFile(index, suite, reports.SuiteInfo{Backend: backend, Seeds: f.seeds, Date: now,
-		Version: reports.LockstormVersion(), Wall: time.Since(started)})
+	info := reports.SuiteInfo{Backend: backend, Seeds: f.seeds, Date: now, Version: reports.LockstormVersion(), Wall: time.Since(started)}
+	if note != "" {
+		info.Title = "lockstorm suite: " + note
+	}
+	err := reports.WriteSuiteFile(index, suite, info)
 	return index, err
 }
 
@@ -460,10 +497,10 @@ var afterRuns func()
 
 // printVerdicts prints the table (or the per-seed aggregate) and the
 // replay lines, and returns the exit error the verdicts call for.
-func printVerdicts(f *runFlags, rows []reports.Row, mismatch, missed int) error {
+func printVerdicts(w io.Writer, f *runFlags, rows []reports.Row, mismatch, missed int) error {
 	if f.seeds > 1 {
 		agg := reports.Aggregate(rows)
-		if err := reports.WriteAggregate(os.Stdout, agg, f.format); err != nil {
+		if err := reports.WriteAggregate(w, agg, f.format); err != nil {
 			return &exitError{2, err}
 		}
 		// As with one seed and as `report` merging shards: a DIFF fails the
@@ -484,32 +521,34 @@ func printVerdicts(f *runFlags, rows []reports.Row, mismatch, missed int) error 
 			}
 		}
 		if len(shown) == 0 {
-			fmt.Printf("all %d verdicts as expected\n", len(rows))
+			fmt.Fprintf(w, "all %d verdicts as expected\n", len(rows))
 		}
 	}
 	if len(shown) > 0 || !f.onlyDiff {
-		if err := reports.WriteTable(os.Stdout, shown, reports.TableOptions{Format: f.format, Wide: f.wide, Color: isTerminal(os.Stdout)}); err != nil {
+		if err := reports.WriteTable(w, shown, reports.TableOptions{Format: f.format, Wide: f.wide, Color: isTerminal(os.Stdout)}); err != nil {
 			return &exitError{2, err}
 		}
 	}
 	if missed > 0 && f.format != reports.FormatJSON {
-		fmt.Fprintf(os.Stdout, "\n%d exploratory run(s) did not find their failure on this seed (marked miss; not a regression):\n", missed)
+		fmt.Fprintln(w, "\n"+foldLine(fmt.Sprintf("%d exploratory run(s) did not find their failure on this seed (marked miss; not a regression):", missed), ""))
 		for _, r := range rows {
 			if r.Missed() {
-				fmt.Fprintf(os.Stdout, "  %s\n", r.Replay)
+				fmt.Fprintln(w, foldCommand("  "+r.Replay, "      "))
 			}
 		}
 	}
 	if mismatch > 0 {
 		if f.format != reports.FormatJSON {
-			fmt.Fprintf(os.Stdout, "\n%d of %d verdicts differ from the expected ones; replay with:\n", mismatch, len(rows))
+			fmt.Fprintf(w, "\n%d of %d verdicts differ from the expected ones; replay with:\n", mismatch, len(rows))
 			for _, r := range rows {
 				if !r.AsExpected && !r.Missed() {
-					// The folder on a line of its own keeps the output within
-					// a 100-column terminal.
-					fmt.Fprintf(os.Stdout, "  %s\n", r.Replay)
-					if r.RunDir != "" {
-						fmt.Fprintf(os.Stdout, "      # %s\n", r.RunDir)
+					fmt.Fprintln(w, foldCommand("  "+r.Replay, "      "))
+					// A suite's page (named below the table) links every
+					// folder it kept: their paths, longer than a line with
+					// long names, are left to it. One run's folder is on a
+					// line of its own.
+					if r.RunDir != "" && len(rows) == 1 {
+						fmt.Fprintf(w, "      # %s\n", r.RunDir)
 					}
 				}
 			}
@@ -524,18 +563,36 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// printProcessStats shows, after the table, the requests that client
+// processStats says, for the table's tail, which requests client
 // processes (--exec) left unknown by dying, breaking the protocol or not
 // answering: each is an unknown outcome in the history, and a flaky client
 // program must not pass for a flaky lock.
-func printProcessStats(w io.Writer, results []*scenarios.Outcome, jobs []job) {
+func processStats(results []*scenarios.Outcome, jobs []job) []string {
+	var lines []string
 	for i, out := range results {
 		if out == nil || out.Processes == nil || out.Processes.Unknown() == 0 {
 			continue
 		}
 		p := out.Processes
-		fmt.Fprintf(w, "client processes of %s × %s: %d started; %d requests unknown (%d died, %d malformed replies, %d timeouts)\n",
-			jobs[i].spec.Name, jobs[i].impl, p.Starts, p.Unknown(), p.Deaths, p.Malformed, p.Timeouts)
+		lines = append(lines, fmt.Sprintf("client processes of %s × %s: %d started; %d requests unknown (%d died, %d malformed replies, %d timeouts)",
+			jobs[i].spec.Name, jobs[i].impl, p.Starts, p.Unknown(), p.Deaths, p.Malformed, p.Timeouts))
+	}
+	return lines
+}
+
+// printTail prints the lines under the table: the note on an interrupted
+// suite, the summary, where the time went and the client processes'
+// unknown requests, each folded to the table's width.
+func printTail(w io.Writer, note string, rows []reports.Row, wall time.Duration, stats []string) {
+	lines := []string{summaryLine(rows, wall)}
+	if note != "" {
+		lines = append([]string{note}, lines...)
+	}
+	if l := timeLine(rows); l != "" {
+		lines = append(lines, l)
+	}
+	for _, l := range append(lines, stats...) {
+		fmt.Fprintln(w, foldLine(l, "    "))
 	}
 }
 
@@ -585,11 +642,11 @@ func summaryLine(rows []reports.Row, wall time.Duration) string {
 			inconclusive++
 		}
 	}
-	s := fmt.Sprintf("summary: %d runs, %d as expected, %d DIFF, %d miss, %d inconclusive", len(rows), ok, diff, miss, inconclusive)
+	s := fmt.Sprintf("summary: %d runs in %.1f s: %d as expected, %d DIFF, %d miss, %d inconclusive", len(rows), wall.Seconds(), ok, diff, miss, inconclusive)
 	if none > 0 {
 		s += fmt.Sprintf(", %d without expectation", none)
 	}
-	return s + fmt.Sprintf("; wall %.1f s", wall.Seconds())
+	return s
 }
 
 // timeLine says where the runs' time went, summed over the runs: their

@@ -270,7 +270,7 @@ func init() { lockimpl.RegisterPrograms(Describe) }
 func NewInfo(argv []string, h Hello) lockimpl.Info {
 	name := h.Name
 	if name == "" {
-		name = "exec:" + filepath.Base(argv[len(argv)-1])
+		name = DefaultName(argv)
 	}
 	summary := h.Summary
 	if summary == "" {
@@ -279,6 +279,7 @@ func NewInfo(argv []string, h Hello) lockimpl.Info {
 	argv = append([]string(nil), argv...)
 	return lockimpl.Info{
 		Name:    name,
+		Program: argv,
 		Source:  "client process: " + strings.Join(argv, " "),
 		Summary: summary,
 		Nodes: func(o lockimpl.Options) int {
@@ -299,6 +300,12 @@ func NewInfo(argv []string, h Hello) lockimpl.Info {
 			return l, nil
 		},
 	}
+}
+
+// DefaultName is the name of the client program argv whose hello gives
+// none: exec: and its script's (or binary's) file name.
+func DefaultName(argv []string) string {
+	return "exec:" + filepath.Base(argv[len(argv)-1])
 }
 
 // Locker is one client's lock, served by a client process.

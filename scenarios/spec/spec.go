@@ -196,9 +196,11 @@ type FailpointSpec struct {
 // The program is looked up on PATH unless it contains a slash; relative
 // paths, in the program and its arguments alike, are relative to the
 // directory lockstorm runs in (as on a shell command line), not to the spec
-// file's. The program is asked hello when the spec loads: its claims set
-// the variant's derived expectations. Loading such a spec needs package
-// lockimpl/exec linked in (cmd/lockstorm does).
+// file's. A spec is data: the program starts only when the spec is loaded
+// with Limits.AllowExec (run --allow-exec). It is then asked hello when
+// the spec loads, and its claims set the variant's derived expectations;
+// without it the program is known by its command line only (NeedsConsent).
+// Starting it needs package lockimpl/exec linked in (cmd/lockstorm does).
 type Variant struct {
 	Impl             string   `yaml:"impl"`
 	Exec             []string `yaml:"exec"`

@@ -49,6 +49,11 @@ type Limits struct {
 	// OpenFiles is how many files the process may open (0: its
 	// RLIMIT_NOFILE), checked against the descriptors a run needs.
 	OpenFiles int
+	// AllowExec lets the client programs that exec variants name start:
+	// each is asked its hello at load and runs a process per client.
+	// Without it a spec is data: a program is looked up but not started,
+	// known by its command line only, and a run refuses it (NeedsConsent).
+	AllowExec bool
 }
 
 // DefaultLimits are the limits of `lockstorm run` without flags (docs/spec.md).
@@ -921,10 +926,12 @@ func sortedKeys[K interface{ ~int | ~string }, V any](m map[K]V) []K {
 	return out
 }
 
-// checkProgram checks an exec variant's command and asks the program hello
-// (bounded by lockimpl/exec's start-up timeout): a client program that is
-// missing or does not speak the protocol is bad input, found before
-// anything starts. What it declares is kept for Resolve.
+// checkProgram checks an exec variant's command and, when the limits allow
+// programs to start, asks the program hello (bounded by lockimpl/exec's
+// start-up timeout): a client program that is missing or does not speak
+// the protocol is bad input, found before anything starts. What it
+// declares is kept for Resolve; a program not allowed to start is known by
+// its command line only.
 func (s *Spec) checkProgram(name string, argv []string, bad func(string, string, ...any) error) error {
 	field := "variants." + name + ".exec"
 	if len(argv) == 0 || argv[0] == "" {
@@ -945,13 +952,31 @@ func (s *Spec) checkProgram(name string, argv []string, bad func(string, string,
 			return bad(field, "program %q is not executable (chmod +x it, or name its interpreter first: [python3, %s])", prog, prog)
 		}
 	}
+	if s.programs == nil {
+		s.programs = map[string]lockimpl.Info{}
+	}
+	if !s.limits.AllowExec {
+		s.programs[name] = lockimpl.Unasked(name, argv)
+		return nil
+	}
 	info, err := lockimpl.Program(context.Background(), argv)
 	if err != nil {
 		return bad(field, "%v", err)
 	}
-	if s.programs == nil {
-		s.programs = map[string]lockimpl.Info{}
-	}
 	s.programs[name] = info
 	return nil
+}
+
+// NeedsConsent is nil when running name starts no program the user has not
+// allowed; else, for an exec variant of a spec loaded without
+// Limits.AllowExec, the error at its exec line that names the program and
+// the flag that allows it.
+func (s *Spec) NeedsConsent(name string) error {
+	v, ok := s.Variants[name]
+	if !ok || len(v.Exec) == 0 || s.doc == nil || s.limits.AllowExec {
+		return nil
+	}
+	field := "variants." + name + ".exec"
+	return &SpecError{File: s.File, Line: s.doc.lineOf(field), Field: field,
+		Msg: fmt.Sprintf("runs the program %q, started only with your consent: add --allow-exec if you trust this spec (a spec is data; --dry-run shows what a run starts)", strings.Join(v.Exec, " "))}
 }
