@@ -2,7 +2,6 @@ package checker
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 )
 
@@ -101,18 +100,10 @@ func compose(a *analysis, fs []finding) Result {
 }
 
 // violationFindings adds the findings of the verdict's own kinds (two
-// holders, harm, starvation) and drops the false successes when the
-// harness's stalls explain every violation (the run is then inconclusive,
-// and nothing it saw is certain).
+// holders, harm, starvation), none of them when the harness's own stalls
+// explain the violation (ByHarness). The false successes were judged one
+// by one against the stalls already (falseThroughStalls).
 func violationFindings(res *Result, fs []finding) {
-	if res.ByHarness {
-		res.Findings = slices.DeleteFunc(res.Findings, func(f Finding) bool {
-			return f.Kind == KindReleaseFalseSuccess || f.Kind == KindExtendFalseSuccess
-		})
-		if res.Verdict != Deadlock {
-			return
-		}
-	}
 	firstOf := map[string]int64{}
 	for _, f := range fs {
 		if v, ok := f.(violator); ok {

@@ -72,7 +72,8 @@ func unpermittedWords(r checker.Result) []string {
 	var leaks []string
 	for _, f := range r.Findings {
 		switch f.Kind {
-		case checker.KindReleaseNotFreed, checker.KindLostAcquire, checker.KindLostAcquireUnknown, checker.KindOrphanedKey:
+		case checker.KindReleaseFalseSuccess, checker.KindExtendFalseSuccess, checker.KindReleaseNotFreed,
+			checker.KindLostAcquire, checker.KindLostAcquireUnknown, checker.KindOrphanedKey:
 			if f.Permitted {
 				leaks = append(leaks, fmt.Sprintf("%s ×%d", f.Kind, f.Count))
 			}
