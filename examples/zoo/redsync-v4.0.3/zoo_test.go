@@ -15,6 +15,6 @@ import (
 var release = redsyncadapter.Release{Version: "v4.0.3"}
 
 func TestZoo(t *testing.T) {
-	zootest.Zoo(t, "go-redsync/redsync", release.Version,
+	zootest.Zoo(t, "github.com/go-redsync/redsync/v4", release.Version,
 		zootest.Known{ReleaseFalseSuccess: true, ExtendLateYes: true}, release.Info(1), release.Info(5))
 }

@@ -37,6 +37,6 @@ var release = redsyncadapter.Release{
 }
 
 func TestZoo(t *testing.T) {
-	zootest.Zoo(t, "go-redsync/redsync", release.Version,
+	zootest.Zoo(t, "github.com/go-redsync/redsync/v4", release.Version,
 		zootest.Known{ReleaseFalseSuccess: false, ExtendLateYes: false}, release.Info(1), release.Info(5))
 }

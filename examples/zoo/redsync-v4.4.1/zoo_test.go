@@ -15,6 +15,6 @@ import (
 var release = redsyncadapter.Release{Version: "v4.4.1", Until: (*redsync.Mutex).Until}
 
 func TestZoo(t *testing.T) {
-	zootest.Zoo(t, "go-redsync/redsync", release.Version,
+	zootest.Zoo(t, "github.com/go-redsync/redsync/v4", release.Version,
 		zootest.Known{ReleaseFalseSuccess: false, ExtendLateYes: false}, release.Info(1), release.Info(5))
 }

@@ -94,4 +94,3 @@ func noErrNil(err error) error {
 	}
 	return err
 }
-

@@ -2,8 +2,11 @@ package zootest
 
 import (
 	_ "embed"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
@@ -31,16 +34,24 @@ type Known struct {
 //go:embed testdata/extend-reply-late.yaml
 var extendReplyLate []byte
 
-// Zoo is one release's trial. Under LOCKSTORM_ZOO=1 (make zoo) every lock
+// Zoo is one release's trial; module is the library's module path
+// (its version must be the one the test's go.mod selects). Under LOCKSTORM_ZOO=1 (make zoo) every lock
 // runs the battery on the zoo's seeds, its matrix row and rows are written
 // (Write), and the first lock (one node) must show the release false
 // successes exactly when known says so. Always, the first lock runs
 // extend-reply-late on the seeds and must come out unsafe exactly when
 // known says ExtendLateYes (about 3 s a seed).
-func Zoo(t *testing.T, library, version string, known Known, locks ...lockimpl.Info) {
+func Zoo(t *testing.T, module, version string, known Known, locks ...lockimpl.Info) {
 	seeds, err := Seeds()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got, err := built(module); err != nil || got != version {
+		t.Fatalf("%s: go list -m says %q (%v), the test declares %s: its go.mod pins another release", module, got, err, version)
+	}
+	library := strings.TrimPrefix(module, "github.com/")
+	if i := strings.LastIndex(library, "/v"); i > 0 && strings.Trim(library[i+2:], "0123456789") == "" {
+		library = library[:i]
 	}
 	t.Run("extend-reply-late", func(t *testing.T) {
 		lateReply(t, locks[0], seeds, known.ExtendLateYes)
@@ -61,6 +72,16 @@ func Zoo(t *testing.T, library, version string, known Known, locks ...lockimpl.I
 			}
 		})
 	}
+}
+
+// built is the version of module that the test's own module selects
+// (test binaries carry no dependency versions in their build info).
+func built(module string) (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", module).Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m %s: %w", module, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // releaseFalse asserts the release false successes over the battery, seed

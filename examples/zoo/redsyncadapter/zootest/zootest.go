@@ -167,9 +167,6 @@ func Write(t *testing.T, library, version string, lock lockimpl.Info, reps []*lo
 	}
 }
 
-// MatrixHeader is the matrix's header, for the rows MatrixRow makes.
-const MatrixHeader = "| library | version | lock | seeds | findings per scenario (over the seeds) | battery wall |\n|---|---|---|---|---|---|"
-
 // MatrixRow is one lock's row: each scenario with a finding, what it was
 // and on how many seeds; "none" when the battery found nothing.
 func MatrixRow(library, version, lock string, seeds int, tally map[string]*Findings, wall time.Duration) string {
