@@ -9,7 +9,7 @@ SHIM := build/clockshim.so
 # build it themselves into the user's cache.
 export LOCKSTORM_CLOCKSHIM := $(CURDIR)/$(SHIM)
 
-.PHONY: all build scenarios test planted gate bench-gate noisy redis-server stress-ng chromium clients vet clean zoo zoo-quick
+.PHONY: all build scenarios test planted gate bench-gate noisy redis-server stress-ng chromium clients vet clean zoo zoo-quick zoo-clients
 
 all: build
 
@@ -153,9 +153,9 @@ noisy: build stress-ng
 ZOO_GO := $(sort $(dir $(wildcard examples/zoo/*/go.mod)))
 ZOO_SEEDS ?= 1,2,3
 ZOO_SHARD ?= 0/1
-zoo: build redis-server
+zoo: build redis-server zoo-clients
 	@rm -rf build/zoo && mkdir -p build/zoo
-	@k=$${ZOO_SHARD%/*}; n=$${ZOO_SHARD#*/}; i=0; fail=0; \
+	@k=$(firstword $(subst /, ,$(ZOO_SHARD))); n=$(lastword $(subst /, ,$(ZOO_SHARD))); i=0; fail=0; \
 	for m in $(ZOO_GO); do \
 	  if [ $$((i % n)) -eq $$k ] && ls $$m*_test.go >/dev/null 2>&1; then \
 	    echo "zoo: $$m"; \
@@ -170,7 +170,15 @@ zoo: build redis-server
 	  cat build/zoo/*/zoo.md; } > build/zoo/zoo.md; \
 	cat build/zoo/zoo.md; echo "zoo: build/zoo/zoo.md, build/zoo/index.html"; exit $$fail
 
-zoo-quick: $(SHIM) redis-server
+# The npm zoo's packages (examples/zoo/npm: one package.json, npm aliases
+# for several versions of one package), from its committed lockfile.
+zoo-clients: clients
+	@if [ ! -d examples/zoo/npm/node_modules ] || \
+	    [ examples/zoo/npm/package-lock.json -nt examples/zoo/npm/node_modules ]; then \
+	  (cd examples/zoo/npm && npm ci --no-audit --no-fund --loglevel=error) && touch examples/zoo/npm/node_modules; \
+	fi
+
+zoo-quick: $(SHIM) redis-server zoo-clients
 	@for m in $(ZOO_GO); do ls $$m*_test.go >/dev/null 2>&1 || continue; \
 	  (cd $$m && LOCKSTORM_ZOO_SEEDS=1 CI=$${CI:-true} $(GO) test -count=1 -timeout 5m -run TestZoo .) || exit 1; done
 

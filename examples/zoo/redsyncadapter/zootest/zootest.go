@@ -210,3 +210,9 @@ func safe(name string) string {
 		return r
 	}, name)
 }
+
+// NamesVersion says a lock's name (LIB[-N]@VERSION) carries version.
+func NamesVersion(name, version string) bool {
+	_, v, ok := strings.Cut(name, "@")
+	return ok && v == version
+}
