@@ -54,10 +54,13 @@ func fakeClient(mode string) {
 			case "good":
 				say("ok tok-" + f[1] + " fence=7 validity=250")
 			case "teller":
-				say("ok tok-" + f[1])
-				if f[1] == "gone" {
-					say("lost tok-gone") // the library's refresh failed
+				switch f[1] {
+				case "gone": // lost before its own reply: legal, any time
+					say("lost tok-gone")
+				case "trigger": // a lease held since an earlier request
+					say("lost tok-later")
 				}
+				say("ok tok-" + f[1])
 			case "garbage":
 				say("bogus reply")
 			case "notoken":

@@ -340,6 +340,9 @@ type Locker struct {
 	// Lost channel of each lease it may still send it for.
 	tellsLost bool
 	lost      map[string]chan struct{}
+	// lostEarly are tokens told lost before their acquire's reply was
+	// read (the line can follow the reply at once): closed on arrival.
+	lostEarly map[string]bool
 	stopped   bool
 	dead      bool   // killed for good (crash): no new process
 	call      string // the Locker call of the request in flight (lockimpl.CallOf), for its points
@@ -815,26 +818,41 @@ func (l *Locker) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 	if l.tellsLost {
 		ch := make(chan struct{})
 		l.mu.Lock()
-		if l.lost == nil {
-			l.lost = map[string]chan struct{}{}
+		if l.lostEarly[lease.Token] {
+			close(ch)
+			delete(l.lostEarly, lease.Token)
+		} else {
+			if l.lost == nil {
+				l.lost = map[string]chan struct{}{}
+			}
+			l.lost[lease.Token] = ch
 		}
-		l.lost[lease.Token] = ch
 		l.mu.Unlock()
 		lease.Lost = ch
 	}
 	return lease, nil
 }
 
-// lostToken is a "lost TOKEN" line: the lease's Lost channel is closed
-// (once; a token the Locker does not hold is ignored, its lease over).
+// lostToken is a "lost TOKEN" line: the lease's Lost channel is closed,
+// once. A token not held yet may be the acquire whose reply is still on
+// its way; one already released stays among lostEarly, bounded by
+// maxLostEarly.
 func (l *Locker) lostToken(token string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ch, ok := l.lost[token]; ok {
 		close(ch)
 		delete(l.lost, token)
+		return
 	}
+	if l.lostEarly == nil || len(l.lostEarly) >= maxLostEarly {
+		l.lostEarly = map[string]bool{}
+	}
+	l.lostEarly[token] = true
 }
+
+// maxLostEarly bounds the tokens told lost that no lease (yet) holds.
+const maxLostEarly = 64
 
 // redisKey makes Info.RedisKey from a hello's template ("" : nil).
 func redisKey(tmpl string) func(string) string {

@@ -35,10 +35,19 @@ func TestTellerClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-gone.Lost:
-	case <-time.After(2 * time.Second):
-		t.Fatal("lost tok-gone did not close the lease's Lost")
+	later, err := l.Acquire(context.Background(), "later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Acquire(context.Background(), "trigger"); err != nil {
+		t.Fatal(err)
+	}
+	for _, lease := range []*lockimpl.Lease{gone, later} {
+		select {
+		case <-lease.Lost:
+		case <-time.After(2 * time.Second):
+			t.Fatalf("lost %s did not close the lease's Lost", lease.Token)
+		}
 	}
 	select {
 	case <-kept.Lost:
