@@ -56,7 +56,7 @@ function serve(lib) {
         const r = await lib.release(f[1], f[2]);
         if (r === true) return "ok";
         if (r === false) return "fail not ours";
-        return "error the library's release returns nothing: outcome unknown";
+        return "unknown release returned nothing";
       }
       case "extend": {
         if (!lib.extend) return "error extend not supported";
@@ -83,6 +83,10 @@ function serve(lib) {
   })();
 }
 
+// lost tells the harness the library signalled a lease lost (hello
+// lost=true), at any time.
+const lost = (token) => process.stdout.write(`lost ${token}\n`);
+
 // leases keeps what the library handed out per token, for release/extend.
 class Leases extends Map {
   take(token) {
@@ -92,4 +96,4 @@ class Leases extends Map {
   }
 }
 
-module.exports = { serve, env, nodes, hello, version, lockName, Definite, Leases };
+module.exports = { serve, env, nodes, hello, version, lockName, lost, Definite, Leases };

@@ -17,7 +17,9 @@ const { serve, env, nodes, hello, version, lockName, Leases } = require("./proto
 const pkg = process.argv[2];
 const n = Number(process.argv[3] || 1);
 const lib = require(pkg);
-const { default: Redlock, ResourceLockedError, ExecutionError } = lib;
+// redlock 5 exports the class as default, the fork as Redlock.
+const Redlock = lib.default || lib.Redlock;
+const { ResourceLockedError, ExecutionError } = lib;
 const clients = nodes(n).map((a) => {
   const c = new Redis({ ...a, commandTimeout: 1000, connectTimeout: 1000, maxRetriesPerRequest: 0 });
   c.on("error", () => {}); // reconnects on its own; failed commands reject
