@@ -145,7 +145,8 @@ noisy: build stress-ng
 # against each on ZOO_SEEDS and writes build/zoo/: zoo.md (library, version,
 # findings per scenario, wall time), index.html (the suite page) and
 # report.txt; it fails when a known bug is not found at its version or
-# shows at its fixed one. About 35 s a lock and seed: some 18 minutes for
+# shows at its fixed one (a verdict that differs from the claims' is a
+# finding of the matrix, not a failure: lockstorm report's exit 1). About 35 s a lock and seed: some 18 minutes for
 # the ten locks on three seeds, so not in CI. ZOO_SHARD=K/N runs the K-th
 # of N slices of the modules (for N machines; each merges only its own).
 # `make zoo-quick` is the part CI can afford: extend-reply-late on seed 1
@@ -164,7 +165,8 @@ zoo: build redis-server zoo-clients
 	      { fail=1; echo "zoo: $$m FAILED (build/zoo/$$(basename $$m).log)"; grep -E '^\s+(known|zootest).*go:[0-9]+:' $(CURDIR)/build/zoo/$$(basename $$m).log | head -20; }; \
 	  fi; i=$$((i+1)); \
 	done; \
-	./$(BIN) report -o build/zoo/index.html --format markdown build/zoo/*/ > build/zoo/report.txt || fail=1; \
+	./$(BIN) report -o build/zoo/index.html --format markdown build/zoo/*/ > build/zoo/report.txt; \
+	  [ $$? -le 1 ] || fail=1; \
 	{ echo "# The zoo: seeds $(ZOO_SEEDS)"; echo; \
 	  echo "| library | version | lock | seeds | findings per scenario (over the seeds) | battery wall |"; echo "|---|---|---|---|---|---|"; \
 	  cat build/zoo/*/zoo.md; } > build/zoo/zoo.md; \
