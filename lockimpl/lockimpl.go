@@ -224,6 +224,12 @@ type Info struct {
 	// or names command points the runner relays its connections through
 	// proxies that read the RESP stream and pass the same points.
 	OwnConnections bool
+	// RedisKey, when set, is the Redis key the lock really uses for the
+	// harness's key: a library that prefixes every key (redis-semaphore's
+	// "mutex:") and cannot be told otherwise. The servers' observers watch
+	// that key and record its events under the harness's; nil: the key
+	// itself.
+	RedisKey func(key string) string
 	// Validate, when set, checks the options the algorithm reads against a
 	// topology of nodes masters before anything starts (New checks them
 	// again). Its errors should be *OptionError so a spec can name the field.

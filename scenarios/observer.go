@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,7 +57,7 @@ type observer struct {
 	conn net.Conn
 	r    *bufio.Reader
 	rec  *checker.Recorder
-	keys map[string]bool
+	keys map[string]string // the Redis key watched → the harness's key
 	done chan struct{}
 	// stop ends the periodic syncs; last is closed when the final sync's
 	// reply has been recorded.
@@ -117,7 +118,7 @@ func (r *run) startObservers(ctx context.Context, nodes []cluster.Node) ([]*obse
 		r.log.Info("no server observer", "err", err)
 		return nil, "off: " + err.Error()
 	}
-	obs, err := observe(ctx, nodes, keys, r.rec, 4*(r.cfg.ObserverDelay.Latency+r.cfg.ObserverDelay.Jitter))
+	obs, err := observe(ctx, nodes, keys, r.info.RedisKey, r.rec, 4*(r.cfg.ObserverDelay.Latency+r.cfg.ObserverDelay.Jitter))
 	if len(obs) > 0 {
 		obs[len(obs)-1].after = closeDelay
 	} else {
@@ -131,7 +132,51 @@ func (r *run) startObservers(ctx context.Context, nodes []cluster.Node) ([]*obse
 	for i, n := range nodes {
 		names[i] = n.Name
 	}
-	return obs, "keyspace events of " + strings.Join(names, ",")
+	what := "keyspace events of " + strings.Join(names, ",")
+	if r.info.RedisKey != nil {
+		what += " on " + r.info.RedisKey(keys[0]) + " (the lock's own key for " + keys[0] + ")"
+	}
+	return obs, what
+}
+
+// unseenKeys are the keys some client acquired while no observer received a
+// single event on them: a lock whose Redis key is not the harness's (a
+// library that prefixes its keys) is then judged by nothing the servers
+// saw, and the run should say so rather than pass in silence.
+func unseenKeys(h checker.History) []string {
+	acquired, seen := map[string]bool{}, map[string]bool{}
+	for _, op := range h {
+		switch {
+		case op.F == checker.FServer:
+			seen[op.Key] = true
+		case op.F == checker.FAcquire && op.Type == checker.Ok:
+			acquired[op.Key] = true
+		}
+	}
+	var out []string
+	for k := range acquired {
+		if !seen[k] {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// observedNote is the outcome's observer line, with a warning when keys
+// were acquired and never seen by the observers.
+func (r *run) observedNote(observed string, observing bool, h checker.History) string {
+	if !observing {
+		return observed
+	}
+	unseen := unseenKeys(h)
+	if len(unseen) == 0 {
+		return observed
+	}
+	r.log.Warn("the servers' observers saw no event on keys the clients acquired: does the lock use other key names (a prefix)? A client process declares its own with hello redis_key=PREFIX{key}",
+		"scenario", r.plan.Scenario, "impl", r.cfg.Impl, "keys", unseen)
+	return observed + "; WARNING: no key event on " + strings.Join(unseen, ",") +
+		" though it was acquired: the lock's Redis key is not the harness's, so no release or extend was judged by the servers (declare it: lockimpl.Info.RedisKey, hello redis_key=)"
 }
 
 func closeObservers(obs []*observer) {
@@ -167,10 +212,21 @@ func delayed(nodes []cluster.Node, d Delay) (out []cluster.Node, closeProxies fu
 // observe starts an observer on each node; on a backend without keyspace
 // notifications (miniredis) it returns errNoNotifications and starts none.
 // slack lengthens the set-up's deadline (a delayed connection's replies).
-func observe(ctx context.Context, nodes []cluster.Node, keys []string, rec *checker.Recorder, slack time.Duration) ([]*observer, error) {
+// redisKey, when set, is the Redis key the lock uses for each of keys
+// (lockimpl.Info.RedisKey): that key is watched, its events recorded under
+// the harness's.
+func observe(ctx context.Context, nodes []cluster.Node, keys []string, redisKey func(string) string, rec *checker.Recorder, slack time.Duration) ([]*observer, error) {
+	watched := map[string]string{}
+	for _, k := range keys {
+		if redisKey != nil {
+			watched[redisKey(k)] = k
+		} else {
+			watched[k] = k
+		}
+	}
 	var out []*observer
 	for _, n := range nodes {
-		o, err := startObserver(ctx, n.Name, n.Addr, keys, rec, slack)
+		o, err := startObserver(ctx, n.Name, n.Addr, watched, rec, slack)
 		if err != nil {
 			for _, o := range out {
 				o.Close()
@@ -182,17 +238,14 @@ func observe(ctx context.Context, nodes []cluster.Node, keys []string, rec *chec
 	return out, nil
 }
 
-func startObserver(ctx context.Context, node, addr string, keys []string, rec *checker.Recorder, slack time.Duration) (*observer, error) {
+func startObserver(ctx context.Context, node, addr string, keys map[string]string, rec *checker.Recorder, slack time.Duration) (*observer, error) {
 	d := net.Dialer{Timeout: 2 * time.Second}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("observer of %s: %w", node, err)
 	}
-	o := &observer{node: node, conn: conn, r: bufio.NewReader(conn), rec: rec, keys: map[string]bool{},
+	o := &observer{node: node, conn: conn, r: bufio.NewReader(conn), rec: rec, keys: keys,
 		done: make(chan struct{}), stop: make(chan struct{}), last: make(chan struct{}), seen: map[string]int{}, slack: slack}
-	for _, k := range keys {
-		o.keys[k] = true
-	}
 	_ = conn.SetDeadline(time.Now().Add(2*time.Second + slack))
 	// K: keyspace channel (__keyspace@0__:KEY, the event as message);
 	// g: generic (del, expire, rename); $: strings (set); h: hashes;
@@ -216,7 +269,7 @@ func startObserver(ctx context.Context, node, addr string, keys []string, rec *c
 	}
 	chans := make([]string, 0, len(keys)+1)
 	chans = append(chans, "SUBSCRIBE")
-	for _, k := range keys {
+	for k := range keys {
 		chans = append(chans, "__keyspace@0__:"+k)
 	}
 	if err := o.send(chans...); err != nil {
@@ -296,7 +349,8 @@ func (o *observer) event(p resp.Push) {
 	ch, _ := p[1].(string)
 	ev, _ := p[2].(string)
 	key, ok := strings.CutPrefix(ch, keyspacePrefix)
-	if !ok || !o.keys[key] {
+	name, ok := o.keys[key]
+	if !ok {
 		return
 	}
 	if ev != "expire" && ev != "persist" {
@@ -304,7 +358,7 @@ func (o *observer) event(p resp.Push) {
 		// pushes set then expire); anything else may have changed it.
 		o.seen[key]++
 	}
-	op := checker.Op{Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FServer, Key: key, Value: ev, Node: o.node}
+	op := checker.Op{Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FServer, Key: name, Value: ev, Node: o.node}
 	read := ""
 	switch ev {
 	case "set":

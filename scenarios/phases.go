@@ -158,6 +158,7 @@ type watching struct {
 	stopStalls func()
 	obs        []*observer
 	observed   string // what the observers watch, or why none
+	observing  bool   // observers were started
 }
 
 // close stops whatever still watches (an early return).
@@ -180,6 +181,7 @@ func (r *run) watch(ctx context.Context, plan *Plan, topo *topology) *watching {
 		Meta: r.meta(topo.cl.Kind())})
 	w := &watching{stopStalls: watchStalls(r.rec)}
 	w.obs, w.observed = r.startObservers(ctx, topo.cl.Nodes())
+	w.observing = len(w.obs) > 0
 	if topo.sentinel != nil {
 		r.followSentinel(topo.sentinel)
 	}
@@ -289,7 +291,7 @@ func (r *run) outcome(plan *Plan, topo *topology, w *watching, h checker.History
 	if plan.Points.Counted {
 		cov = coverage(r.hub)
 	}
-	return &Outcome{Points: cov, Client: plan.Workload.Client, Observer: w.observed, CheckOptions: plan.Check,
+	return &Outcome{Points: cov, Client: plan.Workload.Client, Observer: r.observedNote(w.observed, w.observing, h), CheckOptions: plan.Check,
 		Scenario: plan.Scenario, Impl: r.cfg.Impl, Seed: plan.Seed, Backend: topo.cl.Kind(), Mode: plan.Mode,
 		Gated: plan.Gated, Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
 		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Processes: r.processStats(), Failover: fo,

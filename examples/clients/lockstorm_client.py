@@ -3,6 +3,7 @@ package doc and PROTOCOL.md). A lock file defines acquire(key) and
 release(key, token) and calls serve(); this module does the talking."""
 import os
 import sys
+import threading
 
 try:
     import redis
@@ -25,14 +26,38 @@ def opt_ms(name, default_s):
     return v / 1000.0 if v > 0 else default_s
 
 
-def connect(i=0):
+def connect(i=0, blocking=False):
+    """A connection to node i. Its socket timeout (1 s) is how a lock learns
+    a reply was lost; a lock that blocks on the server (BLPOP, BRPOPLPUSH,
+    WAIT) for up to the wait timeout passes blocking=True, or every wait
+    longer than a second fails as a lost reply: the socket then waits the
+    wait timeout (or the node timeout, when the scenario sets one) and 1 s
+    more."""
     host, port = NODES[i].rsplit(':', 1)
-    return redis.Redis(host=host, port=int(port), socket_timeout=1.0, socket_connect_timeout=1.0)
+    timeout = 1.0
+    if blocking:
+        timeout = max(opt_ms('NODE_TIMEOUT', 0), opt_ms('WAIT_TIMEOUT', 10.0)) + 1.0
+    return redis.Redis(host=host, port=int(port), socket_timeout=timeout, socket_connect_timeout=1.0)
+
+
+_out = threading.Lock()
 
 
 def _say(line):
-    sys.stdout.write(line + '\n')
-    sys.stdout.flush()
+    with _out:  # lost() may speak from a library's own thread
+        sys.stdout.write(line + '\n')
+        sys.stdout.flush()
+
+
+# UNKNOWN is what release returns when its library says nothing (a release
+# that returns None whether or not it deleted): answered "unknown".
+UNKNOWN = object()
+
+
+def lost(token):
+    """The library's own lost-lock signal (a failed refresh): tell the
+    harness, any time; hello must say lost=true."""
+    _say('lost ' + token)
 
 
 def point(name):
@@ -69,8 +94,7 @@ def serve(hello, acquire, release, extend=None):
                 token, fence = r if isinstance(r, tuple) else (r, None)
                 _say('ok %s%s' % (token, '' if fence is None else ' fence=%d' % fence))
             elif f[0] == 'release':
-                release(f[1], f[2])
-                _say('ok')
+                _say('unknown' if release(f[1], f[2]) is UNKNOWN else 'ok')
             elif f[0] == 'extend' and extend:
                 extend(f[1], f[2], int(f[3]) / 1000.0)
                 _say('ok')

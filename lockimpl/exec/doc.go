@@ -34,12 +34,15 @@
 //
 //	harness → client                      client → harness
 //	hello 1 points=on|off                 hello 1 [name=N] [summary=TEXT] [nodes=N]
-//	                                            [points=P,P] [extend=true] [CLAIM=VALUE ...]
+//	                                            [points=P,P] [extend=true] [lost=true]
+//	                                            [redis_key=TEMPLATE] [CLAIM=VALUE ...]
 //	acquire KEY                           ok TOKEN [fence=N] [validity=MS]
 //	release KEY TOKEN                     ok
 //	extend KEY TOKEN TTL_MS               ok [validity=MS]
 //	                                      fail [TEXT...]   definite: not done
 //	                                      error [TEXT...]  outcome unknown
+//	                                      unknown [TEXT...] the library answers nothing
+//	                                      lost TOKEN       (any time, with lost=true)
 //	                                      point NAME       (any time; wait for go)
 //	go NAME                               log TEXT...      (any time)
 //
@@ -69,7 +72,15 @@
 // (a definite no: every reply was received and says the lock is not
 // ours/not free, or the client's own wait ran out on definite replies) or
 // error (a reply was lost or the client gave up mid-command: the command may
-// still land, so the history keeps the operation open).
+// still land, so the history keeps the operation open). unknown is the
+// answer of a library call that returns nothing (a release that resolves
+// whether or not it deleted): an unknown outcome, as error, but no fault.
+// lost=true says the client writes "lost TOKEN" whenever its library
+// signals that a lease is gone (a failed refresh): that lease's Lost
+// closes, and a careful client stops acting on it. redis_key=TEMPLATE
+// ({key} for the harness's key, e.g. mutex:{key}) is the Redis key a
+// library really uses when it prefixes its keys and cannot be told
+// otherwise: the servers' observers watch that key (lockimpl.Info.RedisKey).
 //
 // Failpoints are cooperative: when hello said points=on, the client writes
 // "point NAME" at each of its named steps (NAME is impl/step, e.g.

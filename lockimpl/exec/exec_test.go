@@ -39,6 +39,9 @@ func fakeClient(mode string) {
 			if mode == "extender" {
 				hello += " extend=true"
 			}
+			if mode == "teller" {
+				hello += " lost=true redis_key=pfx:%7Bkey%7D"
+			}
 			say(hello)
 		case "acquire":
 			if points {
@@ -50,6 +53,14 @@ func fakeClient(mode string) {
 			switch mode {
 			case "good":
 				say("ok tok-" + f[1] + " fence=7 validity=250")
+			case "teller":
+				switch f[1] {
+				case "gone": // lost before its own reply: legal, any time
+					say("lost tok-gone")
+				case "trigger": // a lease held since an earlier request
+					say("lost tok-later")
+				}
+				say("ok tok-" + f[1])
 			case "garbage":
 				say("bogus reply")
 			case "notoken":
@@ -74,6 +85,10 @@ func fakeClient(mode string) {
 				say("fail not ours")
 			}
 		case "release":
+			if mode == "teller" {
+				say("unknown release() resolved with nothing")
+				continue
+			}
 			if f[2] == "tok-mine" || strings.HasPrefix(f[2], "tok-") && mode == "good" {
 				say("ok")
 			} else {

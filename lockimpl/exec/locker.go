@@ -42,6 +42,15 @@ type Hello struct {
 	// Extend says the client answers extend requests (hello extend=true);
 	// the runner sends none to a client that did not say so.
 	Extend bool
+	// Lost says the client tells when its library reports a lock lost
+	// (hello lost=true; "lost TOKEN" lines): its leases then have a Lost
+	// channel, which a careful client heeds.
+	Lost bool
+	// RedisKey is the key the library really uses for the harness's key,
+	// with {key} standing for it (hello redis_key=mutex:{key}), for a
+	// library that prefixes its keys and cannot be told otherwise; ""
+	// is the key itself. The servers' observers watch that key.
+	RedisKey string
 }
 
 // isClaim says whether a hello field is a claim (lockimpl.ClaimNames).
@@ -119,6 +128,13 @@ func parseHello(m message) (Hello, error) {
 			h.Nodes = n
 		case k == "extend":
 			h.Extend = v == "true"
+		case k == "lost":
+			h.Lost = v == "true"
+		case k == "redis_key":
+			if !strings.Contains(v, "{key}") || strings.ContainsAny(v, " \t") {
+				return Hello{}, fmt.Errorf("hello field %q: want a key template containing {key}, no spaces", kv)
+			}
+			h.RedisKey = v
 		case k == "points":
 			if v != "" {
 				h.Points = strings.Split(v, ",")
@@ -291,12 +307,13 @@ func NewInfo(argv []string, h Hello) lockimpl.Info {
 		Points:         h.Points,
 		OwnConnections: true,
 		Claims:         h.Claims,
+		RedisKey:       redisKey(h.RedisKey),
 		New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
 			l, err := New(env, o, argv, name)
 			if err != nil {
 				return nil, err
 			}
-			l.extend = h.Extend
+			l.extend, l.tellsLost = h.Extend, h.Lost
 			return l, nil
 		},
 	}
@@ -326,13 +343,20 @@ type Locker struct {
 	p       *proc
 	helloed bool // p answered hello
 	extend  bool // the client said it answers extend
-	stopped bool
-	dead    bool   // killed for good (crash): no new process
-	call    string // the Locker call of the request in flight (lockimpl.CallOf), for its points
-	stats   lockimpl.ProcessStats
-	frozen  time.Duration // total time stopped or at a point
-	frozenN int           // > 0 while stopped or at a point
-	since   time.Time     // start of the current frozen stretch
+	// tellsLost: the client said it sends "lost TOKEN"; lost holds the
+	// Lost channel of each lease it may still send it for.
+	tellsLost bool
+	lost      map[string]chan struct{}
+	// lostEarly are tokens told lost before their acquire's reply was
+	// read (the line can follow the reply at once): closed on arrival.
+	lostEarly map[string]bool
+	stopped   bool
+	dead      bool   // killed for good (crash): no new process
+	call      string // the Locker call of the request in flight (lockimpl.CallOf), for its points
+	stats     lockimpl.ProcessStats
+	frozen    time.Duration // total time stopped or at a point
+	frozenN   int           // > 0 while stopped or at a point
+	since     time.Time     // start of the current frozen stretch
 }
 
 var discard = slogDiscard()
@@ -447,6 +471,7 @@ func (l *Locker) spawnLocked() (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.lost = l.lostToken
 	l.stats.Starts++
 	l.p, l.helloed = p, false
 	if l.stopped {
@@ -761,6 +786,10 @@ func (l *Locker) verdict(p *proc, m message, definite error) error {
 		return fmt.Errorf("%s: %s: %w", l.name, text, definite)
 	case "error":
 		return &errUnknown{fmt.Sprintf("%s: %s (outcome unknown)", l.name, text)}
+	case "unknown":
+		// A library whose call returns nothing (a release that resolves
+		// whether or not it deleted): not a failure, and no claim either.
+		return &errUnknown{fmt.Sprintf("%s: the library gives no answer%s (outcome unknown)", l.name, strings.TrimRight(" "+text, " "))}
 	}
 	return l.broken(p, fmt.Sprintf("malformed reply %q", m.raw))
 }
@@ -793,7 +822,51 @@ func (l *Locker) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 	if err := attrs(m.args[1:], lease); err != nil {
 		return nil, l.broken(p, fmt.Sprintf("malformed reply %q: %v", m.raw, err))
 	}
+	if l.tellsLost {
+		ch := make(chan struct{})
+		l.mu.Lock()
+		if l.lostEarly[lease.Token] {
+			close(ch)
+			delete(l.lostEarly, lease.Token)
+		} else {
+			if l.lost == nil {
+				l.lost = map[string]chan struct{}{}
+			}
+			l.lost[lease.Token] = ch
+		}
+		l.mu.Unlock()
+		lease.Lost = ch
+	}
 	return lease, nil
+}
+
+// lostToken is a "lost TOKEN" line: the lease's Lost channel is closed,
+// once. A token not held yet may be the acquire whose reply is still on
+// its way; one already released stays among lostEarly, bounded by
+// maxLostEarly.
+func (l *Locker) lostToken(token string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ch, ok := l.lost[token]; ok {
+		close(ch)
+		delete(l.lost, token)
+		return
+	}
+	if l.lostEarly == nil || len(l.lostEarly) >= maxLostEarly {
+		l.lostEarly = map[string]bool{}
+	}
+	l.lostEarly[token] = true
+}
+
+// maxLostEarly bounds the tokens told lost that no lease (yet) holds.
+const maxLostEarly = 64
+
+// redisKey makes Info.RedisKey from a hello's template ("" : nil).
+func redisKey(tmpl string) func(string) string {
+	if tmpl == "" {
+		return nil
+	}
+	return func(key string) string { return strings.ReplaceAll(tmpl, "{key}", key) }
 }
 
 // attrs reads fence=N and validity=MS.
@@ -821,6 +894,9 @@ func attrs(args []string, lease *lockimpl.Lease) error {
 
 // Release implements lockimpl.Locker.
 func (l *Locker) Release(ctx context.Context, lease *lockimpl.Lease) error {
+	l.mu.Lock()
+	delete(l.lost, lease.Token) // the holder lets go: nothing to tell it any more
+	l.mu.Unlock()
 	p, m, err := l.request(ctx, "release "+lease.Key+" "+lease.Token, slack)
 	if err != nil {
 		return err

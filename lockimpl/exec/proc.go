@@ -64,6 +64,9 @@ type proc struct {
 	exited chan struct{} // closed once the process is reaped
 	// points is told every "point NAME" line; it answers with go itself.
 	points func(p *proc, name string)
+	// lost is told every "lost TOKEN" line (the library's own lost-lock
+	// signal), in order with the replies; nil ignores them.
+	lost func(token string)
 
 	mu       sync.Mutex
 	stderr   []string // last lines, for the error of a death
@@ -128,6 +131,13 @@ func (p *proc) readStdout(r io.ReadCloser) {
 		case "point":
 			if len(f) == 2 && f[1] != "" {
 				go p.points(p, f[1])
+				continue
+			}
+		case "lost":
+			if len(f) == 2 && f[1] != "" {
+				if p.lost != nil {
+					p.lost(f[1])
+				}
 				continue
 			}
 		case "log":

@@ -1,0 +1,59 @@
+// Package npm puts the npm lock libraries of package.json (several
+// versions of one package through npm aliases) on trial, each as a client
+// process (protocol.js, examples/clients/PROTOCOL.md). `make zoo-clients`
+// installs them (npm ci).
+package npm
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/lockstorm/lockstorm/examples/zoo/redsyncadapter/zootest"
+	lockexec "github.com/lockstorm/lockstorm/lockimpl/exec"
+)
+
+// clients are the client processes, each with the package and version
+// the matrix names (the version its hello reports is checked against it).
+var clients = []struct {
+	library, version string
+	argv             []string
+}{
+	{"redlock", "v5.0.0-beta.2", []string{"node", "redlock-v5.js", "redlock-5.0.0-beta.2"}},
+	{"redlock", "v5.0.0-beta.2", []string{"node", "redlock-v5.js", "redlock-5.0.0-beta.2", "5"}},
+	{"redlock", "4.2.0", []string{"node", "redlock-v4.js"}},
+	{"redlock", "4.2.0", []string{"node", "redlock-v4.js", "5"}},
+	{"@sesamecare-oss/redlock", "1.4.0", []string{"node", "redlock-v5.js", "@sesamecare-oss/redlock"}},
+	{"@sesamecare-oss/redlock", "1.4.0", []string{"node", "redlock-v5.js", "@sesamecare-oss/redlock", "5"}},
+	{"redis-semaphore Mutex", "5.8.0", []string{"node", "redis-semaphore.js", "mutex"}},
+	{"redis-semaphore RedlockMutex", "5.8.0", []string{"node", "redis-semaphore.js", "redlock", "5"}},
+}
+
+// TestZoo runs the battery against every client under LOCKSTORM_ZOO=1
+// (make zoo); without it, each client's hello is checked (installed, and
+// at the version the matrix names).
+func TestZoo(t *testing.T) {
+	if _, err := os.Stat("node_modules"); err != nil {
+		t.Fatalf("node_modules missing: run make zoo-clients (npm ci): %v", err)
+	}
+	seeds, err := zootest.Seeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clients {
+		info, err := lockexec.Describe(context.Background(), c.argv)
+		if err != nil {
+			t.Fatalf("%v: %v", c.argv, err)
+		}
+		t.Run(info.Name, func(t *testing.T) {
+			if !zootest.NamesVersion(info.Name, c.version) {
+				t.Fatalf("%s: its hello names another version than %s", info.Name, c.version)
+			}
+			if os.Getenv("LOCKSTORM_ZOO") == "" {
+				return
+			}
+			reps := zootest.Run(t, info, seeds, zootest.Battery())
+			zootest.Write(t, c.library, c.version, info, reps)
+		})
+	}
+}

@@ -1,0 +1,227 @@
+// Package redsyncadapter is the zoo's one adapter for
+// github.com/go-redsync/redsync/v4, shared by every pinned release (a Go
+// module per release under examples/zoo, each with a replace to this one).
+// It uses only what v4.0.3 already had (NewMutex, WithExpiry, WithTries,
+// WithRetryDelayFunc, WithGenValueFunc, LockContext, UnlockContext,
+// ExtendContext, ErrFailed); what came later (Until in v4.4,
+// WithTimeoutFactor in v4.5, the go-redis v9 pool in v4.8, typed errors)
+// each release's module hands in through Release.
+package redsyncadapter
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/lockimpl"
+)
+
+// Release is what one pinned release of redsync has beyond v4.0.3's API.
+// The zero value (but Version) is v4.0.3 itself.
+type Release struct {
+	// Version is the release as in go.mod, e.g. "v4.0.3".
+	Version string
+	// Pool makes the library's own pool over one node; nil: Pool, the
+	// same code as the library's go-redis pools, for go-redis v9.
+	Pool func(redis.UniversalClient) redsyncredis.Pool
+	// Until is Mutex.Until (v4.4 on): when the lock's validity ends, as
+	// the library computed it. Nil: the release tells its user nothing, so
+	// the lease carries no validity.
+	Until func(*redsync.Mutex) time.Time
+	// Options are the mutex options of later releases the adapter sets
+	// (WithTimeoutFactor, v4.5 on); o is the spec's lock options.
+	Options func(o lockimpl.Options) []redsync.Option
+	// Answer says an error the release returns is a node's answer (the
+	// key was not ours, or already expired), not a lost reply: typed
+	// errors came with later releases (ErrTaken, ErrNodeTaken,
+	// ErrLockAlreadyExpired in v4.8 on).
+	Answer func(error) bool
+}
+
+// Info is the release on n nodes (Redlock from n = 3). Claims, from its
+// README and the distlock page it implements: SET NX PX with a random
+// value, a compare-and-delete release script; no fencing token; Extend
+// exists but nothing calls it by itself: the battery calls it where a
+// scenario sets workload.extend_every. The same claims for every release:
+// a release is judged by what its documentation promises, not by what it
+// got wrong.
+func (r Release) Info(n int) lockimpl.Info {
+	info := lockimpl.Info{
+		Name:    "redsync@" + r.Version,
+		Summary: "go-redsync/redsync " + r.Version + ", one node",
+		Claims:  lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease},
+		New:     r.newLocker(n),
+	}
+	if n > 1 {
+		info.Name = fmt.Sprintf("redsync-%d@%s", n, r.Version)
+		info.Summary = fmt.Sprintf("go-redsync/redsync %s, Redlock on %d masters", r.Version, n)
+		info.Nodes = func(lockimpl.Options) int { return n }
+		info.Claims.Topology = lockimpl.Quorum
+	}
+	return info
+}
+
+type locker struct {
+	r   Release
+	env lockimpl.Env
+	o   lockimpl.Options
+	rs  *redsync.Redsync
+}
+
+// newLocker uses the first n of the run's masters (a scenario may start
+// more than the lock needs).
+func (r Release) newLocker(n int) func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
+	return func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
+		if o.TTL <= 0 || o.WaitTimeout <= 0 || len(env.Nodes) < n {
+			return nil, fmt.Errorf("redsync %s: need lock.ttl, lock.wait_timeout and %d nodes", r.Version, n)
+		}
+		mk := r.Pool
+		if mk == nil {
+			mk = Pool
+		}
+		var pools []redsyncredis.Pool
+		for _, c := range env.Nodes[:n] {
+			pools = append(pools, mk(c))
+		}
+		return &locker{r: r, env: env, o: o, rs: redsync.New(pools...)}, nil
+	}
+}
+
+// genValue is the library's own value: 16 random bytes, base64. The
+// adapter makes it (WithGenValueFunc, there since v4.0.0) so that it knows
+// the token before v4.3 gave Mutex.Value.
+func genValue() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("redsync: token: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(b), nil
+}
+
+type state struct {
+	m     *redsync.Mutex
+	value string
+}
+
+// Acquire is redsync's own LockContext: its tries, a random delay between
+// them (uniform in [d, 2d) for the spec's retry_delay d), its release of
+// every node after a failed try, and the spec's wait_timeout as the
+// context's deadline (releases before v4.8 do not look at the context
+// between tries: the pool refuses to send once it is done, and that ends
+// the loop with a definite no).
+func (l *locker) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	value, err := genValue()
+	if err != nil {
+		return nil, err
+	}
+	d := max(l.o.RetryDelay, time.Millisecond)
+	opts := []redsync.Option{redsync.WithExpiry(l.o.TTL), redsync.WithTries(1 << 20),
+		redsync.WithRetryDelayFunc(func(int) time.Duration { return d + time.Duration(l.env.Rand.Int64N(int64(d))) }),
+		redsync.WithGenValueFunc(func() (string, error) { return value, nil })}
+	if l.r.Options != nil {
+		opts = append(opts, l.r.Options(l.o)...)
+	}
+	m := l.rs.NewMutex(key, opts...)
+	wctx, cancel := context.WithTimeout(ctx, l.o.WaitTimeout)
+	defer cancel()
+	err = m.LockContext(wctx)
+	if err == nil {
+		lease := &lockimpl.Lease{Key: key, Token: value, Acquired: l.env.Clock.Now(), State: &state{m, value}}
+		if l.r.Until != nil {
+			lease.Validity = time.Until(l.r.Until(m))
+		}
+		return lease, nil
+	}
+	if ctx.Err() == nil && (errors.Is(err, redsync.ErrFailed) || l.definite(err)) {
+		return nil, fmt.Errorf("%w: %v", lockimpl.ErrNotAcquired, err)
+	}
+	return nil, fmt.Errorf("redsync: outcome unknown: %w", err)
+}
+
+// Release unlocks on every node: false with no error is every node's
+// answer that the key was not ours (definite); an error is definite only
+// when every node behind it answered.
+func (l *locker) Release(ctx context.Context, lease *lockimpl.Lease) error {
+	ok, err := lease.State.(*state).m.UnlockContext(ctx)
+	switch {
+	case ok:
+		return nil
+	case err == nil || l.definite(err):
+		return fmt.Errorf("%w: %v", lockimpl.ErrNotHeld, err)
+	}
+	return fmt.Errorf("redsync: unlock outcome unknown: %w", err)
+}
+
+// Extend is redsync's ExtendContext: its touch script (compare-and-pexpire)
+// on every node to the mutex's own expiry, the spec's lock.ttl, which is
+// what the runner asks for. From v4.4 it recomputes the validity from the
+// extend's start and refuses (ErrExtendFailed) when the yeses came too
+// late: the keys extended but the lock not to be trusted, so unknown.
+// Before v4.4 a yes is all the user learns.
+func (l *locker) Extend(ctx context.Context, lease *lockimpl.Lease, _ time.Duration) error {
+	m := lease.State.(*state).m
+	ok, err := m.ExtendContext(ctx)
+	switch {
+	case ok:
+		if l.r.Until != nil {
+			lease.Acquired, lease.Validity = l.env.Clock.Now(), time.Until(l.r.Until(m))
+		}
+		return nil
+	case err == nil || ctx.Err() == nil && l.definite(err):
+		return fmt.Errorf("%w: %v", lockimpl.ErrNotHeld, err)
+	}
+	return fmt.Errorf("redsync: extend outcome unknown: %w", err)
+}
+
+// definite says every error behind err is an answer: a node's reply, a
+// command never sent, or one of the release's typed answers. Anything
+// else (a timeout, a closed connection) may hide a command that ran.
+func (l *locker) definite(err error) bool {
+	for _, e := range leaves(err) {
+		var ns *notSentError
+		switch {
+		case errors.As(e, &ns), errors.Is(e, redsync.ErrFailed), lockimpl.Replied(e) && !errors.Is(e, redis.Nil):
+		case l.r.Answer != nil && l.r.Answer(e):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// leaves are the errors joined in err (go-multierror in early releases,
+// errors.Join later), each unwrapped to its innermost cause.
+func leaves(err error) []error {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *notSentError:
+		return []error{e}
+	case interface{ WrappedErrors() []error }:
+		return flatten(e.WrappedErrors())
+	case interface{ Unwrap() []error }:
+		return flatten(e.Unwrap())
+	case interface{ Unwrap() error }:
+		if in := e.Unwrap(); in != nil {
+			if l := leaves(in); len(l) > 0 {
+				return l
+			}
+		}
+	}
+	return []error{err}
+}
+
+func flatten(errs []error) []error {
+	var out []error
+	for _, e := range errs {
+		out = append(out, leaves(e)...)
+	}
+	return out
+}

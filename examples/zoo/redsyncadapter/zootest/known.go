@@ -1,0 +1,137 @@
+package zootest
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/cmd/locktest"
+	"github.com/lockstorm/lockstorm/lockimpl"
+)
+
+// Known are the published bugs a release is known to have (true) or to
+// have fixed (false); the zoo asserts each, present or absent, on every
+// seed. They are facts about releases, from the libraries' trackers, and
+// the scenarios that find them name no library.
+type Known struct {
+	// ReleaseFalseSuccess: a release acknowledged on a lock that had
+	// expired (redsync before v4.0.4, its PR 61). The battery finds it
+	// wherever a lease expires under its holder.
+	ReleaseFalseSuccess bool
+	// ExtendLateYes: an extend answered after the TTL it set reports
+	// success, with nothing that tells the holder its lease is already
+	// over (redsync before v4.4.0: Extend neither recomputes the validity
+	// nor has Until; PR 71, issue 72). Found by extend-reply-late
+	// (testdata), which the shipped battery has no equivalent of.
+	ExtendLateYes bool
+}
+
+//go:embed testdata/extend-reply-late.yaml
+var extendReplyLate []byte
+
+// Zoo is one release's trial; module is the library's module path
+// (its version must be the one the test's go.mod selects). Under LOCKSTORM_ZOO=1 (make zoo) every lock
+// runs the battery on the zoo's seeds, its matrix row and rows are written
+// (Write), and the first lock (one node) must show the release false
+// successes exactly when known says so. Always, the first lock runs
+// extend-reply-late on the seeds and must come out unsafe exactly when
+// known says ExtendLateYes (about 3 s a seed).
+func Zoo(t *testing.T, module, version string, known Known, locks ...lockimpl.Info) {
+	seeds, err := Seeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := built(module); err != nil || got != version {
+		t.Fatalf("%s: go list -m says %q (%v), the test declares %s: its go.mod pins another release", module, got, err, version)
+	}
+	library := strings.TrimPrefix(module, "github.com/")
+	if i := strings.LastIndex(library, "/v"); i > 0 && strings.Trim(library[i+2:], "0123456789") == "" {
+		library = library[:i]
+	}
+	t.Run("extend-reply-late", func(t *testing.T) {
+		lateReply(t, locks[0], seeds, known.ExtendLateYes)
+	})
+	if os.Getenv("LOCKSTORM_ZOO") == "" {
+		t.Log("the battery runs under make zoo (LOCKSTORM_ZOO=1)")
+		return
+	}
+	for i, lock := range locks {
+		t.Run(lock.Name, func(t *testing.T) {
+			reps := Run(t, lock, seeds, Battery())
+			Write(t, library, version, lock, reps)
+			for _, rep := range reps {
+				t.Logf("%s seed %d: %d runs in %v", lock.Name, rep.Outcomes[0].Seed, len(rep.Outcomes), rep.Wall.Round(1e6))
+			}
+			if i == 0 {
+				releaseFalse(t, reps, known.ReleaseFalseSuccess)
+			}
+		})
+	}
+}
+
+// built is the version of module that the test's own module selects
+// (test binaries carry no dependency versions in their build info).
+func built(module string) (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", module).Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m %s: %w", module, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// releaseFalse asserts the release false successes over the battery, seed
+// by seed: some on every seed when the release has the bug, none on any
+// when it does not.
+func releaseFalse(t *testing.T, reps []*locktest.Report, want bool) {
+	t.Helper()
+	for _, rep := range reps {
+		n, where := 0, map[string]int{}
+		for _, o := range rep.Outcomes {
+			if k := o.Result.FalseSuccesses - o.Result.ExtendFalseSuccesses; k > 0 {
+				n += k
+				where[o.Scenario] += k
+			}
+		}
+		seed := rep.Outcomes[0].Seed
+		switch {
+		case want && n == 0:
+			t.Errorf("seed %d: no release false success over the battery; this release acknowledges releases of expired locks", seed)
+		case !want && n > 0:
+			t.Errorf("seed %d: %d release false successes (%v) on a release that checks its unlock's answer", seed, n, where)
+		default:
+			t.Logf("seed %d: %d release false successes %v", seed, n, where)
+		}
+	}
+}
+
+// lateReply runs extend-reply-late on each seed: unsafe (two holders)
+// when the release trusts a late yes, safe when it does not.
+func lateReply(t *testing.T, lock lockimpl.Info, seeds []uint64, want bool) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "extend-reply-late.yaml")
+	if err := os.WriteFile(path, extendReplyLate, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reps := Run(t, lock, seeds, []string{path})
+	for _, rep := range reps {
+		for _, o := range rep.Outcomes {
+			r := o.Result
+			t.Logf("seed %d: %s (expected %s): extends %d (ok %d, failed %d, unknown %d), overlaps %d, stale writes %d",
+				o.Seed, r.Verdict, o.Expected, r.Extends, r.ExtendsOK, r.ExtendsFailed, r.ExtendsUnknown, r.Overlaps, r.StaleWrites)
+			if r.Extends == 0 {
+				t.Errorf("seed %d: no extend was called: the scenario did not reach the bug", o.Seed)
+			}
+			switch unsafe := r.Verdict == checker.Unsafe; {
+			case want && !unsafe:
+				t.Errorf("seed %d: %s, want unsafe: the holder trusted a late extend yet nothing overlapped (%s)", o.Seed, r.Verdict, r.Reason)
+			case !want && unsafe:
+				t.Errorf("seed %d: unsafe on a release that refuses a late extend: %s", o.Seed, r.Reason)
+			}
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstorm/lockstorm/lockimpl"
+)
+
+// TestTellerClient: what a library that prefixes its keys, signals a lost
+// lock and releases without an answer can say. Its hello declares the key
+// it really uses (redis_key) and that it tells losses (lost=true); a "lost
+// TOKEN" line closes that lease's Lost channel and no other; a release
+// answered "unknown" is an unknown outcome, not a malformed reply.
+func TestTellerClient(t *testing.T) {
+	t.Setenv("LOCKSTORM_TEST_CLIENT", "teller")
+	info, err := Describe(context.Background(), []string{os.Args[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.RedisKey == nil || info.RedisKey("lock:0") != "pfx:lock:0" {
+		t.Fatal("hello redis_key=pfx:{key} did not give Info.RedisKey pfx:lock:0")
+	}
+	l := fake(t, "teller", lockimpl.Options{WaitTimeout: time.Second}, nil)
+	l.tellsLost = true
+	kept, err := l.Acquire(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := l.Acquire(context.Background(), "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, err := l.Acquire(context.Background(), "later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Acquire(context.Background(), "trigger"); err != nil {
+		t.Fatal(err)
+	}
+	for _, lease := range []*lockimpl.Lease{gone, later} {
+		select {
+		case <-lease.Lost:
+		case <-time.After(2 * time.Second):
+			t.Fatalf("lost %s did not close the lease's Lost", lease.Token)
+		}
+	}
+	select {
+	case <-kept.Lost:
+		t.Fatal("the other lease was closed too")
+	default:
+	}
+	err = l.Release(context.Background(), kept)
+	if err == nil || errors.Is(err, lockimpl.ErrNotHeld) || !strings.Contains(err.Error(), "no answer") {
+		t.Fatalf("release answered unknown: %v, want an unknown outcome", err)
+	}
+	if st := l.ProcessStats(); st.Malformed != 0 || st.Starts != 1 {
+		t.Errorf("stats %+v: unknown and lost are protocol, not breakage", st)
+	}
+}
+
+func TestHelloFields(t *testing.T) {
+	for _, tc := range []struct {
+		line, err string
+		lost      bool
+		key       string
+	}{
+		{line: "hello 1 lost=true redis_key=mutex:{key}", lost: true, key: "mutex:{key}"},
+		{line: "hello 1 redis_key=%7Bkey%7D:lock", key: "{key}:lock"},
+		{line: "hello 1 redis_key=mutex:", err: "containing {key}"},
+		{line: "hello 1", key: ""},
+	} {
+		f := strings.Split(tc.line, " ")
+		h, err := parseHello(message{verb: f[0], args: f[1:], raw: tc.line})
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: %v, want an error with %q", tc.line, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", tc.line, err)
+		case h.Lost != tc.lost || h.RedisKey != tc.key:
+			t.Errorf("%q: lost %v key %q, want %v %q", tc.line, h.Lost, h.RedisKey, tc.lost, tc.key)
+		}
+	}
+}
