@@ -385,47 +385,69 @@ func (c *RedisCluster) Failover(replica *Process, mode string) error {
 }
 
 // MigrateSlot moves slot from the master serving it to the master named
-// to, as redis-cli --cluster reshard does: the target imports, the source
-// migrates, then (after hold, during which a key not yet moved is served
-// by the source and a missing one redirected with ASK) every key moves
-// with MIGRATE (to the target's announced address: the migration crosses
-// the source's link to the target), and both masters are told the slot is
-// the target's. It returns the source's name.
+// to, as redis-cli --cluster reshard does (StartMigration, then after hold
+// Finish). It returns the source's name.
 func (c *RedisCluster) MigrateSlot(ctx context.Context, slot int, to string, hold time.Duration) (string, error) {
 	from, err := c.Owner(slot)
 	if err != nil {
 		return "", err
 	}
-	src, dst := c.Node(from), c.Node(to)
-	if dst == nil {
-		return "", fmt.Errorf("migrate slot %d: no node %s", slot, to)
+	m, err := c.StartMigration(slot, from, to)
+	if err != nil {
+		return from, err
 	}
-	if from == to {
-		return from, fmt.Errorf("migrate slot %d: %s serves it already", slot, to)
+	select {
+	case <-ctx.Done():
+		return from, errors.Join(ctx.Err(), m.Finish(context.Background()))
+	case <-time.After(hold):
+	}
+	return from, m.Finish(ctx)
+}
+
+// Migration is a slot half-moved: the target importing it, the source
+// migrating it. Meanwhile the source serves the slot's keys it still has
+// and redirects a command on a key it lacks to the target with ASK.
+type Migration struct {
+	c        *RedisCluster
+	slot     int
+	from, to string
+}
+
+// StartMigration starts moving slot from master from to master to.
+func (c *RedisCluster) StartMigration(slot int, from, to string) (*Migration, error) {
+	src, dst := c.Node(from), c.Node(to)
+	if src == nil || dst == nil || from == to {
+		return nil, fmt.Errorf("migrate slot %d from %s to %s: want two distinct nodes of the cluster", slot, from, to)
 	}
 	s := strconv.Itoa(slot)
-	steps := []struct {
+	for _, st := range []struct {
 		p    *Process
 		args []string
 	}{
 		{dst, []string{"CLUSTER", "SETSLOT", s, "IMPORTING", c.ID(from)}},
 		{src, []string{"CLUSTER", "SETSLOT", s, "MIGRATING", c.ID(to)}},
-	}
-	for _, st := range steps {
+	} {
 		if _, err := do(st.p.Addr, adminTimeout, st.args...); err != nil {
-			return from, fmt.Errorf("%s: %s: %w", st.p.Name, strings.Join(st.args, " "), err)
+			return nil, fmt.Errorf("%s: %s: %w", st.p.Name, strings.Join(st.args, " "), err)
 		}
 	}
-	select {
-	case <-ctx.Done():
-		return from, ctx.Err()
-	case <-time.After(hold):
-	}
-	host, port, _ := net.SplitHostPort(c.Announce[to].Data)
+	return &Migration{c: c, slot: slot, from: from, to: to}, nil
+}
+
+// Finish moves every key of the slot still on the source with MIGRATE (to
+// the target's announced address: the migration crosses the source's link
+// to the target), then tells both masters the slot is the target's.
+func (m *Migration) Finish(ctx context.Context) error {
+	c, s := m.c, strconv.Itoa(m.slot)
+	src, dst := c.Node(m.from), c.Node(m.to)
+	host, port, _ := net.SplitHostPort(c.Announce[m.to].Data)
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		v, err := do(src.Addr, adminTimeout, "CLUSTER", "GETKEYSINSLOT", s, "100")
 		if err != nil {
-			return from, fmt.Errorf("%s: GETKEYSINSLOT %d: %w", from, slot, err)
+			return fmt.Errorf("%s: GETKEYSINSLOT %d: %w", m.from, m.slot, err)
 		}
 		keys, _ := v.([]any)
 		if len(keys) == 0 {
@@ -436,15 +458,67 @@ func (c *RedisCluster) MigrateSlot(ctx context.Context, slot int, to string, hol
 			args = append(args, fmt.Sprint(k))
 		}
 		if _, err := do(src.Addr, 3*time.Second, args...); err != nil {
-			return from, fmt.Errorf("%s: MIGRATE to %s: %w", from, to, err)
+			return fmt.Errorf("%s: MIGRATE to %s: %w", m.from, m.to, err)
 		}
 	}
 	for _, p := range []*Process{dst, src} {
-		if _, err := do(p.Addr, adminTimeout, "CLUSTER", "SETSLOT", s, "NODE", c.ID(to)); err != nil {
-			return from, fmt.Errorf("%s: CLUSTER SETSLOT %d NODE %s: %w", p.Name, slot, to, err)
+		if _, err := do(p.Addr, adminTimeout, "CLUSTER", "SETSLOT", s, "NODE", c.ID(m.to)); err != nil {
+			return fmt.Errorf("%s: CLUSTER SETSLOT %d NODE %s: %w", p.Name, m.slot, m.to, err)
 		}
 	}
-	return from, nil
+	return nil
+}
+
+// ReplicaOf is the replica of master name now, or name itself when it is a
+// replica (as the first answering node sees the cluster).
+func (c *RedisCluster) ReplicaOf(name string) (*Process, error) {
+	ns, err := c.anyView()
+	if err != nil {
+		return nil, err
+	}
+	id := c.ID(name)
+	for _, n := range ns {
+		if n.ID == id && n.Has("slave") {
+			return c.Node(name), nil
+		}
+	}
+	for _, n := range ns {
+		if n.MasterID == id && !n.Has("fail") {
+			return c.Node(c.Name(n.ID)), nil
+		}
+	}
+	return nil, fmt.Errorf("%s has no replica", name)
+}
+
+// ServingMasters are the masters serving slots now, by name.
+func (c *RedisCluster) ServingMasters() ([]string, error) {
+	ns, err := c.anyView()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range ns {
+		if n.Has("master") && !n.Has("fail") && len(n.Slots) > 0 {
+			out = append(out, c.Name(n.ID))
+		}
+	}
+	return out, nil
+}
+
+// anyView is CLUSTER NODES of the first running node that answers.
+func (c *RedisCluster) anyView() ([]ClusterNode, error) {
+	var errs []error
+	for _, p := range c.all() {
+		if !p.Running() {
+			continue
+		}
+		ns, err := Nodes(p.Addr)
+		if err == nil {
+			return ns, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("no node answers: %w", errors.Join(errs...))
 }
 
 // KeySlot is the hash slot of key: CRC16 (XMODEM) of the key, or of its
@@ -468,4 +542,21 @@ func KeySlot(key string) int {
 		}
 	}
 	return int(crc) % Slots
+}
+
+// ClusterState is cluster_state of CLUSTER INFO at addr: ok, or fail (the
+// node refuses queries: a slot it knows is unserved under full coverage,
+// or it is on the minority side past cluster-node-timeout).
+func ClusterState(addr string) (string, error) {
+	v, err := do(addr, adminTimeout, "CLUSTER", "INFO")
+	if err != nil {
+		return "", fmt.Errorf("%s: CLUSTER INFO: %w", addr, err)
+	}
+	text, _ := v.(string)
+	for _, line := range strings.Split(text, "\r\n") {
+		if st, ok := strings.CutPrefix(line, "cluster_state:"); ok {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("%s: CLUSTER INFO has no cluster_state", addr)
 }
