@@ -234,7 +234,7 @@ func (cs *clusterSet) connect(t *topology, client int, host string, timeout time
 		return mappedConn{c, ra}, nil
 	}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: seeds, Dialer: dial, MaxRedirects: 3, ClusterStateReloadInterval: slotMapEvery,
+		Addrs: seeds, Dialer: dial, MaxRedirects: clusterTries, ClusterStateReloadInterval: slotMapEvery,
 		MaxRetries: -1, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
 		PoolSize: 4, ContextTimeoutEnabled: true, Protocol: 2, DialerRetries: 1, DisableIdentity: true,
 	})
@@ -268,6 +268,14 @@ func (cs *clusterSet) connect(t *topology, client int, host string, timeout time
 // past any scenario, where production clients (and go-redis's own
 // periodic reload) find the promoted replica.
 const slotMapEvery = 250 * time.Millisecond
+
+// clusterTries is how many times the cluster client sends one command: a
+// redirect (MOVED, ASK) or a failed attempt (a dead node, CLUSTERDOWN)
+// tries again, after a backoff growing from 8 ms to 512 ms, so a command
+// rides out a failover (2-3 s with node_timeout 1s) as a client
+// configured for one would, where go-redis's default of 3 gives up within
+// 30 ms and the run would count a flood of errors instead of acquires.
+const clusterTries = 12
 
 // acquiredOn tells the run which node answered a client's SET, so the
 // witness can name the node each of two holders acquired on.

@@ -434,13 +434,14 @@ func (c *RedisCluster) StartMigration(slot int, from, to string) (*Migration, er
 	return &Migration{c: c, slot: slot, from: from, to: to}, nil
 }
 
-// Finish moves every key of the slot still on the source with MIGRATE (to
-// the target's announced address: the migration crosses the source's link
-// to the target), then tells both masters the slot is the target's.
+// Finish moves every key of the slot still on the source with MIGRATE,
+// then tells both masters the slot is the target's. MIGRATE dials the
+// target's own address: Redis does not bind that connection to
+// bind-source-addr, so a router could not tell whose it is.
 func (m *Migration) Finish(ctx context.Context) error {
 	c, s := m.c, strconv.Itoa(m.slot)
 	src, dst := c.Node(m.from), c.Node(m.to)
-	host, port, _ := net.SplitHostPort(c.Announce[m.to].Data)
+	host, port, _ := net.SplitHostPort(dst.Addr)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err

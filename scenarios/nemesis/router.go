@@ -30,8 +30,8 @@ type Router struct {
 	// connections to bus links.
 	Bus bool
 	net *Network
-	ln   net.Listener
-	wg   sync.WaitGroup
+	ln  net.Listener
+	wg  sync.WaitGroup
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
