@@ -132,6 +132,10 @@ func Check(ctx context.Context, lock lockimpl.Info, b Battery) (*Report, error) 
 			rep.Skipped[spec.Name] = why
 			continue
 		}
+		if n := lock.NodesUnder(spec.Lock); spec.Cluster != nil && n > 1 {
+			rep.Skipped[spec.Name] = fmt.Sprintf("a Redis Cluster gives a lock one cluster client; %s needs %d masters of its own", lock.Name, n)
+			continue
+		}
 		for _, impl := range runsOf(spec, lock.Name) {
 			info := lock
 			jobs = append(jobs, scenarios.Job{Spec: spec, Config: scenarios.Config{Impl: impl, Info: &info, Seed: b.Seed,

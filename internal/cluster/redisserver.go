@@ -166,14 +166,26 @@ func (p *Process) startOnFreePort(ctx context.Context) error {
 		if perr != nil {
 			return errors.Join(err, perr)
 		}
-		for i, a := range p.Args {
-			if a == "--port" && i+1 < len(p.Args) {
-				p.Args[i+1] = strconv.Itoa(port)
-			}
-		}
+		setArg(p.Args, "--port", port)
 		p.Port, p.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if p.BusPort != 0 {
+			// The cluster bus port may be the one taken: it moves too.
+			if p.BusPort, perr = FreePort(); perr != nil {
+				return errors.Join(err, perr)
+			}
+			setArg(p.Args, "--cluster-port", p.BusPort)
+		}
 	}
 	return err
+}
+
+// setArg sets the value after flag in args.
+func setArg(args []string, flag string, v int) {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			args[i+1] = strconv.Itoa(v)
+		}
+	}
 }
 
 // newProcess prepares (does not start) a server named name on a free port
