@@ -321,24 +321,16 @@ func (c *RedisCluster) view(ns []ClusterNode) (string, error) {
 // Owner is the name of the master serving slot, as the first node that
 // answers sees it (the harness's view, through no link).
 func (c *RedisCluster) Owner(slot int) (string, error) {
-	var errs []error
-	for _, p := range c.all() {
-		if !p.Running() {
-			continue
-		}
-		ns, err := Nodes(p.Addr)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, n := range ns {
-			if n.Has("master") && !n.Has("fail") && servesSlot(n.Slots, slot) {
-				return c.Name(n.ID), nil
-			}
-		}
-		errs = append(errs, fmt.Errorf("%s: no master serves slot %d", p.Name, slot))
+	ns, err := c.anyView()
+	if err != nil {
+		return "", fmt.Errorf("owner of slot %d: %w", slot, err)
 	}
-	return "", fmt.Errorf("owner of slot %d: %w", slot, errors.Join(errs...))
+	for _, n := range ns {
+		if n.Has("master") && !n.Has("fail") && servesSlot(n.Slots, slot) {
+			return c.Name(n.ID), nil
+		}
+	}
+	return "", fmt.Errorf("owner of slot %d: no master serves it", slot)
 }
 
 // servesSlot reads CLUSTER NODES slot fields: "0-5460", "7", and

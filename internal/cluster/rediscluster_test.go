@@ -121,3 +121,26 @@ func TestFormClusterRefusesPlainServers(t *testing.T) {
 		t.Fatal("FormCluster without masters: no error")
 	}
 }
+
+// TestServesSlot reads CLUSTER NODES slot fields: ranges and single slots
+// are served; a slot being migrated or imported ([7->-id], [7-<-id]) is
+// listed apart and not counted.
+func TestServesSlot(t *testing.T) {
+	for _, tc := range []struct {
+		fields []string
+		slot   int
+		want   bool
+	}{
+		{[]string{"0-5460"}, 0, true},
+		{[]string{"0-5460"}, 5460, true},
+		{[]string{"0-5460"}, 5461, false},
+		{[]string{"7", "100-200"}, 7, true},
+		{[]string{"7", "100-200"}, 8, false},
+		{[]string{"0-6", "8-10", "[7->-abc]"}, 7, false},
+		{nil, 7, false},
+	} {
+		if got := servesSlot(tc.fields, tc.slot); got != tc.want {
+			t.Errorf("servesSlot(%v, %d) = %v, want %v", tc.fields, tc.slot, got, tc.want)
+		}
+	}
+}
