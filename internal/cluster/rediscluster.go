@@ -112,15 +112,23 @@ func FormCluster(ctx context.Context, masters, replicas []*Process, announce map
 		}
 	}
 	// Every node meets the first master; gossip introduces the rest.
-	for _, p := range c.all()[1:] {
-		a := c.Announce[p.Name]
-		host, port, _ := net.SplitHostPort(a.Data)
-		_, bus, _ := net.SplitHostPort(a.Bus)
-		if _, err := do(masters[0].Addr, adminTimeout, "CLUSTER", "MEET", host, port, bus); err != nil {
-			return nil, fmt.Errorf("%s: CLUSTER MEET %s (%s): %w", masters[0].Name, p.Name, a.Data, err)
-		}
+	if err := c.meet(c.all()[1:]); err != nil {
+		return nil, err
 	}
-	if err := c.waitAll(ctx, "meet", c.allKnown); err != nil {
+	// A handshake not finished within node_timeout (a busy machine) is
+	// dropped, and the node never met: those are met again.
+	retry := time.Now().Add(time.Second)
+	err := c.waitAll(ctx, "meet", func() error {
+		err := c.allKnown()
+		if err != nil && time.Now().After(retry) {
+			retry = time.Now().Add(time.Second)
+			if merr := c.meet(c.unknownTo(masters[0])); merr != nil {
+				return errors.Join(err, merr)
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	for i, r := range replicas {
@@ -129,6 +137,41 @@ func FormCluster(ctx context.Context, masters, replicas []*Process, announce map
 		}
 	}
 	return c, c.WaitReady(ctx)
+}
+
+// meet has the first master meet each of ps at its announced addresses.
+func (c *RedisCluster) meet(ps []*Process) error {
+	first := c.Masters[0]
+	for _, p := range ps {
+		a := c.Announce[p.Name]
+		host, port, _ := net.SplitHostPort(a.Data)
+		_, bus, _ := net.SplitHostPort(a.Bus)
+		if _, err := do(first.Addr, adminTimeout, "CLUSTER", "MEET", host, port, bus); err != nil {
+			return fmt.Errorf("%s: CLUSTER MEET %s (%s): %w", first.Name, p.Name, a.Data, err)
+		}
+	}
+	return nil
+}
+
+// unknownTo are the nodes p does not know (past the handshake); all of
+// them when p does not answer.
+func (c *RedisCluster) unknownTo(p *Process) []*Process {
+	ns, err := Nodes(p.Addr)
+	known := map[string]bool{}
+	if err == nil {
+		for _, n := range ns {
+			if !n.Has("handshake") && !n.Has("noaddr") {
+				known[c.Name(n.ID)] = true
+			}
+		}
+	}
+	var out []*Process
+	for _, q := range c.all() {
+		if q != p && !known[q.Name] {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 func (c *RedisCluster) all() []*Process {
