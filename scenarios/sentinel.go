@@ -518,6 +518,9 @@ func failoverTimes(h checker.History) *FailoverTimes {
 			first(&f.OdownMs, op, "+odown")
 			first(&f.TryFailoverMs, op, "+try-failover")
 			first(&f.PromotedMs, op, "+promoted-slave")
+			// A cluster's watcher sees the promotion as the switch itself
+			// (Sentinel's +promoted-slave comes first and is kept).
+			first(&f.PromotedMs, op, "+switch-master")
 			first(&f.SwitchMasterMs, op, "+switch-master")
 		case op.F == checker.FAcquire && op.Type == checker.Ok && f.PromotedMs >= 0 && f.AcquireAfterMs < 0:
 			f.AcquireAfterMs = ms(op.Time)

@@ -116,13 +116,22 @@ func FormCluster(ctx context.Context, masters, replicas []*Process, announce map
 		return nil, err
 	}
 	// A handshake not finished within node_timeout (a busy machine) is
-	// dropped, and the node never met: those are met again.
+	// dropped on the side that started it, and a node ignores the pings of
+	// a node it does not know: such a pair stays apart. Each second, the
+	// first master meets whom it does not know, and a node that does not
+	// know everybody meets the first master itself.
 	retry := time.Now().Add(time.Second)
 	err := c.waitAll(ctx, "meet", func() error {
 		err := c.allKnown()
 		if err != nil && time.Now().After(retry) {
 			retry = time.Now().Add(time.Second)
-			if merr := c.meet(c.unknownTo(masters[0])); merr != nil {
+			merr := c.meet(c.unknownTo(masters[0]))
+			for _, p := range c.all()[1:] {
+				if len(c.unknownTo(p)) > 0 {
+					merr = errors.Join(merr, c.meetFrom(p, masters[0]))
+				}
+			}
+			if merr != nil {
 				return errors.Join(err, merr)
 			}
 		}
@@ -139,16 +148,23 @@ func FormCluster(ctx context.Context, masters, replicas []*Process, announce map
 	return c, c.WaitReady(ctx)
 }
 
-// meet has the first master meet each of ps at its announced addresses.
+// meet has the first master meet each of ps.
 func (c *RedisCluster) meet(ps []*Process) error {
-	first := c.Masters[0]
 	for _, p := range ps {
-		a := c.Announce[p.Name]
-		host, port, _ := net.SplitHostPort(a.Data)
-		_, bus, _ := net.SplitHostPort(a.Bus)
-		if _, err := do(first.Addr, adminTimeout, "CLUSTER", "MEET", host, port, bus); err != nil {
-			return fmt.Errorf("%s: CLUSTER MEET %s (%s): %w", first.Name, p.Name, a.Data, err)
+		if err := c.meetFrom(c.Masters[0], p); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// meetFrom has node p meet node q at q's announced addresses.
+func (c *RedisCluster) meetFrom(p, q *Process) error {
+	a := c.Announce[q.Name]
+	host, port, _ := net.SplitHostPort(a.Data)
+	_, bus, _ := net.SplitHostPort(a.Bus)
+	if _, err := do(p.Addr, adminTimeout, "CLUSTER", "MEET", host, port, bus); err != nil {
+		return fmt.Errorf("%s: CLUSTER MEET %s (%s): %w", p.Name, q.Name, a.Data, err)
 	}
 	return nil
 }
