@@ -234,7 +234,8 @@ func (cs *clusterSet) connect(t *topology, client int, host string, timeout time
 		return mappedConn{c, ra}, nil
 	}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: seeds, Dialer: dial, MaxRedirects: clusterTries, ClusterStateReloadInterval: slotMapEvery,
+		Addrs: seeds, Dialer: dial, MaxRedirects: clusterTries, MaxRetryBackoff: 100 * time.Millisecond,
+		ClusterStateReloadInterval: slotMapEvery,
 		MaxRetries: -1, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
 		PoolSize: 4, ContextTimeoutEnabled: true, Protocol: 2, DialerRetries: 1, DisableIdentity: true,
 	})
@@ -271,10 +272,12 @@ const slotMapEvery = 250 * time.Millisecond
 
 // clusterTries is how many times the cluster client sends one command: a
 // redirect (MOVED, ASK) or a failed attempt (a dead node, CLUSTERDOWN)
-// tries again, after a backoff growing from 8 ms to 512 ms, so a command
-// rides out a failover (2-3 s with node_timeout 1s) as a client
-// configured for one would, where go-redis's default of 3 gives up within
-// 30 ms and the run would count a flood of errors instead of acquires.
+// tries again, after a backoff growing from 8 ms to 100 ms (go-redis: to
+// 512 ms; a client then took up to 2.7 s past the promotion to try the
+// new master, under stress-ng), so a command rides out much of a failover
+// as a client configured for one would, where go-redis's default of 3
+// tries gives up within 30 ms and the run would count a flood of errors
+// instead of acquires.
 const clusterTries = 12
 
 // acquiredOn tells the run which node answered a client's SET, so the
