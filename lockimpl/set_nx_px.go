@@ -139,8 +139,8 @@ func (l *setNXPX) Acquire(ctx context.Context, key string) (*Lease, error) {
 		}
 		now := l.env.Clock.Now()
 		var c scripterDo = l.c
-		if l.o.WaitReplicas > 0 {
-			conn, err := l.pinned(ctx, key)
+		if cc, ok := l.c.(*redis.ClusterClient); ok && l.o.WaitReplicas > 0 {
+			conn, err := pinned(ctx, cc, key)
 			if err != nil {
 				return 0, unknown(l.name, "SET NX PX", err)
 			}
@@ -223,23 +223,18 @@ type scripterDo interface {
 }
 
 // pinned is one connection to key's master, for the SET and the WAIT that
-// must share it: WAIT counts the acknowledgements of its own connection's
-// writes, so a WAIT that a pool sends on another connection (one that
-// wrote nothing) returns at once with every replica, and a cluster client
-// sends the keyless WAIT wherever it routes keyless commands, not to the
-// key's master. Close gives the connection back to the pool.
-func (l *setNXPX) pinned(ctx context.Context, key string) (*redis.Conn, error) {
-	switch c := l.c.(type) {
-	case *redis.ClusterClient:
-		node, err := c.MasterForKey(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("master of %s: %w", key, err)
-		}
-		return node.Conn(), nil
-	case *redis.Client:
-		return c.Conn(), nil
+// must share it on a cluster client: WAIT counts the acknowledgements of
+// its own connection's writes, and a cluster client sends the keyless
+// WAIT wherever it routes keyless commands (it came back at once with
+// every replica of another master). Close gives the connection back to
+// the pool. A plain client keeps sending both through its pool, which
+// reuses the connection it just released.
+func pinned(ctx context.Context, cc *redis.ClusterClient, key string) (*redis.Conn, error) {
+	node, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("master of %s: %w", key, err)
 	}
-	return nil, fmt.Errorf("WAIT needs one connection to the key's master; %T gives none", l.c)
+	return node.Conn(), nil
 }
 
 // redirected says the server refused a command for a key it does not
