@@ -236,7 +236,7 @@ func (cs *clusterSet) connect(t *topology, client int, host string, timeout time
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: seeds, Dialer: dial, MaxRedirects: clusterTries, MaxRetryBackoff: 100 * time.Millisecond,
 		ClusterStateReloadInterval: slotMapEvery,
-		MaxRetries: -1, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
+		MaxRetries:                 -1, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
 		PoolSize: 4, ContextTimeoutEnabled: true, Protocol: 2, DialerRetries: 1, DisableIdentity: true,
 	})
 	rdb.AddHook(pauseHook{p})
