@@ -380,7 +380,7 @@ func observerLag(a *analysis) (n int, maxMs, p99Ms float64) {
 
 func isSetEvent(ev string) bool {
 	switch ev {
-	case "set", "hset", "hincrby", "hincrbyfloat":
+	case "set", "hset", "hincrby", "hincrbyfloat", "restore":
 		return true
 	}
 	return false

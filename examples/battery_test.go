@@ -19,11 +19,12 @@ import (
 // The real-Sentinel scenarios (sentinel-*) run apart, in
 // TestBatterySentinel: their runs mostly wait on Sentinel's timers, so
 // they run many at once, and make noisy (which runs TestBattery under
-// load) leaves them out to keep CI's time.
+// load) leaves them out to keep CI's time. So do the Redis Cluster ones
+// (cluster-*, TestBatteryCluster).
 func TestBattery(t *testing.T) {
 	var names []string
 	for _, n := range scenarios.Names() {
-		if !strings.HasPrefix(n, "sentinel-") {
+		if !strings.HasPrefix(n, "sentinel-") && !strings.HasPrefix(n, "cluster-") {
 			names = append(names, n)
 		}
 	}
@@ -46,6 +47,20 @@ func TestBatterySentinel(t *testing.T) {
 			names = append(names, n)
 		}
 	}
+	for _, lock := range []lockimpl.Info{Redsync, Redlock, Redislock} {
+		t.Run(lock.Name, func(t *testing.T) {
+			t.Parallel()
+			locktest.Run(t, lock, locktest.Battery{Parallel: len(names), Scenarios: names})
+		})
+	}
+}
+
+// TestBatteryCluster puts the libraries through the scheduled Redis
+// Cluster scenarios, judged by their claims: the single-instance library
+// (bsm/redislock) gets a go-redis ClusterClient as its client; the quorum
+// libraries are skipped (a cluster gives a lock one client).
+func TestBatteryCluster(t *testing.T) {
+	names := []string{"cluster-failover", "cluster-minority-partition", "cluster-reshard"}
 	for _, lock := range []lockimpl.Info{Redsync, Redlock, Redislock} {
 		t.Run(lock.Name, func(t *testing.T) {
 			t.Parallel()

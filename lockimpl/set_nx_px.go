@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -137,7 +138,25 @@ func (l *setNXPX) Acquire(ctx context.Context, key string) (*Lease, error) {
 			return 0, err
 		}
 		now := l.env.Clock.Now()
-		err := l.c.Do(ctx, "SET", key, tok, "NX", "PX", l.o.TTL.Milliseconds()).Err()
+		var c scripterDo = l.c
+		if cc, ok := l.c.(*redis.ClusterClient); ok && l.o.WaitReplicas > 0 {
+			conn, err := pinned(ctx, cc, key)
+			if err != nil {
+				return 0, unknown(l.name, "SET NX PX", err)
+			}
+			defer conn.Close()
+			c = conn
+		}
+		err := c.Do(ctx, "SET", key, tok, "NX", "PX", l.o.TTL.Milliseconds()).Err()
+		if redirected(err) {
+			// The key's master changed under the pinned connection (a
+			// failover, a slot moved): the SET did not run. The client
+			// learns the new slot map, and the attempt retries.
+			if cc, ok := l.c.(*redis.ClusterClient); ok {
+				cc.ReloadState(ctx)
+			}
+			return retryAfterDelay, nil
+		}
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return 0, unknown(l.name, "SET NX PX", err)
 		}
@@ -148,7 +167,7 @@ func (l *setNXPX) Acquire(ctx context.Context, key string) (*Lease, error) {
 			return retryAfterDelay, nil
 		}
 		if l.o.WaitReplicas > 0 {
-			if trusted, err := l.waitReplicas(ctx, key, tok); err != nil || !trusted {
+			if trusted, err := l.waitReplicas(ctx, c, key, tok); err != nil || !trusted {
 				return retryAfterDelay, err
 			}
 		}
@@ -179,8 +198,8 @@ func (l *setNXPX) Acquire(ctx context.Context, key string) (*Lease, error) {
 // the SET. Too few and the lock is given back, since its holder must not
 // rely on a write a failover could lose. A lost reply is an unknown outcome:
 // the key is set on the master either way.
-func (l *setNXPX) waitReplicas(ctx context.Context, key, tok string) (bool, error) {
-	n, err := l.c.Do(ctx, "WAIT", l.o.WaitReplicas, l.o.ReplicaTimeout.Milliseconds()).Int64()
+func (l *setNXPX) waitReplicas(ctx context.Context, c scripterDo, key, tok string) (bool, error) {
+	n, err := c.Do(ctx, "WAIT", l.o.WaitReplicas, l.o.ReplicaTimeout.Milliseconds()).Int64()
 	if err != nil {
 		return false, unknown(l.name, "WAIT", err)
 	}
@@ -190,10 +209,43 @@ func (l *setNXPX) waitReplicas(ctx context.Context, key, tok string) (bool, erro
 	if n >= int64(l.o.WaitReplicas) {
 		return true, nil
 	}
-	if err := compareAndDelete.Run(ctx, l.c, []string{key}, tok).Err(); err != nil && !Replied(err) {
+	if err := compareAndDelete.Run(ctx, c, []string{key}, tok).Err(); err != nil && !Replied(err) {
 		return false, unknown(l.name, "EVAL compare-and-delete after WAIT", err)
 	}
 	return false, nil
+}
+
+// scripterDo is what the acquire sends through: the lock's client, or one
+// of its connections (pinned).
+type scripterDo interface {
+	redis.Scripter
+	Do(ctx context.Context, args ...any) *redis.Cmd
+}
+
+// pinned is one connection to key's master, for the SET and the WAIT that
+// must share it on a cluster client: WAIT counts the acknowledgements of
+// its own connection's writes, and a cluster client sends the keyless
+// WAIT wherever it routes keyless commands (it came back at once with
+// every replica of another master). Close gives the connection back to
+// the pool. A plain client keeps sending both through its pool, which
+// reuses the connection it just released.
+func pinned(ctx context.Context, cc *redis.ClusterClient, key string) (*redis.Conn, error) {
+	node, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("master of %s: %w", key, err)
+	}
+	return node.Conn(), nil
+}
+
+// redirected says the server refused a command for a key it does not
+// serve (MOVED, or ASK during a slot's migration).
+func redirected(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
 }
 
 // Release implements Locker: unlock of seed 002. With reentrancy only the

@@ -77,7 +77,9 @@ type sentinelMark struct {
 // sentinelKinds are the Sentinel events worth a mark: detection, agreement,
 // the failover's steps, and the old master's return.
 var sentinelKinds = []string{"+sdown master", "-sdown master", "+odown", "-odown", "+try-failover", "+elected-leader",
-	"+promoted-slave", "+failover-end", "+switch-master", "+convert-to-slave", "-failover-abort"}
+	"+promoted-slave", "+failover-end", "+switch-master", "+convert-to-slave", "-failover-abort",
+	// A Redis Cluster's, as the run's watcher reports them (rediscluster.go).
+	"+fail", "-fail", "+cluster-down", "-cluster-down"}
 
 // sentinelMarks picks the Sentinel events (checker.FSentinel, "s1 +odown
 // master n1 ...") worth a mark; an event several Sentinels report is

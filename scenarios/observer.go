@@ -267,6 +267,16 @@ func startObserver(ctx context.Context, node, addr string, keys map[string]strin
 			return nil, fmt.Errorf("observer of %s: %s: %w: %v", node, cmd[0], errNoNotifications, err)
 		}
 	}
+	// READONLY lets the observer's GET read a cluster replica's value
+	// instead of a MOVED redirect; outside a cluster it is refused, which
+	// changes nothing.
+	if err := o.send("READONLY"); err == nil {
+		_, err = resp.Read(o.r)
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("observer of %s: READONLY: %w", node, err)
+		}
+	}
 	chans := make([]string, 0, len(keys)+1)
 	chans = append(chans, "SUBSCRIBE")
 	for k := range keys {
@@ -361,7 +371,8 @@ func (o *observer) event(p resp.Push) {
 	op := checker.Op{Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FServer, Key: name, Value: ev, Node: o.node}
 	read := ""
 	switch ev {
-	case "set":
+	case "set", "restore":
+		// restore: a key migrated here with its value (MIGRATE).
 		read = "GET"
 	case "hset", "hincrby", "hincrbyfloat":
 		read = "HKEYS"

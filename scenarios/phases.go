@@ -91,7 +91,11 @@ func (r *run) wirePoints(c *runClient, topo *topology, env *lockimpl.Env) error 
 		return nil
 	}
 	hook := &cmdHook{fp: c.fp, crash: func(err error) { r.markCrashed(c, err) }, dead: c.crashed.Load}
-	for j, rdb := range c.rdb {
+	for j, u := range c.rdb {
+		rdb, ok := u.(*redis.Client)
+		if !ok {
+			return fmt.Errorf("command points of a lock with its own connections need plain node clients, not %T", u)
+		}
 		node := topo.cl.Nodes()[j].Name
 		h := &cmdHook{node: node, fp: hook.fp, crash: hook.crash, dead: hook.dead}
 		rl, err := newRelay(rdb.Options().Addr, node, h, c.callNow, func() { r.Crash(c.id) })
@@ -105,7 +109,7 @@ func (r *run) wirePoints(c *runClient, topo *topology, env *lockimpl.Env) error 
 		o := *rdb.Options()
 		o.Addr = rl.Addr()
 		env.Nodes[j] = redis.NewClient(&o)
-		c.rdb = append(c.rdb, env.Nodes[j].(*redis.Client))
+		c.rdb = append(c.rdb, env.Nodes[j])
 	}
 	return nil
 }
@@ -117,6 +121,12 @@ func (r *run) arm(ctx context.Context, topo *topology) (tl *timeline, healSteady
 	plan := r.plan
 	nenv := &nemesis.Env{Net: topo.net, Cluster: topo.cl, ClientHost: topo.hostOf, Clients: plan.Clients, Control: r,
 		Rand: rand.New(rand.NewPCG(r.plan.Seed, 0x6e656d6573697300)), Replicas: topo.replicas}
+	for k := 0; k < plan.Keys; k++ {
+		nenv.Keys = append(nenv.Keys, keyName(k))
+	}
+	if topo.rcluster != nil {
+		nenv.RedisCluster = topo.rcluster.rc
+	}
 	tl = newTimeline(r, nenv)
 	if plan.Explore != nil {
 		r.hub.Explore = newExplorer(r, tl, *plan.Explore).hit
@@ -180,10 +190,13 @@ func (r *run) watch(ctx context.Context, plan *Plan, topo *topology) *watching {
 	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
 		Meta: r.meta(topo.cl.Kind())})
 	w := &watching{stopStalls: watchStalls(r.rec)}
-	w.obs, w.observed = r.startObservers(ctx, topo.cl.Nodes())
+	w.obs, w.observed = r.startObservers(ctx, topo.observed())
 	w.observing = len(w.obs) > 0
 	if topo.sentinel != nil {
 		r.followSentinel(topo.sentinel)
+	}
+	if topo.rcluster != nil {
+		r.followCluster(topo.rcluster)
 	}
 	return w
 }
@@ -282,7 +295,7 @@ func (r *run) outcome(plan *Plan, topo *topology, w *watching, h checker.History
 	exp := plan.Expectation
 	res := checker.Check(h, plan.Check)
 	var fo *FailoverTimes
-	if topo.sentinel != nil {
+	if topo.sentinel != nil || topo.rcluster != nil {
 		nameMasters(&res, h)
 		fo = failoverTimes(h)
 		r.log.Info("sentinel failover", "scenario", plan.Scenario, "impl", r.cfg.Impl, "times", fo.String())

@@ -77,6 +77,9 @@ type Plan struct {
 	// MinReplicas the data servers' min-replicas settings (nil: none).
 	Sentinel    *SentinelSpec `json:"sentinel,omitempty"`
 	MinReplicas *MinReplicas  `json:"min_replicas,omitempty"`
+	// Cluster is the Redis Cluster (nil: no cluster); the lock then sees
+	// one node, the cluster, through one cluster client per client.
+	Cluster *PlanCluster `json:"cluster,omitempty"`
 	// ServerClock starts the servers under the clock shim (a fault moves
 	// their clock).
 	ServerClock bool `json:"server_clock,omitempty"`
@@ -88,6 +91,14 @@ type Plan struct {
 	Stop PlanStop `json:"stop"`
 
 	info lockimpl.Info
+}
+
+// PlanCluster is a Redis Cluster: Masters masters n1.., Replicas (0 or 1)
+// replicas each, r_i of n_i, with cluster-node-timeout NodeTimeout.
+type PlanCluster struct {
+	Masters     int           `json:"masters"`
+	Replicas    int           `json:"replicas"`
+	NodeTimeout time.Duration `json:"node_timeout_ns"`
 }
 
 // PlanWorkload is each client's loop: acquire, hold, release, think.
@@ -253,6 +264,9 @@ func (p *Plan) compileTopology(spec *Spec) {
 		m := *spec.MinReplicas
 		p.MinReplicas = &m
 	}
+	if c := spec.Cluster; c != nil {
+		p.Cluster = &PlanCluster{Masters: cmp.Or(c.Masters, 3), Replicas: c.ReplicasPer(), NodeTimeout: cmp.Or(c.NodeTimeout, time.Second)}
+	}
 	p.ServerClock = nemesis.UsesServerClock(spec.AllFaults())
 	p.Observe = spec.Observe == nil || *spec.Observe
 	p.Network = PlanNetwork{Latency: spec.Network.Latency, Jitter: spec.Network.Jitter,
@@ -297,7 +311,7 @@ func (p *Plan) compilePoints(spec *Spec) {
 		p.Explore = &e
 	}
 	p.Points.Counted = len(spec.Failpoints) > 0 || spec.Explore != nil
-	p.Points.Relayed = p.info.OwnConnections && spec.Sentinel == nil && wantsCmdPoints(spec)
+	p.Points.Relayed = p.info.OwnConnections && spec.Sentinel == nil && spec.Cluster == nil && wantsCmdPoints(spec)
 }
 
 // gatedRun says whether a run's verdict is gated. A random mode is gated on

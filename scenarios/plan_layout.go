@@ -13,6 +13,9 @@ import (
 // TestSentinelTopology hold them to it).
 func (p *Plan) layout() nemesis.Layout {
 	l := nemesis.Layout{Clients: p.Clients, ClientHost: p.HostOf, Replicas: map[string]string{}}
+	if p.Cluster != nil {
+		return p.clusterLayout(l)
+	}
 	var data []string // the data servers, masters and replicas
 	for i := 1; i <= p.Nodes; i++ {
 		n := fmt.Sprintf("n%d", i)
@@ -57,6 +60,32 @@ func (p *Plan) layout() nemesis.Layout {
 	for h := 1; h <= p.Hosts; h++ {
 		for _, srv := range append(data, sentinels...) {
 			link(fmt.Sprintf("h%d", h), srv)
+		}
+	}
+	return l
+}
+
+// clusterLayout is the Redis Cluster's (rediscluster.go): every node to
+// every other node, its data port and its bus, then every client host to
+// every node.
+func (p *Plan) clusterLayout(l nemesis.Layout) nemesis.Layout {
+	names := clusterNames(p.Cluster)
+	l.Nodes = names[:p.Cluster.Masters]
+	for i, m := range l.Nodes {
+		if p.Cluster.Replicas > 0 {
+			l.Replicas[m] = names[p.Cluster.Masters+i]
+		}
+	}
+	for _, a := range names {
+		for _, b := range names {
+			if a != b {
+				l.Links = append(l.Links, a+">"+b, a+">"+b+nemesis.BusSuffix)
+			}
+		}
+	}
+	for h := 1; h <= p.Hosts; h++ {
+		for _, n := range names {
+			l.Links = append(l.Links, fmt.Sprintf("h%d>%s", h, n))
 		}
 	}
 	return l

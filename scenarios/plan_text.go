@@ -87,6 +87,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 // are set up, and whether their key events are recorded.
 func (p *Plan) writeTopology(b *strings.Builder) {
 	topo := fmt.Sprintf("%d node(s)", p.Nodes)
+	if c := p.Cluster; c != nil {
+		topo = fmt.Sprintf("Redis Cluster: %d masters, %d replica(s) each, cluster-node-timeout %v; each client one cluster client", c.Masters, c.Replicas, c.NodeTimeout)
+	}
 	if p.Replicas > 0 {
 		topo += fmt.Sprintf(", %d replica(s) each", p.Replicas)
 	}

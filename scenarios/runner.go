@@ -150,7 +150,7 @@ type runClient struct {
 	pause   pauser
 	clock   *lockimpl.SkewClock
 	fp      *lockimpl.Failpoints
-	rdb     []*redis.Client
+	rdb     []redis.UniversalClient
 	locker  lockimpl.Locker
 	rec     *recordingLocker
 	process atomic.Int64

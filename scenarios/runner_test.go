@@ -62,7 +62,11 @@ func TestScheduledCasesReproduce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if spec.Mode != "scheduled" {
+		// The Redis Cluster cases (six servers and some seventy links
+		// each) are left to make gate, which runs every gated scheduled
+		// case: all at once here beside the rest, they starved the
+		// Sentinel cases into inconclusive verdicts.
+		if spec.Mode != "scheduled" || spec.Cluster != nil {
 			continue
 		}
 		for _, impl := range spec.Impls {

@@ -358,12 +358,12 @@ func (c mappedConn) RemoteAddr() net.Addr { return c.remote }
 // connect opens one failover client per master for a client on host; every
 // address Sentinel hands out is dialed through the host's own link to that
 // server, Sentinels included.
-func (ss *sentinelSet) connect(t *topology, client int, host string, timeout time.Duration, p *pauser, hook func(node string) redis.Hook) []*redis.Client {
+func (ss *sentinelSet) connect(t *topology, client int, host string, timeout time.Duration, p *pauser, hook func(node string) redis.Hook) []redis.UniversalClient {
 	var sentinels []string
 	for _, s := range ss.sentinels {
 		sentinels = append(sentinels, ss.announced[s.Name])
 	}
-	var out []*redis.Client
+	var out []redis.UniversalClient
 	for _, m := range ss.masters {
 		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 			name, ok := ss.byAddr[addr]
@@ -511,12 +511,16 @@ func failoverTimes(h checker.History) *FailoverTimes {
 		case op.Process == checker.NemesisProcess && op.F == checker.FStart && op.Type == checker.Ok && f.SdownMs < 0:
 			lastFault = op.Time
 		case op.F == checker.FSentinel:
-			if f.SdownMs < 0 && strings.Contains(op.Value, " +sdown master ") {
+			// A cluster's first +fail stands for Sentinel's +sdown.
+			if f.SdownMs < 0 && (strings.Contains(op.Value, " +sdown master ") || strings.Contains(op.Value, " +fail ")) {
 				f.SdownMs, f.FaultMs = ms(op.Time), ms(lastFault)
 			}
 			first(&f.OdownMs, op, "+odown")
 			first(&f.TryFailoverMs, op, "+try-failover")
 			first(&f.PromotedMs, op, "+promoted-slave")
+			// A cluster's watcher sees the promotion as the switch itself
+			// (Sentinel's +promoted-slave comes first and is kept).
+			first(&f.PromotedMs, op, "+switch-master")
 			first(&f.SwitchMasterMs, op, "+switch-master")
 		case op.F == checker.FAcquire && op.Type == checker.Ok && f.PromotedMs >= 0 && f.AcquireAfterMs < 0:
 			f.AcquireAfterMs = ms(op.Time)

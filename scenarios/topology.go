@@ -22,6 +22,8 @@ type topology struct {
 	replicas map[string]*cluster.Process
 	// sentinel is set in the Sentinel topology (see sentinel.go).
 	sentinel *sentinelSet
+	// rcluster is set in the Redis Cluster topology (see rediscluster.go).
+	rcluster *clusterSet
 }
 
 // setupFault, in tests, makes a start-up stage fail (servers, replicas,
@@ -45,6 +47,9 @@ func stage(name string) error {
 func startTopology(ctx context.Context, plan *Plan, cfg Config) (_ *topology, err error) {
 	if plan.Sentinel != nil {
 		return startSentinelTopology(ctx, plan, cfg)
+	}
+	if plan.Cluster != nil {
+		return startClusterTopology(ctx, plan, cfg)
 	}
 	nodes := plan.Nodes
 	if err := stage("backend"); err != nil {
@@ -106,11 +111,14 @@ func startTopology(ctx context.Context, plan *Plan, cfg Config) (_ *topology, er
 // connect opens one client's connections, one per node, each through that
 // client host's own link to the node. hook, when set, gives the hook of
 // the connection to a node (the command points).
-func (t *topology) connect(client int, host string, timeout time.Duration, p *pauser, hook func(node string) redis.Hook) []*redis.Client {
+func (t *topology) connect(client int, host string, timeout time.Duration, p *pauser, hook func(node string) redis.Hook) []redis.UniversalClient {
 	if t.sentinel != nil {
 		return t.sentinel.connect(t, client, host, timeout, p, hook)
 	}
-	var out []*redis.Client
+	if t.rcluster != nil {
+		return t.rcluster.connect(t, client, host, timeout, p, hook)
+	}
+	var out []redis.UniversalClient
 	for _, n := range t.cl.Nodes() {
 		link := t.net.Link(host, n.Name)
 		rdb := redis.NewClient(&redis.Options{
@@ -134,11 +142,27 @@ func (t *topology) connect(client int, host string, timeout time.Duration, p *pa
 	return out
 }
 
+// observed are the servers whose key events the run records: the nodes,
+// and in a cluster its replicas too (any may be promoted, and a migrated
+// key lands on another master).
+func (t *topology) observed() []cluster.Node {
+	nodes := t.cl.Nodes()
+	if t.rcluster != nil {
+		for _, r := range t.rcluster.rc.Replicas {
+			nodes = append(nodes, r.Node)
+		}
+	}
+	return nodes
+}
+
 // Close stops the links, then the nodes: whatever of them was started,
 // since a start-up that failed half-way closes what it built.
 func (t *topology) Close() {
 	if t.sentinel != nil {
 		t.sentinel.close()
+	}
+	if t.rcluster != nil {
+		t.rcluster.close()
 	}
 	if t.net != nil {
 		t.net.Close()

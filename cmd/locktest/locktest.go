@@ -142,6 +142,10 @@ func check(ctx context.Context, lock lockimpl.Info, b Battery, selected func(lab
 			}
 			continue
 		}
+		if n := lock.NodesUnder(spec.Lock); spec.Cluster != nil && n > 1 {
+			rep.Skipped[spec.Name] = fmt.Sprintf("a Redis Cluster gives a lock one cluster client; %s needs %d masters of its own", lock.Name, n)
+			continue
+		}
 		for _, impl := range runsOf(spec, lock.Name) {
 			if !keeps(rep.labelOf(spec.Name, impl)) {
 				continue

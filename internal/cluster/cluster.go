@@ -62,6 +62,9 @@ type Options struct {
 	// arguments); whatever it forks dies with it, since a server is stopped
 	// by process group.
 	Server string
+	// Cluster, when set, starts every server as a Redis Cluster node
+	// (cluster-enabled, its own bus port); FormCluster joins them.
+	Cluster *ClusterOptions
 }
 
 // ServerEnv names the environment variable that chooses the redis-server

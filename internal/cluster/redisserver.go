@@ -41,6 +41,18 @@ type Process struct {
 	// links point at it before it starts, and no other listener can be
 	// given it meanwhile.
 	reserved net.Listener
+	// BusPort is the cluster bus port of a Redis Cluster node (0
+	// otherwise), reserved like Port until the first start.
+	BusPort     int
+	busReserved net.Listener
+}
+
+// BusAddr is the node's own cluster bus address ("" outside a cluster).
+func (p *Process) BusAddr() string {
+	if p.BusPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.BusPort))
 }
 
 // Servers is a cluster of spawned redis-server processes.
@@ -51,6 +63,8 @@ type Servers struct {
 	shim  string // clock shim path, "" without Options.ServerClock
 	extra func(name string) []string
 	log   *slog.Logger
+	// cluster, when set, makes every server a Redis Cluster node.
+	cluster *ClusterOptions
 
 	mu        sync.Mutex // guards replicas, sentinels and closed
 	replicas  []*Process
@@ -96,7 +110,7 @@ func StartRedisServers(ctx context.Context, o Options) (*Servers, error) {
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
-	s := &Servers{root: root, bin: bin, shim: shim, log: o.Log, extra: o.ExtraArgs}
+	s := &Servers{root: root, bin: bin, shim: shim, log: o.Log, extra: o.ExtraArgs, cluster: o.Cluster}
 	for i := 0; i < o.Nodes; i++ {
 		p, err := s.newProcess(fmt.Sprintf("n%d", i+1))
 		if err != nil {
@@ -152,14 +166,26 @@ func (p *Process) startOnFreePort(ctx context.Context) error {
 		if perr != nil {
 			return errors.Join(err, perr)
 		}
-		for i, a := range p.Args {
-			if a == "--port" && i+1 < len(p.Args) {
-				p.Args[i+1] = strconv.Itoa(port)
-			}
-		}
+		setArg(p.Args, "--port", port)
 		p.Port, p.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if p.BusPort != 0 {
+			// The cluster bus port may be the one taken: it moves too.
+			if p.BusPort, perr = FreePort(); perr != nil {
+				return errors.Join(err, perr)
+			}
+			setArg(p.Args, "--cluster-port", p.BusPort)
+		}
 	}
 	return err
+}
+
+// setArg sets the value after flag in args.
+func setArg(args []string, flag string, v int) {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			args[i+1] = strconv.Itoa(v)
+		}
+	}
 }
 
 // newProcess prepares (does not start) a server named name on a free port
@@ -188,6 +214,15 @@ func (s *Servers) newProcess(name string) (*Process, error) {
 			"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no",
 			"--protected-mode", "yes", "--logfile", filepath.Join(dir, "redis.log"),
 			"--repl-diskless-sync-delay", "0"},
+	}
+	if s.cluster != nil {
+		bl, bport, err := reservePort()
+		if err != nil {
+			p.release()
+			return nil, err
+		}
+		p.BusPort, p.busReserved = bport, bl
+		p.Args = append(p.Args, s.cluster.args(bport)...)
 	}
 	if s.extra != nil {
 		p.Args = append(p.Args, s.extra(name)...)
@@ -525,6 +560,10 @@ func (p *Process) release() {
 	if p.reserved != nil {
 		p.reserved.Close()
 		p.reserved = nil
+	}
+	if p.busReserved != nil {
+		p.busReserved.Close()
+		p.busReserved = nil
 	}
 }
 

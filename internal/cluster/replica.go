@@ -25,19 +25,10 @@ const adminTimeout = 2 * time.Second
 // WaitLinkUp to wait for the initial sync. Replicas are not Nodes (clients
 // do not lock on them); Close stops them with the rest.
 func (s *Servers) AddReplica(ctx context.Context, masterAddr string) (*Process, error) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, errors.New("add replica: cluster closed")
-	}
-	p, err := s.newProcess(fmt.Sprintf("r%d", len(s.replicas)+1))
+	p, err := s.newReplica()
 	if err != nil {
-		s.mu.Unlock()
 		return nil, err
 	}
-	// Registered before it starts, so that Close stops it whatever happens.
-	s.replicas = append(s.replicas, p)
-	s.mu.Unlock()
 	if err := p.startOnFreePort(ctx); err != nil {
 		return nil, err
 	}
@@ -46,6 +37,22 @@ func (s *Servers) AddReplica(ctx context.Context, masterAddr string) (*Process, 
 		return nil, err
 	}
 	s.log.Debug("redis-server replica started", "node", p.Name, "addr", p.Addr, "master", masterAddr, "pid", p.Pid())
+	return p, nil
+}
+
+// newReplica prepares (does not start) the next replica, r1, r2, ..., and
+// registers it before it starts, so that Close stops it whatever happens.
+func (s *Servers) newReplica() (*Process, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("add replica: cluster closed")
+	}
+	p, err := s.newProcess(fmt.Sprintf("r%d", len(s.replicas)+1))
+	if err != nil {
+		return nil, err
+	}
+	s.replicas = append(s.replicas, p)
 	return p, nil
 }
 
@@ -155,12 +162,18 @@ func (p *Process) WaitLinkUp(ctx context.Context) error {
 // the lock refused, through no fault of its own. The probe is a key of the
 // harness's own (ProbeKey) that expires at once.
 func (p *Process) WaitOnline(ctx context.Context, masterAddr string) error {
+	return p.waitOnline(ctx, masterAddr, ProbeKey)
+}
+
+// waitOnline is WaitOnline writing probe, a key the master serves (in a
+// Redis Cluster, a key of one of its slots: any other is refused with MOVED).
+func (p *Process) waitOnline(ctx context.Context, masterAddr, probe string) error {
 	if err := p.WaitLinkUp(ctx); err != nil {
 		return err
 	}
 	var last error
 	for {
-		err := probeReplicas(masterAddr)
+		err := probeReplicas(masterAddr, probe)
 		if err == nil {
 			return nil
 		}
@@ -196,9 +209,9 @@ func (p *Process) nudgeAck() {
 // acknowledge; it expires after a second.
 const ProbeKey = "lockstorm:replication-probe"
 
-// probeReplicas writes ProbeKey on the master at addr and WAITs for every
+// probeReplicas writes key on the master at addr and WAITs for every
 // replica it lists; nil when all acknowledged within 200 ms.
-func probeReplicas(addr string) error {
+func probeReplicas(addr, key string) error {
 	want, err := listedReplicas(addr)
 	if err != nil {
 		return err
@@ -212,7 +225,7 @@ func probeReplicas(addr string) error {
 	r := bufio.NewReader(c)
 	// WAIT counts acknowledgements of this connection's own writes, so
 	// both go on one connection.
-	for _, args := range [][]string{{"SET", ProbeKey, "1", "PX", "1000"}, {"WAIT", fmt.Sprint(want), "200"}} {
+	for _, args := range [][]string{{"SET", key, "1", "PX", "1000"}, {"WAIT", fmt.Sprint(want), "200"}} {
 		if err := resp.Write(c, args...); err != nil {
 			return err
 		}

@@ -49,6 +49,12 @@ type Spec struct {
 	Offset    time.Duration `yaml:"offset" json:"offset,omitempty"` // clock offset or jump
 	Drift     float64       `yaml:"drift" json:"drift,omitempty"`   // clock rate error
 	Direction string        `yaml:"direction" json:"direction,omitempty"`
+	// Mode is cluster-failover's CLUSTER FAILOVER option: default, force
+	// or takeover.
+	Mode string `yaml:"mode" json:"mode,omitempty"`
+	// Key is the lock key (its number: 0 is the first) whose slot a
+	// cluster fault acts on.
+	Key int `yaml:"key" json:"key,omitempty"`
 }
 
 // Env is what faults act on. The runner fills it.
@@ -66,6 +72,10 @@ type Env struct {
 	// Replicas maps a master node's name to its replica, when the scenario
 	// has replicas (redis-server backend).
 	Replicas map[string]*cluster.Process
+	// RedisCluster is the Redis Cluster, in the cluster topology.
+	RedisCluster *cluster.RedisCluster
+	// Keys are the run's lock keys, in order.
+	Keys []string
 }
 
 // ClientControl is the runner's handle on its clients.

@@ -347,15 +347,14 @@ func (l *Link) dropConns() {
 }
 
 // newLink listens on a free loopback port for host's traffic to upstream.
-func newLink(srv *toxiproxy.ApiServer, host, node, upstream string) (*Link, error) {
+func newLink(srv *toxiproxy.ApiServer, host, node, upstream string, bus bool) (*Link, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	name := host + ">" + node
-	l := &Link{Host: host, Node: node, Addr: ln.Addr().String(), srv: srv, ln: ln, upstream: upstream,
-		proxy: toxiproxy.NewProxy(srv, name, ln.Addr().String(), upstream),
+	l := &Link{Host: host, Node: node, Bus: bus, Addr: ln.Addr().String(), srv: srv, ln: ln, upstream: upstream,
 		conns: map[net.Conn]struct{}{}, pipes: map[*pipe]struct{}{}}
+	l.proxy = toxiproxy.NewProxy(srv, l.Name(), ln.Addr().String(), upstream)
 	l.wg.Add(1)
 	go l.serve()
 	return l, nil

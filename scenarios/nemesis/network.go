@@ -40,6 +40,10 @@ type Link struct {
 	Host string
 	// Node is the node's name (n1, n2, ...).
 	Node string
+	// Bus says the link leads to the node's Redis Cluster bus, not to its
+	// data port: a pair of cluster nodes has both, and a fault selecting
+	// the pair by host and node acts on both.
+	Bus bool
 	// Addr is where the host dials to reach the node through this link.
 	Addr string
 	// proxy holds the link's toxics (its ToxicCollection); its chains run
@@ -69,19 +73,35 @@ func NewNetwork() *Network {
 	return &Network{srv: srv, links: map[string]*Link{}}
 }
 
-// Name is host>node.
-func (l *Link) Name() string { return l.Host + ">" + l.Node }
+// Name is host>node, or host>node bus for a bus link.
+func (l *Link) Name() string {
+	if l.Bus {
+		return l.Host + ">" + l.Node + BusSuffix
+	}
+	return l.Host + ">" + l.Node
+}
+
+// BusSuffix ends the name of a cluster bus link.
+const BusSuffix = " bus"
 
 // AddLink creates and starts the proxy from host to a node at upstream. The
 // proxy listens on a free loopback port.
 func (n *Network) AddLink(host, node, upstream string) (*Link, error) {
-	name := host + ">" + node
-	l, err := newLink(n.srv, host, node, upstream)
+	return n.addLink(host, node, upstream, false)
+}
+
+// AddBusLink is AddLink for the cluster bus of node (Link.Bus).
+func (n *Network) AddBusLink(host, node, upstream string) (*Link, error) {
+	return n.addLink(host, node, upstream, true)
+}
+
+func (n *Network) addLink(host, node, upstream string, bus bool) (*Link, error) {
+	l, err := newLink(n.srv, host, node, upstream, bus)
 	if err != nil {
-		return nil, fmt.Errorf("proxy %s: %w", name, err)
+		return nil, fmt.Errorf("proxy %s>%s: %w", host, node, err)
 	}
 	n.mu.Lock()
-	n.links[name] = l
+	n.links[l.Name()] = l
 	n.order = append(n.order, l)
 	n.mu.Unlock()
 	return l, nil
@@ -92,6 +112,13 @@ func (n *Network) Link(host, node string) *Link {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.links[host+">"+node]
+}
+
+// BusLink returns the bus link from host to node, or nil.
+func (n *Network) BusLink(host, node string) *Link {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.links[host+">"+node+BusSuffix]
 }
 
 // Links returns the links matching pred, in creation order.

@@ -51,7 +51,8 @@ func (l Layout) env() *Env {
 	net := &Network{links: map[string]*Link{}}
 	for _, name := range l.Links {
 		host, node, _ := strings.Cut(name, ">")
-		lk := &Link{Host: host, Node: node}
+		node, bus := strings.CutSuffix(node, BusSuffix)
+		lk := &Link{Host: host, Node: node, Bus: bus}
 		net.links[name] = lk
 		net.order = append(net.order, lk)
 	}

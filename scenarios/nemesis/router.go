@@ -26,9 +26,12 @@ type Router struct {
 	Server string
 	// Addr is where the router listens: the server's announced address.
 	Addr string
-	net  *Network
-	ln   net.Listener
-	wg   sync.WaitGroup
+	// Bus: the router stands for the server's cluster bus and hands
+	// connections to bus links.
+	Bus bool
+	net *Network
+	ln  net.Listener
+	wg  sync.WaitGroup
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -53,12 +56,17 @@ func (n *Network) source(ip string) string {
 }
 
 // AddRouter starts a router for server on a free loopback port.
-func (n *Network) AddRouter(server string) (*Router, error) {
+func (n *Network) AddRouter(server string) (*Router, error) { return n.addRouter(server, false) }
+
+// AddBusRouter starts a router for server's cluster bus (Router.Bus).
+func (n *Network) AddBusRouter(server string) (*Router, error) { return n.addRouter(server, true) }
+
+func (n *Network) addRouter(server string, bus bool) (*Router, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("router for %s: %w", server, err)
 	}
-	r := &Router{Server: server, Addr: ln.Addr().String(), net: n, ln: ln, conns: map[net.Conn]struct{}{}}
+	r := &Router{Server: server, Addr: ln.Addr().String(), Bus: bus, net: n, ln: ln, conns: map[net.Conn]struct{}{}}
 	n.mu.Lock()
 	n.routers = append(n.routers, r)
 	n.mu.Unlock()
@@ -106,6 +114,9 @@ func (r *Router) relay(c net.Conn) {
 		host = r.net.source(a.IP.String())
 	}
 	link := r.net.Link(host, r.Server)
+	if r.Bus {
+		link = r.net.BusLink(host, r.Server)
+	}
 	if host == "" || link == nil {
 		return
 	}

@@ -48,6 +48,10 @@ type Spec struct {
 	// data server (a promoted replica keeps it), as the Sentinel and
 	// replication documents advise against split-brain writes.
 	MinReplicas *MinReplicas `yaml:"min_replicas"`
+	// Cluster, when set, runs a Redis Cluster (masters n1.., replicas
+	// r1..) and gives each client one cluster client (redis-server
+	// backend; single-instance locks: the lock sees one node).
+	Cluster *ClusterSpec `yaml:"cluster"`
 	// Clients is how many lock clients run.
 	Clients int `yaml:"clients"`
 	// Hosts groups clients into hosts (0: one per client up to 64, then shared).
@@ -145,6 +149,31 @@ type SentinelSpec struct {
 	DownAfter time.Duration `yaml:"down_after"`
 	// FailoverTimeout is failover-timeout (default 2s).
 	FailoverTimeout time.Duration `yaml:"failover_timeout"`
+}
+
+// ClusterSpec is a Redis Cluster: real redis-server processes in cluster
+// mode, the slots split evenly over the masters n1..nM, replica r_i of
+// n_i, every node reaching every other through links of its own (data and
+// cluster bus: a fault naming hosts [n2] and nodes [n1] cuts n2 from n1 on
+// both) and every client host reaching every node through its own links.
+type ClusterSpec struct {
+	// Masters is how many masters serve the slots (default 3; at least 3,
+	// since a failover needs the votes of a majority of masters).
+	Masters int `yaml:"masters"`
+	// Replicas per master: 0 or 1 (default 1).
+	Replicas *int `yaml:"replicas"`
+	// NodeTimeout is cluster-node-timeout (default 1s): how long a node may
+	// be unreachable before it is flagged failing, and how long a master on
+	// the minority side goes on accepting writes.
+	NodeTimeout time.Duration `yaml:"node_timeout"`
+}
+
+// ReplicasPer is the replicas per master, its default applied.
+func (c *ClusterSpec) ReplicasPer() int {
+	if c.Replicas == nil {
+		return 1
+	}
+	return *c.Replicas
 }
 
 // MinReplicas are Redis's min-replicas-to-write and min-replicas-max-lag: a
@@ -416,6 +445,9 @@ func Overlay(base, top lockimpl.Options) lockimpl.Options {
 // Unsupported says why the spec cannot run on backend kind ("" when it can):
 // replicas exist only on spawned redis-server processes.
 func (s *Spec) Unsupported(kind string) string {
+	if s.Cluster != nil && kind != "redis-server" {
+		return "needs a Redis Cluster, which only the redis-server backend has"
+	}
 	if s.Sentinel != nil && kind != "redis-server" {
 		return "needs Sentinel processes, which only the redis-server backend has"
 	}

@@ -237,6 +237,9 @@ func (s *Spec) checkTopology(bad func(string, string, ...any) error) error {
 	if s.Duration == 0 {
 		return bad("duration", "missing: every run needs a time bound")
 	}
+	if err := s.checkCluster(bad); err != nil {
+		return err
+	}
 	if sn := s.Sentinel; sn != nil {
 		if s.Replicas != 1 {
 			return bad("sentinel", "needs replicas: 1 (Sentinel promotes a replica)")
@@ -272,6 +275,56 @@ func (s *Spec) checkTopology(bad func(string, string, ...any) error) error {
 		}
 	}
 	return nil
+}
+
+// checkCluster checks the cluster block and fills in its defaults.
+func (s *Spec) checkCluster(bad func(string, string, ...any) error) error {
+	c := s.Cluster
+	if c == nil {
+		return nil
+	}
+	for _, f := range []string{"replicas", "sentinel", "min_replicas", "nodes"} {
+		if s.doc.has(f) {
+			return bad(f, "not with cluster: the cluster block sets the topology (cluster.replicas), and a lock on a cluster sees one node")
+		}
+	}
+	if c.Masters == 0 {
+		c.Masters = 3
+	}
+	if c.Masters < 3 || c.Masters > 16 {
+		return bad("cluster.masters", "want 3..16 (a failover needs the votes of a majority of the masters), got %d", c.Masters)
+	}
+	if r := c.ReplicasPer(); r < 0 || r > 1 {
+		return bad("cluster.replicas", "want 0 or 1 replica per master, got %d", r)
+	}
+	if c.NodeTimeout == 0 {
+		c.NodeTimeout = time.Second
+	}
+	if c.NodeTimeout < 100*time.Millisecond || c.NodeTimeout%time.Millisecond != 0 {
+		return bad("cluster.node_timeout", "want whole milliseconds, at least 100ms, got %v", c.NodeTimeout)
+	}
+	return nil
+}
+
+// clusterTargetMsg checks, in the cluster topology, a fault target that
+// names a cluster node: masters n1..nM, replicas r1..rM (as servers, and
+// as hosts: their links to the other nodes). "" when t is fine, ok false
+// when t is not a cluster node's name at all.
+func (s *Spec) clusterTargetMsg(t string) (msg string, ok bool) {
+	c := s.Cluster
+	if c == nil || len(t) < 2 || (t[0] != 'n' && t[0] != 'r') {
+		return "", false
+	}
+	k, err := strconv.Atoi(t[1:])
+	switch {
+	case err != nil || k < 1:
+		return fmt.Sprintf("%q: want a cluster node n1..n%d or r1..r%d", t, c.Masters, c.Masters), true
+	case t[0] == 'r' && c.ReplicasPer() == 0:
+		return fmt.Sprintf("no replica %s: cluster.replicas is 0", t), true
+	case k > c.Masters:
+		return fmt.Sprintf("no cluster node %s (cluster.masters: %d)", t, c.Masters), true
+	}
+	return "", true
 }
 
 // checkBounds applies the defaults of clients, keys and client_timeout and
@@ -517,6 +570,15 @@ func (s *Spec) checkFault(at string, f nemesis.Spec, timeline bool, bad func(str
 		}
 	}
 	for i, n := range f.Nodes {
+		if msg, ok := s.clusterTargetMsg(n); ok || s.Cluster != nil {
+			if msg == "" && !ok {
+				msg = fmt.Sprintf("%q: want a cluster node n1..n%d or r1..r%d", n, s.Cluster.Masters, s.Cluster.Masters)
+			}
+			if msg != "" {
+				return bad(fmt.Sprintf("%s.nodes.%d", at, i), "%s", msg)
+			}
+			continue
+		}
 		if msg := s.sentinelTargetMsg(n, 'r', 's'); msg != "" {
 			return bad(fmt.Sprintf("%s.nodes.%d", at, i), "%s", msg)
 		} else if (n[0] == 'r' || n[0] == 's') && s.Sentinel != nil {
@@ -525,6 +587,18 @@ func (s *Spec) checkFault(at string, f nemesis.Spec, timeline bool, bad func(str
 		if _, err := nodeNumber(n); err != nil {
 			return bad(fmt.Sprintf("%s.nodes.%d", at, i), "%v", err)
 		}
+	}
+	if f.Kind == "failover" && s.Cluster != nil {
+		return bad(at+".kind", "failover is the harness playing Sentinel; in a cluster use kill (the cluster fails over by itself) or cluster-failover")
+	}
+	if strings.HasPrefix(f.Kind, "cluster-") && s.Cluster == nil {
+		return bad(at+".kind", "%s acts on a Redis Cluster: set cluster: {masters: 3}", f.Kind)
+	}
+	if f.Kind == "cluster-failover" && s.Cluster.ReplicasPer() == 0 {
+		return bad(at+".kind", "cluster-failover promotes a replica: cluster.replicas is 0")
+	}
+	if f.Kind == "kill-synced" && s.Cluster != nil && s.Cluster.ReplicasPer() == 1 {
+		return nil
 	}
 	if f.Kind == "failover" && s.Replicas == 0 {
 		return bad(at+".kind", "failover promotes a replica: set replicas: 1")
@@ -538,6 +612,9 @@ func (s *Spec) checkFault(at string, f nemesis.Spec, timeline bool, bad func(str
 // hostMsg checks a host name: h1..hN for client hosts, r1..rM for the
 // replication links when the spec has replicas (nodes -1: not known yet).
 func (s *Spec) hostMsg(h string, nodes int) string {
+	if msg, ok := s.clusterTargetMsg(h); ok {
+		return msg
+	}
 	if msg := s.sentinelTargetMsg(h, 's', 'n'); msg != "" || (s.Sentinel != nil && len(h) > 1 && (h[0] == 's' || h[0] == 'n')) {
 		return msg
 	}
@@ -803,6 +880,14 @@ func (s *Spec) CheckImpl(name string) error {
 			return bad(where(oe.Option), "%s: %s", name, oe.Msg)
 		}
 		return bad("lock", "%s: %v", name, err)
+	}
+	if s.Cluster != nil {
+		if nodes != 1 {
+			return bad(where("nodes"), "%s: needs %d masters of its own; on a cluster a lock gets one cluster client (single-instance locks only)", name, nodes)
+		}
+		// Its targets are the cluster's nodes, and each client may
+		// connect to every master and replica.
+		nodes = s.Cluster.Masters * (1 + s.Cluster.ReplicasPer())
 	}
 	lim := s.limits
 	if lim.MaxNodes == 0 {

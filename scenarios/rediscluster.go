@@ -1,0 +1,438 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+)
+
+// The Redis Cluster topology: masters n1..nM serving the slots, replica
+// r_i of n_i, all real redis-server processes in cluster mode, and clients
+// with go-redis's cluster client, as production clients do.
+//
+// Addressing is the Sentinel topology's (sentinel.go): the nodes learn
+// each other's addresses from each other (gossip, CLUSTER SLOTS, MOVED and
+// ASK redirects) and hand them to everybody alike, so each node announces
+// routers (nemesis.Router), not its own ports:
+//
+//	node X     cluster-announce-ip 127.0.0.1, cluster-announce-port port(A(X)),
+//	           cluster-announce-bus-port port(B(X)), bind-source-addr 127.0.<1|2>.i
+//	A(X)       X's data router: node P's connection goes to link P>X (replication, MIGRATE)
+//	B(X)       X's bus router: node P's connection goes to bus link P>X bus (gossip, votes)
+//
+// so a fault naming hosts [n2, n3] and nodes [n1] cuts n1 from n2 and n3
+// on the bus and on the data port, and from nobody else. Clients need no
+// source address: their cluster client's Dialer maps the announced address
+// it was given (seed, CLUSTER SLOTS, a redirect) back to the node and dials
+// the client host's own link h>X.
+type clusterSet struct {
+	servers   *cluster.Servers
+	rc        *cluster.RedisCluster
+	names     []string          // n1..nM, r1..rM
+	announced map[string]string // node name → announced data address
+	byAddr    map[string]string // announced data address → node name
+	// dialed receives (client, node) when a client's acquire (SET) is
+	// answered by a node.
+	dialed atomic.Pointer[func(client int, node string)]
+	// events receives the cluster's events once the run records them.
+	events atomic.Pointer[func(text string)]
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// clusterNames are the nodes' names: masters, then replicas.
+func clusterNames(c *PlanCluster) []string {
+	var out []string
+	for i := 1; i <= c.Masters; i++ {
+		out = append(out, fmt.Sprintf("n%d", i))
+	}
+	for i := 1; i <= c.Masters*c.Replicas; i++ {
+		out = append(out, fmt.Sprintf("r%d", i))
+	}
+	return out
+}
+
+func startClusterTopology(ctx context.Context, plan *Plan, cfg Config) (_ *topology, err error) {
+	if k, rerr := cluster.Resolve(cfg.Backend); rerr != nil || k != cluster.RedisServer {
+		return nil, fmt.Errorf("scenario %s needs a Redis Cluster, which only the redis-server backend has", plan.Scenario)
+	}
+	t := &topology{net: nemesis.NewNetwork(), replicas: map[string]*cluster.Process{}}
+	cs := &clusterSet{names: clusterNames(plan.Cluster), announced: map[string]string{}, byAddr: map[string]string{},
+		stop: make(chan struct{})}
+	t.rcluster = cs
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	b := &clusterBuild{t: t, cs: cs, plan: plan, cfg: cfg, bus: map[string]string{}}
+	steps := []struct {
+		stage string
+		run   func() error
+	}{
+		{"backend", b.startRouters},
+		{"servers", func() error { return b.startServers(ctx) }},
+		{"replicas", func() error { return b.startReplicas(ctx) }},
+		{"cluster", func() error { return b.form(ctx) }},
+		{"subscribe", b.linkClients},
+	}
+	for _, st := range steps {
+		if err := st.run(); err != nil {
+			return nil, err
+		}
+		if err := stage(st.stage); err != nil {
+			return nil, err
+		}
+	}
+	cs.watch()
+	cfg.Log.Info("redis cluster up", "masters", plan.Cluster.Masters, "replicas", plan.Cluster.Replicas, "node_timeout", plan.Cluster.NodeTimeout)
+	return t, nil
+}
+
+// clusterBuild is the state the steps share: the announced bus addresses.
+type clusterBuild struct {
+	t    *topology
+	cs   *clusterSet
+	plan *Plan
+	cfg  Config
+	bus  map[string]string // node name → announced bus address
+}
+
+// startRouters gives every node its data and bus routers and a source
+// address.
+func (b *clusterBuild) startRouters() error {
+	for _, name := range b.cs.names {
+		r, err := b.t.net.AddRouter(name)
+		if err != nil {
+			return err
+		}
+		br, err := b.t.net.AddBusRouter(name)
+		if err != nil {
+			return err
+		}
+		b.cs.announced[name], b.cs.byAddr[r.Addr], b.bus[name] = r.Addr, name, br.Addr
+		b.t.net.SetSource(sourceIP(name), name)
+	}
+	return nil
+}
+
+// nodeArgs are a node's announced addresses and source address.
+func (b *clusterBuild) nodeArgs(name string) []string {
+	_, port, _ := net.SplitHostPort(b.cs.announced[name])
+	_, bus, _ := net.SplitHostPort(b.bus[name])
+	return []string{"--protected-mode", "no", "--bind-source-addr", sourceIP(name),
+		"--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", port, "--cluster-announce-bus-port", bus}
+}
+
+func (b *clusterBuild) startServers(ctx context.Context) error {
+	cl, err := cluster.Start(ctx, cluster.RedisServer, cluster.Options{Nodes: b.plan.Cluster.Masters, Log: b.cfg.Log,
+		ServerClock: b.plan.ServerClock, ExtraArgs: b.nodeArgs,
+		Cluster: &cluster.ClusterOptions{NodeTimeout: b.plan.Cluster.NodeTimeout}})
+	if err != nil {
+		return fmt.Errorf("start redis-server backend: %w", err)
+	}
+	b.t.cl = cl
+	b.cs.servers = cl.(*cluster.Servers)
+	b.t.hosts, b.t.hostOf = b.plan.Hosts, b.plan.HostOf
+	return nil
+}
+
+func (b *clusterBuild) startReplicas(ctx context.Context) error {
+	n := b.plan.Cluster.Masters * b.plan.Cluster.Replicas
+	if n == 0 {
+		return nil
+	}
+	if _, err := b.cs.servers.AddClusterReplicas(ctx, n); err != nil {
+		return fmt.Errorf("cluster replicas: %w", err)
+	}
+	return nil
+}
+
+// form links every node to every other (data and bus), then forms the
+// cluster through them and waits until it is ready.
+func (b *clusterBuild) form(ctx context.Context) error {
+	masters, replicas := b.cs.servers.Procs(), b.cs.servers.Replicas()
+	all := append(append([]*cluster.Process(nil), masters...), replicas...)
+	announce := map[string]cluster.Announced{}
+	for _, p := range all {
+		announce[p.Name] = cluster.Announced{Data: b.cs.announced[p.Name], Bus: b.bus[p.Name]}
+		for _, q := range all {
+			if p == q {
+				continue
+			}
+			if _, err := b.t.net.AddLink(p.Name, q.Name, q.Addr); err != nil {
+				return err
+			}
+			if _, err := b.t.net.AddBusLink(p.Name, q.Name, q.BusAddr()); err != nil {
+				return err
+			}
+		}
+	}
+	rc, err := cluster.FormCluster(ctx, masters, replicas, announce)
+	if err != nil {
+		return fmt.Errorf("redis cluster: %w", err)
+	}
+	b.cs.rc = rc
+	for i, r := range replicas {
+		b.t.replicas[masters[i].Name] = r
+	}
+	return nil
+}
+
+// linkClients links every client host to every node.
+func (b *clusterBuild) linkClients() error {
+	for h := 1; h <= b.t.hosts; h++ {
+		for _, p := range b.cs.rc.Masters {
+			if _, err := b.t.net.AddLink(fmt.Sprintf("h%d", h), p.Name, p.Addr); err != nil {
+				return err
+			}
+		}
+		for _, p := range b.cs.rc.Replicas {
+			if _, err := b.t.net.AddLink(fmt.Sprintf("h%d", h), p.Name, p.Addr); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// connect gives a client on host one cluster client: every address the
+// cluster hands out is dialed through the host's own link to that node.
+// The pause hook holds whole commands (redirects included); the refusal
+// and command-point hooks sit on each node's own client.
+func (cs *clusterSet) connect(t *topology, client int, host string, timeout time.Duration, p *pauser, hook func(node string) redis.Hook) []redis.UniversalClient {
+	var seeds []string
+	for _, m := range cs.rc.Masters {
+		seeds = append(seeds, cs.announced[m.Name])
+	}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		name, ok := cs.byAddr[addr]
+		if !ok {
+			return nil, fmt.Errorf("dial %s: not the announced address of any cluster node", addr)
+		}
+		link := t.net.Link(host, name)
+		if link == nil {
+			return nil, fmt.Errorf("dial %s (%s): no link from %s", addr, name, host)
+		}
+		d := net.Dialer{Timeout: timeout}
+		c, err := d.DialContext(ctx, network, link.Addr)
+		if err != nil {
+			return nil, err
+		}
+		ra, _ := net.ResolveTCPAddr("tcp", addr)
+		return mappedConn{c, ra}, nil
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: seeds, Dialer: dial, MaxRedirects: clusterTries, MaxRetryBackoff: 100 * time.Millisecond,
+		ClusterStateReloadInterval: slotMapEvery,
+		MaxRetries:                 -1, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
+		PoolSize: 4, ContextTimeoutEnabled: true, Protocol: 2, DialerRetries: 1, DisableIdentity: true,
+	})
+	rdb.AddHook(pauseHook{p})
+	rdb.OnNewNode(func(node *redis.Client) {
+		name := cs.byAddr[node.Options().Addr]
+		// Paused here too: a lock may send on one node's connection
+		// (set-nx-px's SET and WAIT), outside the cluster client's hooks.
+		node.AddHook(pauseHook{p})
+		node.AddHook(refuseHook{t.net.Link(host, name)})
+		node.AddHook(acquiredOn{client: client, node: name, cs: cs})
+		if hook != nil {
+			node.AddHook(hook(name))
+		}
+	})
+	// The first command makes the cluster client fetch the slot map and
+	// the command table (COMMAND, to find each command's keys) from any
+	// node: done now, on a fault-free network, and not by a lock's first
+	// acquire under a partition, where it would wait out timeouts on the
+	// nodes it cannot reach, which no long-running client does.
+	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = rdb.Exists(wctx, "lockstorm:warm-up").Err()
+	return []redis.UniversalClient{rdb}
+}
+
+// slotMapEvery is how old a client's slot map may grow before it asks the
+// cluster again (CLUSTER SLOTS, through its own links). go-redis reloads
+// on a MOVED redirect, and otherwise every 60 s by default: a client whose
+// master was killed would go on dialing the dead node for a minute, long
+// past any scenario, where production clients (and go-redis's own
+// periodic reload) find the promoted replica.
+const slotMapEvery = 250 * time.Millisecond
+
+// clusterTries is how many times the cluster client sends one command: a
+// redirect (MOVED, ASK) or a failed attempt (a dead node, CLUSTERDOWN)
+// tries again, after a backoff growing from 8 ms to 100 ms (go-redis: to
+// 512 ms; a client then took up to 2.7 s past the promotion to try the
+// new master, under stress-ng), so a command rides out much of a failover
+// as a client configured for one would, where go-redis's default of 3
+// tries gives up within 30 ms and the run would count a flood of errors
+// instead of acquires.
+const clusterTries = 12
+
+// acquiredOn tells the run which node answered a client's SET, so the
+// witness can name the node each of two holders acquired on.
+type acquiredOn struct {
+	client int
+	node   string
+	cs     *clusterSet
+}
+
+func (h acquiredOn) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h acquiredOn) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err == nil && cmd.Name() == "set" {
+			if f := h.cs.dialed.Load(); f != nil {
+				(*f)(h.client, h.node)
+			}
+		}
+		return err
+	}
+}
+
+func (h acquiredOn) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// watchEvery is how often the watcher asks each node for its view.
+const watchEvery = 100 * time.Millisecond
+
+// watch follows the cluster as its nodes see it, on direct connections
+// outside the links, and reports what changes (see clusterEvents).
+func (cs *clusterSet) watch() {
+	cs.wg.Add(1)
+	go func() {
+		defer cs.wg.Done()
+		w := &clusterWatch{cs: cs, state: map[string]string{}}
+		t := time.NewTicker(watchEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-cs.stop:
+				return
+			case <-t.C:
+				w.poll()
+			}
+		}
+	}()
+}
+
+// clusterWatch is what the watcher saw last, per "node fact" key.
+type clusterWatch struct {
+	cs    *clusterSet
+	state map[string]string
+}
+
+// poll asks every running node for its view and reports, as "WHO EVENT
+// ...": WHO +fail X / -fail X (WHO's view flags X failed, or no longer),
+// WHO +switch-master OLD WHO (WHO became a master; it replicated OLD),
+// WHO +convert-to-slave WHO NEW (WHO became a replica of NEW), WHO
+// +cluster-down / -cluster-down (WHO refuses queries: a minority master
+// after cluster-node-timeout, or accepts them again).
+func (w *clusterWatch) poll() {
+	for _, p := range append(append([]*cluster.Process(nil), w.cs.rc.Masters...), w.cs.rc.Replicas...) {
+		if !p.Running() {
+			continue
+		}
+		ns, err := cluster.Nodes(p.Addr)
+		if err != nil {
+			continue
+		}
+		for _, n := range ns {
+			name := w.cs.rc.Name(n.ID)
+			if n.Has("myself") {
+				role, master := "master", ""
+				if n.Has("slave") {
+					role, master = "slave", w.cs.rc.Name(n.MasterID)
+				}
+				w.change(p.Name+" role", role+" "+master, func(old string) string {
+					if role == "master" && strings.HasPrefix(old, "slave ") {
+						return fmt.Sprintf("%s +switch-master %s %s", p.Name, strings.TrimPrefix(old, "slave "), p.Name)
+					}
+					if role == "slave" && old != "" && !strings.HasPrefix(old, "slave ") {
+						return fmt.Sprintf("%s +convert-to-slave %s %s", p.Name, p.Name, master)
+					}
+					return ""
+				})
+				continue
+			}
+			failed := strconv.FormatBool(n.Has("fail"))
+			w.change(p.Name+" fail "+name, failed, func(old string) string {
+				if failed == "true" {
+					return fmt.Sprintf("%s +fail %s", p.Name, name)
+				}
+				if old == "true" {
+					return fmt.Sprintf("%s -fail %s", p.Name, name)
+				}
+				return ""
+			})
+		}
+		if st, err := cluster.ClusterState(p.Addr); err == nil {
+			w.change(p.Name+" state", st, func(old string) string {
+				if st == "fail" {
+					return p.Name + " +cluster-down"
+				}
+				if old == "fail" {
+					return p.Name + " -cluster-down"
+				}
+				return ""
+			})
+		}
+	}
+}
+
+// change records fact's new value and reports event(old) when it changed
+// (and event says something).
+func (w *clusterWatch) change(fact, now string, event func(old string) string) {
+	old, seen := w.state[fact]
+	if seen && old == now {
+		return
+	}
+	w.state[fact] = now
+	if !seen && now != "true" && now != "fail" {
+		return // the starting state
+	}
+	if text := event(old); text != "" {
+		if f := w.cs.events.Load(); f != nil {
+			(*f)(text)
+		}
+	}
+}
+
+func (cs *clusterSet) close() {
+	close(cs.stop)
+	cs.wg.Wait()
+}
+
+// followCluster records the cluster's events and, per client, each change
+// of the node that answered its acquire.
+func (r *run) followCluster(cs *clusterSet) {
+	ev := func(text string) {
+		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Value: text})
+	}
+	cs.events.Store(&ev)
+	var mu sync.Mutex
+	last := map[int]string{}
+	on := func(client int, node string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if last[client] == node {
+			return
+		}
+		last[client] = node
+		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: client, F: checker.FMaster, Value: node})
+	}
+	cs.dialed.Store(&on)
+}
