@@ -33,6 +33,9 @@ type run struct {
 	history  int
 	attempts int // acquire attempts (cycles started)
 	canceled bool
+	// other: the verdict class, but not the failure the schedule was
+	// built from (search.same): judged, not counted as failing.
+	other bool
 }
 
 // unjudged says whether o is inconclusive for a reason another seed may
@@ -46,11 +49,46 @@ func unjudged(o *scenarios.Outcome) bool {
 	return r.Verdict == checker.Inconclusive && len(r.Gaps) == 0 && r.Attempts > 0 && r.Malformed == 0
 }
 
-// trial is a candidate's runs and the runs that could not be carried out.
+// trial is a candidate's runs and the runs that could not be carried out;
+// wits are the first of its runs that gave the verdict class in time with
+// a witness, kept (history and all) when the search builds schedules.
 type trial struct {
 	runs []run
 	errs []error
+	wits []witnessRun
 }
+
+// witnessRun is one failing run a schedule can be built from.
+type witnessRun struct {
+	seed    uint64
+	history checker.History
+	witness *checker.Witness
+	// within: the earlier holder's lease had not run out when the overlap
+	// began (withinLease).
+	within bool
+}
+
+// withinLease says whether o's witness overlap began while the earlier
+// holder was still within its lease (the lock's TTL, as the run scaled
+// it, since its acquire returned): a race between live holders, where a
+// schedule must not let the holder's lease run out. A holder that stayed
+// past its TTL (a pause, a slow critical section) is another failure, of
+// the lease; without a TTL there is no lease to run out, and every
+// overlap is within it.
+func withinLease(o *scenarios.Outcome) bool {
+	w := o.Result.Witness
+	if w == nil || o.Spec == nil || o.Spec.Lock.TTL <= 0 {
+		return true
+	}
+	ttl := float64(o.Spec.Lock.TTL)
+	if o.TimeScale.Scaled() {
+		ttl *= o.TimeScale.Factor
+	}
+	return float64(w.FromNs-min(w.A.From, w.B.From)) < ttl
+}
+
+// maxWitnesses bounds the failing runs a trial keeps for schedules.
+const maxWitnesses = 8
 
 // tally is what a trial says about the verdict class: runs that gave it in
 // time, runs judged (not inconclusive, not cancelled), inconclusive and
@@ -67,6 +105,8 @@ func (t trial) tally(verdict string) tally {
 		case r.canceled:
 		case r.unjudged:
 			c.inconclusive++
+		case r.verdict == verdict && r.other:
+			c.judged++
 		case r.verdict == verdict && r.late:
 			c.judged++
 			c.late++
@@ -160,6 +200,10 @@ func (s *search) round(ctx context.Context, spec *scenarios.Spec, seeds []uint64
 			t.errs = append(t.errs, fmt.Errorf("seed %d: %w", seeds[i], err))
 		default:
 			runs[i] = run{seed: seeds[i], verdict: o.Result.Verdict, late: late(o, spec), unjudged: unjudged(o), history: len(o.History), attempts: o.Result.Attempts}
+			runs[i].other = s.same != nil && runs[i].verdict == s.verdict && !s.same(o)
+			if s.recordSteps && runs[i].verdict == s.verdict && !runs[i].late && o.Result.Witness != nil && len(t.wits) < maxWitnesses {
+				t.wits = append(t.wits, witnessRun{seeds[i], o.History, o.Result.Witness, withinLease(o)})
+			}
 		}
 		if !stopEarly || s.verdict == "" {
 			return
