@@ -81,7 +81,7 @@ func wait(client int, point string, skip int, waitFor string, waitClient int) sc
 // hold more).
 func TestScheduleFromHistory(t *testing.T) {
 	base := &scenarios.Spec{Name: "x-random", Mode: "random", Clients: 8, Keys: 2, Duration: 2 * time.Second,
-		Lock: lockimpl.Options{TTL: 150 * time.Millisecond},
+		Lock:       lockimpl.Options{TTL: 150 * time.Millisecond},
 		Failpoints: []scenarios.FailpointSpec{{Client: -1, Point: "cs/hold", Action: lockimpl.Action{Prob: 0.1, Crash: true}}}}
 	for _, tc := range []struct {
 		name    string
