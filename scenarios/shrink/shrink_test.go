@@ -129,3 +129,45 @@ func TestShrinkRefusesASafeRun(t *testing.T) {
 		t.Errorf("a safe spec: %v, want a refusal naming its verdicts", err)
 	}
 }
+
+// TestScheduleReproduces: a failing random run's history becomes a
+// schedule that fails on every one of several fresh seeds. The random
+// run is pause-past-ttl-random × set-nx-px (pauses of random holders at
+// random times); its schedule pins the pause to the point its holder was
+// at and makes the other client wait for that hold.
+func TestScheduleReproduces(t *testing.T) {
+	cluster.RequireRedisServer(t)
+	spec, err := scenarios.Load("pause-past-ttl-random")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var o *scenarios.Outcome
+	for seed := uint64(1); seed <= 5 && (o == nil || o.Result.Witness == nil); seed++ {
+		if o, err = scenarios.Run(ctx, spec, scenarios.Config{Impl: "set-nx-px", Seed: seed, Backend: cluster.RedisServer, RecordSteps: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.Result.Witness == nil {
+		t.Fatalf("pause-past-ttl-random × set-nx-px named no witness on seeds 1-5 (%s)", o.Result.Verdict)
+	}
+	keeps := shrink.Keeps(o.History, o.Result.Witness)
+	sched, err := shrink.Schedule(spec, o.History, o.Result.Witness, keeps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, _ := sched.YAML()
+	sched, err = scenarios.Parse("schedule.yaml", y)
+	if err != nil {
+		t.Fatalf("the schedule does not load: %v\n%s", err, y)
+	}
+	for seed := uint64(101); seed <= 103; seed++ {
+		r, err := scenarios.Run(ctx, sched, scenarios.Config{Impl: "set-nx-px", Seed: seed, Backend: cluster.RedisServer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Result.Verdict != checker.Unsafe {
+			t.Errorf("seed %d: the schedule gave %s (%s), want unsafe\n%s", seed, r.Result.Verdict, r.Result.Reason, y)
+		}
+	}
+}
