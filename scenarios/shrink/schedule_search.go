@@ -48,7 +48,22 @@ func Keeps(h checker.History, w *checker.Witness) [][]int {
 	}
 	slices.Sort(between)
 	var out [][]int
-	for _, extra := range [][]int{nil, prev, dead, between, append(slices.Clone(prev), between...), append(slices.Clone(dead), between...)} {
+	extras := [][]int{nil, prev, dead}
+	// One of those that acted between may be the one that mattered (a
+	// DEL that removed the first holder's key); try each, alone and with
+	// the holder before, then all of them.
+	for _, x := range between {
+		extras = append(extras, []int{x})
+	}
+	for _, p := range [][]int{prev, dead} {
+		for _, x := range between {
+			if len(p) > 0 {
+				extras = append(extras, append(slices.Clone(p), x))
+			}
+		}
+	}
+	extras = append(extras, between, append(slices.Clone(prev), between...), append(slices.Clone(dead), between...))
+	for _, extra := range extras {
 		k := append(slices.Clone(extra), pair...)
 		if len(k) <= maxScheduled && !slices.ContainsFunc(out, func(o []int) bool { return slices.Equal(o, k) }) {
 			out = append(out, k)
@@ -74,6 +89,10 @@ func (s *search) schedule(ctx context.Context, random *Result) (*Result, string,
 	base := *random.Minimal
 	base.Name = s.orig.Name
 	tried := 0
+	// Finding a schedule that reproduces gets half the budget; shrinking
+	// it, the whole budget again.
+	find, cancel := context.WithTimeout(ctx, s.opts.Budget/2)
+	defer cancel()
 	for _, wr := range s.wits {
 		// A run counts only if it fails as this one did: an overlap of a
 		// holder within its lease must not become one past it (a gate
@@ -99,9 +118,12 @@ func (s *search) schedule(ctx context.Context, random *Result) (*Result, string,
 			s.tried[y] = true
 			s.steps++
 			tried++
-			t, elapsed := s.try(ctx, s.steps, cand, true)
+			t, elapsed := s.try(find, s.steps, cand, true)
 			if err := ctx.Err(); err != nil {
 				return nil, "", err
+			}
+			if find.Err() != nil {
+				return nil, fmt.Sprintf("half the budget (%v) ran out after %d schedules built from %d failing runs", s.opts.Budget/2, tried, len(s.wits)), nil
 			}
 			s.res.Candidates++
 			change := fmt.Sprintf("schedule from seed %d's history: clients %v of %d, %d failpoints", wr.seed, keep, base.Clients, len(cand.Failpoints))
