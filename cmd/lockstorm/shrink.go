@@ -140,6 +140,17 @@ func cmdShrink(ctx context.Context, args []string) error {
 	fmt.Println(res.BeforeAfter())
 	fmt.Println("reproduces", res.Rate())
 	if r := res.Random; r != nil {
+		// The random search's own minimal spec, beside the schedule: what
+		// the schedule was built from, and its rate to compare.
+		path := strings.TrimSuffix(f.out, ".yaml") + "-random.yaml"
+		b, err := r.File(f.shrinkOf, lock)
+		if err == nil {
+			err = os.WriteFile(path, b, 0o644)
+		}
+		if err != nil {
+			return &exitError{2, fmt.Errorf("shrink: the random minimal spec: %w", err)}
+		}
+		fmt.Println("random minimal spec:", path)
 		fmt.Printf("as a schedule, from the random search's minimal spec (%d clients, %v, %s on %d of %d fresh seeds judged)\n",
 			r.After.Clients, r.After.Duration, r.Verdict, r.Confirmed, r.ConfirmJudged)
 	} else if res.ScheduleNote != "" {
