@@ -72,6 +72,9 @@ func Keeps(h checker.History, w *checker.Witness) [][]int {
 	return out
 }
 
+// maxRuns bounds the failing runs schedules are built from.
+const maxRuns = 24
+
 // maxScheduled bounds the clients a schedule replays: a race that needs
 // more is left random.
 const maxScheduled = 6
@@ -93,7 +96,18 @@ func (s *search) schedule(ctx context.Context, random *Result) (*Result, string,
 	// it, the whole budget again.
 	find, cancel := context.WithTimeout(ctx, s.opts.Budget/2)
 	defer cancel()
-	for _, wr := range s.wits {
+	wits, runs := s.wits, len(s.wits)
+	for len(wits) > 0 {
+		wr := wits[0]
+		wits = wits[1:]
+		if len(wits) == 0 && runs < maxRuns {
+			// More failing runs of the random spec, to build more
+			// schedules from: their races differ, and a simpler one may
+			// be among them.
+			s.steps++
+			t, _ := s.try(find, s.steps, random.Minimal, false)
+			wits, runs = t.wits, runs+len(t.wits)
+		}
 		// A run counts only if it fails as this one did: an overlap of a
 		// holder within its lease must not become one past it (a gate
 		// holding a client in its critical section until its lease ran
@@ -123,7 +137,7 @@ func (s *search) schedule(ctx context.Context, random *Result) (*Result, string,
 				return nil, "", err
 			}
 			if find.Err() != nil {
-				return nil, fmt.Sprintf("half the budget (%v) ran out after %d schedules built from %d failing runs", s.opts.Budget/2, tried, len(s.wits)), nil
+				return nil, fmt.Sprintf("half the budget (%v) ran out after %d schedules built from %d failing runs", s.opts.Budget/2, tried, runs), nil
 			}
 			s.res.Candidates++
 			change := fmt.Sprintf("schedule from seed %d's history: clients %v of %d, %d failpoints", wr.seed, keep, base.Clients, len(cand.Failpoints))
@@ -139,7 +153,10 @@ func (s *search) schedule(ctx context.Context, random *Result) (*Result, string,
 			}
 		}
 	}
-	return nil, fmt.Sprintf("none of the %d schedules built from %d failing runs gave %s on every seed", tried, len(s.wits), s.verdict), nil
+	if find.Err() != nil {
+		return nil, fmt.Sprintf("half the budget (%v) ran out after %d schedules built from %d failing runs", s.opts.Budget/2, tried, runs), nil
+	}
+	return nil, fmt.Sprintf("none of the %d schedules built from %d failing runs gave %s on every seed", tried, runs, s.verdict), nil
 }
 
 // shrinkSchedule runs the search from the accepted schedule and confirms
