@@ -66,6 +66,58 @@ type witnessRun struct {
 	// within: the earlier holder's lease had not run out when the overlap
 	// began (withinLease).
 	within bool
+	// removal is how the earlier holder's key changed before the later
+	// one acquired (removal).
+	removal string
+}
+
+// removal says how the key changed between the earlier witness holder's
+// acquire and the later one's, by the server's last key event in between
+// (the later holder's own write aside) and what the clients had in flight
+// then: "del/acquire" (a waiter deleted it), "del/release" (a release
+// removed it), "expired/-", "set/acquire" (overwritten), "none". Two
+// overlaps that differ in it are two bugs: a schedule that makes one from
+// the other's history has slipped.
+func removal(h checker.History, w *checker.Witness) string {
+	if w == nil {
+		return "none"
+	}
+	e, l := w.A, w.B
+	if l.From < e.From {
+		e, l = l, e
+	}
+	var ev *checker.Op
+	for i, o := range h {
+		if o.F == checker.FServer && o.Key == w.Key && o.Time > e.From && o.Time < l.From && !(o.Owner != "" && o.Owner == l.Token) {
+			ev = &h[i]
+		}
+	}
+	if ev == nil {
+		return "none"
+	}
+	open := map[int]string{} // process → its operation in flight
+	for _, o := range h {
+		if o.Time > ev.Time {
+			break
+		}
+		if o.F != checker.FAcquire && o.F != checker.FRelease {
+			continue
+		}
+		if o.Type == checker.Invoke {
+			open[o.Process] = o.F
+		} else {
+			delete(open, o.Process)
+		}
+	}
+	what := "-"
+	for _, f := range open {
+		if f == checker.FRelease {
+			what = f
+			break
+		}
+		what = f
+	}
+	return ev.Value + "/" + what
 }
 
 // withinLease says whether o's witness overlap began while the earlier
@@ -202,7 +254,7 @@ func (s *search) round(ctx context.Context, spec *scenarios.Spec, seeds []uint64
 			runs[i] = run{seed: seeds[i], verdict: o.Result.Verdict, late: late(o, spec), unjudged: unjudged(o), history: len(o.History), attempts: o.Result.Attempts}
 			runs[i].other = s.same != nil && runs[i].verdict == s.verdict && !s.same(o)
 			if s.recordSteps && runs[i].verdict == s.verdict && !runs[i].late && o.Result.Witness != nil && len(t.wits) < maxWitnesses {
-				t.wits = append(t.wits, witnessRun{seeds[i], o.History, o.Result.Witness, withinLease(o)})
+				t.wits = append(t.wits, witnessRun{seeds[i], o.History, o.Result.Witness, withinLease(o), removal(o.History, o.Result.Witness)})
 			}
 		}
 		if !stopEarly || s.verdict == "" {

@@ -111,9 +111,12 @@ func (s *search) schedule(ctx context.Context, random *Result) (*Result, string,
 		// A run counts only if it fails as this one did: an overlap of a
 		// holder within its lease must not become one past it (a gate
 		// holding a client in its critical section until its lease ran
-		// out is a pause the history did not have).
-		within := wr.within
-		s.same = func(o *scenarios.Outcome) bool { return !within || withinLease(o) }
+		// out is a pause the history did not have), and the first
+		// holder's key must change the same way (removal).
+		within, how := wr.within, wr.removal
+		s.same = func(o *scenarios.Outcome) bool {
+			return (!within || withinLease(o)) && removal(o.History, o.Result.Witness) == how
+		}
 		for _, keep := range Keeps(wr.history, wr.witness) {
 			spec, err := Schedule(&base, wr.history, wr.witness, keep)
 			if err != nil {
