@@ -40,9 +40,9 @@ func newRun(cfg Config, plan *Plan) *run {
 // through its host's links, and the lock on trial. On error the clients
 // made so far are closed.
 func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology) error {
-	if len(plan.Failpoints) > 0 {
+	if len(plan.Failpoints) > 0 || plan.Points.Recorded {
 		r.hub.OnHit = func(client int, point string, fired []int) {
-			if CmdPoint(point) && len(fired) == 0 {
+			if CmdPoint(point) && len(fired) == 0 && !plan.Points.Recorded {
 				return // every command would flood the history; the witness names the lock's steps
 			}
 			c := r.clients[client]
@@ -130,6 +130,9 @@ func (r *run) arm(ctx context.Context, topo *topology) (tl *timeline, healSteady
 	tl = newTimeline(r, nenv)
 	if plan.Explore != nil {
 		r.hub.Explore = newExplorer(r, tl, *plan.Explore).hit
+		r.hub.Arm()
+	}
+	if plan.Points.Recorded {
 		r.hub.Arm()
 	}
 	for i, fp := range plan.Failpoints {

@@ -162,6 +162,9 @@ type PlanPoints struct {
 	// Counted: failpoints or exploration arm the points, and the outcome
 	// reports their coverage.
 	Counted bool `json:"counted,omitempty"`
+	// Recorded: the run records every step (Config.RecordSteps) although
+	// nothing is attached to the points.
+	Recorded bool `json:"recorded,omitempty"`
 	// Relayed: the lock makes its own connections and the spec explores or
 	// names command points, so each connection goes through a relay that
 	// passes them on the wire (relay.go).
@@ -246,6 +249,7 @@ func Compile(spec *Spec, cfg Config) (*Plan, error) {
 	p.Gated = gatedRun(spec, p.Expectation)
 	p.ClockOffsets = clockOffsets(spec, seed)
 	p.compilePoints(spec)
+	p.Points.Recorded = cfg.RecordSteps
 	p.compileFaults(spec)
 	p.compileStop(spec, cfg.FullDuration)
 	return p, nil

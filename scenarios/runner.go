@@ -48,6 +48,11 @@ type Config struct {
 	// already settled (by default an unsafe run stops a grace after its
 	// first overlap).
 	FullDuration bool
+	// RecordSteps arms every client's points without any action, so the
+	// history records each step a client passed (checker.FStep), its
+	// command points included (an armed run records only the lock's):
+	// what a shrink builds a schedule from.
+	RecordSteps bool
 	// ObserverDelay, when its latency is set, puts each server observer's
 	// connection behind a proxy of its own with that latency and jitter:
 	// the servers' key events then reach the harness late, as on a loaded

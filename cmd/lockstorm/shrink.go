@@ -20,15 +20,16 @@ import (
 )
 
 type shrinkFlags struct {
-	impl     string
-	exec     string
-	seed     uint64
-	opts     shrink.Options
-	backend  string
-	out      string
-	verbose  bool
-	input    string
-	shrinkOf string // what the original is, for the file's header
+	impl              string
+	exec              string
+	seed              uint64
+	opts              shrink.Options
+	backend           string
+	out               string
+	verbose           bool
+	input             string
+	shrinkOf          string // what the original is, for the file's header
+	goTest, goPackage string
 }
 
 const shrinkUsage = "usage: lockstorm shrink [--impl NAME | --exec CMD] [--seeds K] [--share S] [--budget D] [--out FILE] RUN_DIR|SCENARIO"
@@ -45,6 +46,9 @@ func parseShrinkFlags(args []string) (*shrinkFlags, error) {
 	fs.DurationVar(&f.opts.Budget, "budget", 5*time.Minute, "stop searching after this long and keep the smallest spec accepted")
 	fs.StringVar(&f.backend, "backend", "", "auto, redis-server or embedded (default: the run folder's, else auto)")
 	fs.StringVar(&f.out, "out", "", "where to write the minimal spec (default: RUN_DIR/minimal.yaml, or SCENARIO-IMPL-min.yaml here)")
+	fs.StringVar(&f.goTest, "go-test", "", "where to write the witness as a go test through cmd/locktest, for a Go lock (default: the minimal spec's path, .yaml → _test.go; \"-\": none)")
+	fs.StringVar(&f.goPackage, "go-package", "witness", "the go test file's package")
+	fs.BoolVar(&f.opts.NoSchedule, "no-schedule", false, "keep a random failure random (default: end in a schedule built from its failing runs' histories)")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging on stderr")
 	operands, err := parseArgs(fs, args, shrinkUsage)
 	if err != nil {
@@ -127,7 +131,36 @@ func cmdShrink(ctx context.Context, args []string) error {
 		res.Original.Name, res.Impl, res.Verdict, res.Wall.Seconds(), stop, res.Candidates, res.Accepted, res.Skipped)
 	fmt.Println(res.BeforeAfter())
 	fmt.Println("reproduces", res.Rate())
+	if r := res.Random; r != nil {
+		// The random search's own minimal spec, beside the schedule: what
+		// the schedule was built from, and its rate to compare.
+		path := strings.TrimSuffix(f.out, ".yaml") + "-random.yaml"
+		b, err := r.File(f.shrinkOf, lock)
+		if err == nil {
+			err = os.WriteFile(path, b, 0o644)
+		}
+		if err != nil {
+			return &exitError{2, fmt.Errorf("shrink: the random minimal spec: %w", err)}
+		}
+		fmt.Println("random minimal spec:", path)
+		fmt.Printf("as a schedule, from the random search's minimal spec (%d clients, %v, %s on %d of %d fresh seeds judged)\n",
+			r.After.Clients, r.After.Duration, r.Verdict, r.Confirmed, r.ConfirmJudged)
+	} else if res.ScheduleNote != "" {
+		fmt.Println("no schedule:", res.ScheduleNote)
+	}
 	fmt.Println("minimal spec:", f.out)
+	if f.exec != "" {
+		fmt.Printf("replay: lockstorm run --scenario %s --exec '%s'\n", f.out, f.exec)
+	} else if path := cmp.Or(f.goTest, strings.TrimSuffix(f.out, ".yaml")+"_test.go"); path != "-" {
+		src, err := res.GoTest(f.goPackage, f.shrinkOf, "")
+		if err == nil {
+			err = os.WriteFile(path, src, 0o644)
+		}
+		if err != nil {
+			return &exitError{2, fmt.Errorf("shrink: the witness test: %w", err)}
+		}
+		fmt.Println("go test:", path)
+	}
 	if res.Confirmed < res.Need {
 		return &exitError{1, fmt.Errorf("shrink: not even the original reproduced %s on the fresh seeds at the required share: the failure is rarer than --share says", res.Verdict)}
 	}

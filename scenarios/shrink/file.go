@@ -81,6 +81,10 @@ func (r *Result) File(source, lock string) ([]byte, error) {
 	fmt.Fprintf(&b, "# Minimal witness written by lockstorm shrink, shrunk from %s.\n", from)
 	fmt.Fprintf(&b, "# Reproduces %s.\n", r.Rate())
 	fmt.Fprintf(&b, "# %s.\n", r.BeforeAfter())
+	if rd := r.Random; rd != nil {
+		fmt.Fprintf(&b, "# A schedule built from the history of a failing run of the random search's minimal spec\n# (%d clients, %s, %s on %d of %d fresh seeds judged): its gates force the order in which\n# the clients passed their points, and the crashes and pauses that met them are pinned to points.\n",
+			rd.After.Clients, seconds(rd.After.Duration), rd.Verdict, rd.Confirmed, rd.ConfirmJudged)
+	}
 	switch {
 	case r.Nameable:
 		fmt.Fprintf(&b, "# Run it: lockstorm run --scenario FILE (impls names %s).\n", r.Impl)

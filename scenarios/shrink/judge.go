@@ -33,6 +33,9 @@ type run struct {
 	history  int
 	attempts int // acquire attempts (cycles started)
 	canceled bool
+	// other: the verdict class, but not the failure the schedule was
+	// built from (search.same): judged, not counted as failing.
+	other bool
 }
 
 // unjudged says whether o is inconclusive for a reason another seed may
@@ -46,11 +49,98 @@ func unjudged(o *scenarios.Outcome) bool {
 	return r.Verdict == checker.Inconclusive && len(r.Gaps) == 0 && r.Attempts > 0 && r.Malformed == 0
 }
 
-// trial is a candidate's runs and the runs that could not be carried out.
+// trial is a candidate's runs and the runs that could not be carried out;
+// wits are the first of its runs that gave the verdict class in time with
+// a witness, kept (history and all) when the search builds schedules.
 type trial struct {
 	runs []run
 	errs []error
+	wits []witnessRun
 }
+
+// witnessRun is one failing run a schedule can be built from.
+type witnessRun struct {
+	seed    uint64
+	history checker.History
+	witness *checker.Witness
+	// within: the earlier holder's lease had not run out when the overlap
+	// began (withinLease).
+	within bool
+	// removal is how the earlier holder's key changed before the later
+	// one acquired (removal).
+	removal string
+}
+
+// removal says how the key changed between the earlier witness holder's
+// acquire and the later one's, by the server's last key event in between
+// (the later holder's own write aside) and what the clients had in flight
+// then: "del/acquire" (a waiter deleted it), "del/release" (a release
+// removed it), "expired/-", "set/acquire" (overwritten), "none". Two
+// overlaps that differ in it are two bugs: a schedule that makes one from
+// the other's history has slipped.
+func removal(h checker.History, w *checker.Witness) string {
+	if w == nil {
+		return "none"
+	}
+	e, l := w.A, w.B
+	if l.From < e.From {
+		e, l = l, e
+	}
+	var ev *checker.Op
+	for i, o := range h {
+		if o.F == checker.FServer && o.Key == w.Key && o.Time > e.From && o.Time < l.From && !(o.Owner != "" && o.Owner == l.Token) {
+			ev = &h[i]
+		}
+	}
+	if ev == nil {
+		return "none"
+	}
+	open := map[int]string{} // process → its operation in flight
+	for _, o := range h {
+		if o.Time > ev.Time {
+			break
+		}
+		if o.F != checker.FAcquire && o.F != checker.FRelease {
+			continue
+		}
+		if o.Type == checker.Invoke {
+			open[o.Process] = o.F
+		} else {
+			delete(open, o.Process)
+		}
+	}
+	what := "-"
+	for _, f := range open {
+		if f == checker.FRelease {
+			what = f
+			break
+		}
+		what = f
+	}
+	return ev.Value + "/" + what
+}
+
+// withinLease says whether o's witness overlap began while the earlier
+// holder was still within its lease (the lock's TTL, as the run scaled
+// it, since its acquire returned): a race between live holders, where a
+// schedule must not let the holder's lease run out. A holder that stayed
+// past its TTL (a pause, a slow critical section) is another failure, of
+// the lease; without a TTL there is no lease to run out, and every
+// overlap is within it.
+func withinLease(o *scenarios.Outcome) bool {
+	w := o.Result.Witness
+	if w == nil || o.Spec == nil || o.Spec.Lock.TTL <= 0 {
+		return true
+	}
+	ttl := float64(o.Spec.Lock.TTL)
+	if o.TimeScale.Scaled() {
+		ttl *= o.TimeScale.Factor
+	}
+	return float64(w.FromNs-min(w.A.From, w.B.From)) < ttl
+}
+
+// maxWitnesses bounds the failing runs a trial keeps for schedules.
+const maxWitnesses = 8
 
 // tally is what a trial says about the verdict class: runs that gave it in
 // time, runs judged (not inconclusive, not cancelled), inconclusive and
@@ -67,6 +157,8 @@ func (t trial) tally(verdict string) tally {
 		case r.canceled:
 		case r.unjudged:
 			c.inconclusive++
+		case r.verdict == verdict && r.other:
+			c.judged++
 		case r.verdict == verdict && r.late:
 			c.judged++
 			c.late++
@@ -160,6 +252,10 @@ func (s *search) round(ctx context.Context, spec *scenarios.Spec, seeds []uint64
 			t.errs = append(t.errs, fmt.Errorf("seed %d: %w", seeds[i], err))
 		default:
 			runs[i] = run{seed: seeds[i], verdict: o.Result.Verdict, late: late(o, spec), unjudged: unjudged(o), history: len(o.History), attempts: o.Result.Attempts}
+			runs[i].other = s.same != nil && runs[i].verdict == s.verdict && !s.same(o)
+			if s.recordSteps && runs[i].verdict == s.verdict && !runs[i].late && o.Result.Witness != nil && len(t.wits) < maxWitnesses {
+				t.wits = append(t.wits, witnessRun{seeds[i], o.History, o.Result.Witness, withinLease(o), removal(o.History, o.Result.Witness)})
+			}
 		}
 		if !stopEarly || s.verdict == "" {
 			return

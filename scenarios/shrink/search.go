@@ -33,6 +33,14 @@ type search struct {
 	steps    int
 	res      Result
 	origHist int // entries of the original's history
+	// recordSteps: the runs record their clients' steps, for a schedule
+	// built from the minimal random spec's failing runs (wits: those of
+	// its confirmation).
+	recordSteps bool
+	wits        []witnessRun
+	// same, when set, says whether a run that gave the verdict class failed
+	// as the run a schedule was built from did (same lease condition).
+	same func(*scenarios.Outcome) bool
 }
 
 type accepted struct {
@@ -111,6 +119,7 @@ func (s *search) config(seed uint64) scenarios.Config {
 	c.Seed = seed
 	c.Progress = nil
 	c.Log = s.opts.Log
+	c.RecordSteps = s.recordSteps
 	if s.nameable {
 		c.Impl = s.name
 	}
@@ -279,7 +288,11 @@ func (s *search) confirm(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		minimal.Name = strings.TrimSuffix(s.orig.Name, "-min") + "-min"
-		minimal.Description = "shrunk by lockstorm shrink from " + s.orig.Name + ": " + s.orig.Description
+		if minimal.Mode == s.orig.Mode {
+			minimal.Description = "shrunk by lockstorm shrink from " + s.orig.Name + ": " + s.orig.Description
+		} else {
+			minimal.Description = "shrunk by lockstorm shrink: " + minimal.Description
+		}
 		s.steps++
 		t, elapsed := s.try(ctx, s.steps, minimal, false)
 		if err := ctx.Err(); err != nil {
@@ -297,6 +310,7 @@ func (s *search) confirm(ctx context.Context) (*Result, error) {
 			after.history = c.history
 		}
 		r.Minimal, r.Seeds, r.Confirm, r.Confirmed, r.ConfirmJudged = minimal, after.seeds, t.seeds(), c.failed, c.judged
+		s.wits = t.wits
 		if st.Accepted {
 			break
 		}

@@ -68,6 +68,11 @@ type Options struct {
 	Progress func(Step)
 	// Log receives the runs' logs; nil discards them.
 	Log *slog.Logger
+	// NoSchedule keeps a random failure random: by default the minimal
+	// random spec's failing runs are turned into a schedule (Schedule),
+	// which is shrunk in turn, with a budget of its own, and replaces it
+	// when it reproduces on fresh seeds at the share.
+	NoSchedule bool
 }
 
 func (o Options) withDefaults() Options {
@@ -177,6 +182,11 @@ type Result struct {
 	BudgetSpent bool
 	// Wall is the whole shrink's wall time.
 	Wall time.Duration
+	// Random, when the minimal spec is a schedule built from a random
+	// failure, is the random search's own result; ScheduleNote, when a
+	// random failure did not end in a schedule, says why.
+	Random       *Result
+	ScheduleNote string
 	// Nameable says the minimal spec names the lock under impls (a
 	// registered lock or one the spec was loaded for): `lockstorm run
 	// --scenario FILE` runs it without --impl or --exec.
@@ -202,6 +212,7 @@ func Shrink(ctx context.Context, spec *scenarios.Spec, cfg scenarios.Config, opt
 	if err != nil {
 		return nil, err
 	}
+	s.recordSteps = !opts.NoSchedule && s.orig.Mode == "random"
 	if err := s.establish(ctx); err != nil {
 		return nil, err
 	}
@@ -216,6 +227,17 @@ func Shrink(ctx context.Context, spec *scenarios.Spec, cfg scenarios.Config, opt
 		return nil, err
 	}
 	res.BudgetSpent = budget.Err() != nil
+	if s.recordSteps {
+		res.Wall = time.Since(start)
+		sched, note, err := s.schedule(ctx, res)
+		if err != nil {
+			return nil, err
+		}
+		if sched != nil {
+			res = sched
+		}
+		res.ScheduleNote = note
+	}
 	res.Wall = time.Since(start)
 	return res, nil
 }

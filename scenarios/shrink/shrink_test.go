@@ -3,8 +3,10 @@ package shrink_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,8 +62,11 @@ func TestShrinkShippedFailures(t *testing.T) {
 				budget = 5 * time.Minute
 			}
 			cfg := scenarios.Config{Impl: tc.impl, Backend: cluster.RedisServer}
+			// The random search only: TestScheduleReproduces tests the
+			// schedule built from a random failure, at a fraction of the
+			// wall time a second search would take here.
 			res, err := shrink.Shrink(context.Background(), spec, cfg, shrink.Options{Seeds: k, Parallel: min(k, 3), Budget: budget,
-				Progress: func(s shrink.Step) { t.Log(s) }})
+				NoSchedule: true, Progress: func(s shrink.Step) { t.Log(s) }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,4 +133,54 @@ func TestShrinkRefusesASafeRun(t *testing.T) {
 	if !errors.Is(err, shrink.NotFailing) || !strings.Contains(err.Error(), "gave safe, safe") {
 		t.Errorf("a safe spec: %v, want a refusal naming its verdicts", err)
 	}
+}
+
+// TestScheduleReproduces: a failing random run's history becomes a
+// schedule that fails on every one of several fresh seeds. The random
+// run is pause-past-ttl-random × set-nx-px (pauses of random holders at
+// random times); its schedule pins the pause to the point its holder was
+// at and makes the other client wait for that hold.
+func TestScheduleReproduces(t *testing.T) {
+	cluster.RequireRedisServer(t)
+	spec, err := scenarios.Load("pause-past-ttl-random")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var o *scenarios.Outcome
+	for seed := uint64(1); seed <= 5 && (o == nil || o.Result.Witness == nil); seed++ {
+		if o, err = scenarios.Run(ctx, spec, scenarios.Config{Impl: "set-nx-px", Seed: seed, Backend: cluster.RedisServer, RecordSteps: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.Result.Witness == nil {
+		t.Fatalf("pause-past-ttl-random × set-nx-px named no witness on seeds 1-5 (%s)", o.Result.Verdict)
+	}
+	// The sets of clients are tried in Keeps' order, as the search does:
+	// the first whose schedule fails on every seed passes.
+	var tried []string
+	for _, keep := range shrink.Keeps(o.History, o.Result.Witness) {
+		sched, err := shrink.Schedule(spec, o.History, o.Result.Witness, keep)
+		if err != nil {
+			tried = append(tried, fmt.Sprintf("clients %v: %v", keep, err))
+			continue
+		}
+		y, _ := sched.YAML()
+		if sched, err = scenarios.Parse("schedule.yaml", y); err != nil {
+			t.Fatalf("the schedule does not load: %v\n%s", err, y)
+		}
+		var verdicts []string
+		for seed := uint64(101); seed <= 103; seed++ {
+			r, err := scenarios.Run(ctx, sched, scenarios.Config{Impl: "set-nx-px", Seed: seed, Backend: cluster.RedisServer})
+			if err != nil {
+				t.Fatal(err)
+			}
+			verdicts = append(verdicts, r.Result.Verdict)
+		}
+		if !slices.ContainsFunc(verdicts, func(v string) bool { return v != checker.Unsafe }) {
+			return
+		}
+		tried = append(tried, fmt.Sprintf("clients %v: %v\n%s", keep, verdicts, y))
+	}
+	t.Errorf("no schedule of seed %d's witness (%s) was unsafe on seeds 101-103:\n%s", o.Seed, o.Result.Witness.Text, strings.Join(tried, "\n"))
 }
