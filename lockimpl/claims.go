@@ -29,6 +29,12 @@ type Claims struct {
 	RacyTakeover bool `yaml:"racy_takeover" json:"racy_takeover,omitempty"`
 	// Release is what a release deletes.
 	Release Release `yaml:"release" json:"release,omitempty"`
+	// AbsentReleaseOK says a release reports ok when the key is already
+	// gone (seed 002's Redisson unlock script returns 1 when the key does
+	// not exist, as go-redsync v4.0.3 did): a release that comes after
+	// its lock expired says it freed it. Meaningful with an owner-checked
+	// release, whose other false successes stay forbidden.
+	AbsentReleaseOK bool `yaml:"absent_release_ok" json:"absent_release_ok,omitempty"`
 	// Fencing says each holder gets a token that increases with every
 	// acquisition (Lease.Fence) and the resource refuses older tokens.
 	Fencing bool `yaml:"fencing" json:"fencing,omitempty"`

@@ -91,6 +91,16 @@ end;
 return 0;
 `)
 
+// redissonClaims are set-nx-px's, and the unlock script's first branch: a
+// key that no longer exists is "unlocked" (return 1), so a release after
+// the lock expired reports ok (seed 002's script; Redisson's unlock then
+// succeeds where later versions throw IllegalMonitorStateException).
+func redissonClaims(o Options) Claims {
+	c := setNXPXClaims(o)
+	c.AbsentReleaseOK = true
+	return c
+}
+
 // redissonUnlockMessage is LockPubSub.UNLOCK_MESSAGE.
 const redissonUnlockMessage = 0
 
@@ -103,8 +113,8 @@ func init() {
 		// The same claims as set-nx-px: the acquire script sets the hash and
 		// its PEXPIRE together; the unlock script deletes only when the
 		// owner's field is there; renewal when the watchdog is on.
-		Claims:    setNXPXClaims(Options{}),
-		ClaimsFor: setNXPXClaims,
+		Claims:    redissonClaims(Options{}),
+		ClaimsFor: redissonClaims,
 		New: func(env Env, o Options) (Locker, error) {
 			b, err := newBase("redisson-hash", env, o, Options{TTL: 30 * time.Second, RetryDelay: javaAcquiryResolution, WaitTimeout: javaTimeoutMsecs})
 			if err != nil {

@@ -300,6 +300,8 @@ func TestPermissionDefaults(t *testing.T) {
 	separate.Expiry = lockimpl.SeparateExpiry
 	fenced := single
 	fenced.Fencing = true
+	absentOK := single
+	absentOK.AbsentReleaseOK = true
 	for _, tc := range []struct {
 		name    string
 		verdict string
@@ -314,6 +316,7 @@ func TestPermissionDefaults(t *testing.T) {
 		{"harm to a fenced lock's resource", checker.Safe, fenced, spec.Facts{}, checker.KindHarm, false},
 		{"a lying owner-checked release inside an expected overlap", checker.Unsafe, single, spec.Facts{}, checker.KindReleaseFalseSuccess, false},
 		{"a plain DEL's late release", checker.Unsafe, plainDel, spec.Facts{}, checker.KindReleaseFalseSuccess, true},
+		{"seed 002's Redisson unlock of an absent key", checker.Unsafe, absentOK, spec.Facts{}, checker.KindReleaseFalseSuccess, true},
 		{"a foreign renewal by an owner-checked lock", checker.Unsafe, single, spec.Facts{}, checker.KindExtendFalseSuccess, false},
 		{"an owner-checked release that freed nothing", checker.Safe, single, spec.Facts{}, checker.KindReleaseNotFreed, false},
 		{"seed 000's expired-only release", checker.Deadlock, expiredOnly, spec.Facts{}, checker.KindReleaseNotFreed, true},

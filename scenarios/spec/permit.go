@@ -71,7 +71,9 @@ func Permissions(exp Expectation, c lockimpl.Claims, f Facts) []checker.Permissi
 		"the scenario expects mutual exclusion to hold")
 	add(checker.KindHarm, v == checker.Unsafe, "the scenario expects the resource to be harmed", "the scenario expects the resource to stay correct")
 	owner := c.Release == lockimpl.OwnerCheckedRelease
-	add(checker.KindReleaseFalseSuccess, !owner, fmt.Sprintf("release is %s: it may act on a key that is no longer its own", c.Release),
+	add(checker.KindReleaseFalseSuccess, !owner || c.AbsentReleaseOK,
+		map[bool]string{true: "its release reports ok on a key already gone (absent_release_ok)",
+			false: fmt.Sprintf("release is %s: it may act on a key that is no longer its own", c.Release)}[owner],
 		"release is owner-checked: it must not report ok on a key that is not its own")
 	add(checker.KindExtendFalseSuccess, !owner, fmt.Sprintf("release is %s, and so its extends may be", c.Release),
 		"the lock checks its owner: an extend or renewal must not report ok on a key that is not its own")
