@@ -20,13 +20,15 @@ import (
 )
 
 type shrinkFlags struct {
-	impl              string
-	exec              string
-	seed              uint64
-	opts              shrink.Options
-	backend           string
-	out               string
-	verbose           bool
+	impl    string
+	exec    string
+	seed    uint64
+	opts    shrink.Options
+	backend string
+	out     string
+	verbose bool
+	// allowExec is the user's consent to start a program the spec names.
+	allowExec         bool
 	input             string
 	shrinkOf          string // what the original is, for the file's header
 	goTest, goPackage string
@@ -49,6 +51,7 @@ func parseShrinkFlags(args []string) (*shrinkFlags, error) {
 	fs.StringVar(&f.goTest, "go-test", "", "where to write the witness as a go test through cmd/locktest, for a Go lock (default: the minimal spec's path, .yaml → _test.go; \"-\": none)")
 	fs.StringVar(&f.goPackage, "go-package", "witness", "the go test file's package")
 	fs.BoolVar(&f.opts.NoSchedule, "no-schedule", false, "keep a random failure random (default: end in a schedule built from its failing runs' histories)")
+	fs.BoolVar(&f.allowExec, "allow-exec", false, "let the client program that the scenario names (exec:) start: a spec is data")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging on stderr")
 	operands, err := parseArgs(fs, args, shrinkUsage)
 	if err != nil {
@@ -86,6 +89,14 @@ func parseShrinkFlags(args []string) (*shrinkFlags, error) {
 // share: nothing to shrink) or the minimal spec did not reproduce on the
 // fresh seeds (it is written all the same); 2 on bad input, before
 // anything runs.
+// limits are the spec limits shrink loads and validates every candidate
+// with: the defaults, and the user's consent to start a spec's program.
+func (f *shrinkFlags) limits() scenarios.Limits {
+	lim := scenarios.DefaultLimits()
+	lim.AllowExec = f.allowExec
+	return lim
+}
+
 func cmdShrink(ctx context.Context, args []string) error {
 	f, err := parseShrinkFlags(args)
 	if err != nil {
@@ -105,6 +116,8 @@ func cmdShrink(ctx context.Context, args []string) error {
 	f.opts.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	f.opts.Progress = func(s shrink.Step) { fmt.Fprintln(os.Stderr, "shrink:", s) }
 	fmt.Fprintf(os.Stderr, "shrink: %s × %s on seeds from %d, K=%d, share %g, budget %v\n", spec.Name, cfg.Impl, cmp.Or(cfg.Seed, spec.Seed, 1), f.opts.Seeds, f.opts.Share, f.opts.Budget)
+	lim := f.limits()
+	f.opts.Limits = &lim
 	res, err := shrink.Shrink(ctx, spec, cfg, f.opts)
 	if errors.Is(err, shrink.NotFailing) {
 		return &exitError{1, fmt.Errorf("shrink: %w", err)}
@@ -182,7 +195,7 @@ func (f *shrinkFlags) load(ctx context.Context) (*scenarios.Spec, scenarios.Conf
 		if err != nil {
 			return nil, cfg, &exitError{2, fmt.Errorf("shrink: %s: %w", f.input, err)}
 		}
-		if spec, err = scenarios.Load(filepath.Join(f.input, reports.ScenarioFile)); err != nil {
+		if spec, err = scenarios.LoadWith(filepath.Join(f.input, reports.ScenarioFile), f.limits()); err != nil {
 			return nil, cfg, &exitError{2, fmt.Errorf("shrink: %w", err)}
 		}
 		row := sum.Row
@@ -193,7 +206,7 @@ func (f *shrinkFlags) load(ctx context.Context) (*scenarios.Spec, scenarios.Conf
 		f.shrinkOf = "run folder " + f.input
 		f.out = cmp.Or(f.out, filepath.Join(f.input, "minimal.yaml"))
 	} else {
-		if spec, err = scenarios.Load(f.input); err != nil {
+		if spec, err = scenarios.LoadWith(f.input, f.limits()); err != nil {
 			return nil, cfg, &exitError{2, fmt.Errorf("shrink: %w", err)}
 		}
 		if impl == "" && f.exec == "" {
