@@ -70,8 +70,8 @@ func TestSpecProgramNeedsConsent(t *testing.T) {
 		{"--exec", append(run, "--exec", "'"+client+"'"), -1, "marker-lock", "", true},
 		{"--exec dry run", append([]string{"run", "--dry-run", "--exec", "'" + client + "'"}, run[1:]...), 0, "program      '" + client + "'", "", false},
 		// shrink loads the spec, and every candidate, with the same consent.
-		{"shrink refused", []string{"shrink", "--impl", "marker", "--backend", "embedded", "--budget", "5s", spec}, 2, "", "add --allow-exec", false},
-		{"shrink allowed", []string{"shrink", "--allow-exec", "--impl", "marker", "--backend", "embedded", "--budget", "5s", spec}, -1, "", "", true},
+		{"shrink refused", []string{"shrink", "--impl", "marker", "--backend", "embedded", "--budget", "5s", "--out", filepath.Join(dir, "min.yaml"), spec}, 2, "", "add --allow-exec", false},
+		{"shrink allowed", []string{"shrink", "--allow-exec", "--impl", "marker", "--backend", "embedded", "--budget", "5s", "--out", filepath.Join(dir, "min.yaml"), spec}, -1, "", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			os.Remove(marker)
