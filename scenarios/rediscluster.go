@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
@@ -419,20 +418,7 @@ func (cs *clusterSet) close() {
 // followCluster records the cluster's events and, per client, each change
 // of the node that answered its acquire.
 func (r *run) followCluster(cs *clusterSet) {
-	ev := func(text string) {
-		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Value: text})
-	}
+	ev, dialed := r.failoverRecorders()
 	cs.events.Store(&ev)
-	var mu sync.Mutex
-	last := map[int]string{}
-	on := func(client int, node string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if last[client] == node {
-			return
-		}
-		last[client] = node
-		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: client, F: checker.FMaster, Value: node})
-	}
-	cs.dialed.Store(&on)
+	cs.dialed.Store(&dialed)
 }

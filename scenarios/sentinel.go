@@ -420,13 +420,22 @@ func (ss *sentinelSet) close() {
 // followSentinel records the Sentinels' events and, per client, each change
 // of the data server its connections go to.
 func (r *run) followSentinel(ss *sentinelSet) {
-	ev := func(text string) {
+	ev, dialed := r.failoverRecorders()
+	ss.events.Store(&ev)
+	ss.dialed.Store(&dialed)
+}
+
+// failoverRecorders are what a topology whose master can change (Sentinel,
+// Cluster) reports through: its events (FSentinel) and, per client, each
+// change of the server that answered it (FMaster, recorded only when it
+// changes).
+func (r *run) failoverRecorders() (events func(string), dialed func(client int, server string)) {
+	events = func(text string) {
 		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Value: text})
 	}
-	ss.events.Store(&ev)
 	var mu sync.Mutex
 	last := map[int]string{}
-	dialed := func(client int, server string) {
+	dialed = func(client int, server string) {
 		mu.Lock()
 		defer mu.Unlock()
 		if last[client] == server {
@@ -435,7 +444,7 @@ func (r *run) followSentinel(ss *sentinelSet) {
 		last[client] = server
 		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: client, F: checker.FMaster, Value: server})
 	}
-	ss.dialed.Store(&dialed)
+	return events, dialed
 }
 
 // nameMasters names, in the witness, the server each of the two holders
