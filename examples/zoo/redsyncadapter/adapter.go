@@ -32,8 +32,8 @@ type Release struct {
 	// same code as the library's go-redis pools, for go-redis v9.
 	Pool func(redis.UniversalClient) redsyncredis.Pool
 	// Until is Mutex.Until (v4.4 on): when the lock's validity ends, as
-	// the library computed it. Nil: the release tells its user nothing, so
-	// the lease carries no validity.
+	// the library computed it. Nil: the release keeps that instant to
+	// itself, and the adapter computes it as a careful user would (until).
 	Until func(*redsync.Mutex) time.Time
 	// Options are the mutex options of later releases the adapter sets
 	// (WithTimeoutFactor, v4.5 on); o is the spec's lock options.
@@ -122,8 +122,15 @@ func (l *locker) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 		return nil, err
 	}
 	d := max(l.o.RetryDelay, time.Millisecond)
+	// tryStart is when the last try began (after its delay): the start
+	// the library's own validity is measured from.
+	tryStart := time.Now()
 	opts := []redsync.Option{redsync.WithExpiry(l.o.TTL), redsync.WithTries(1 << 20),
-		redsync.WithRetryDelayFunc(func(int) time.Duration { return d + time.Duration(l.env.Rand.Int64N(int64(d))) }),
+		redsync.WithRetryDelayFunc(func(int) time.Duration {
+			wait := d + time.Duration(l.env.Rand.Int64N(int64(d)))
+			tryStart = time.Now().Add(wait)
+			return wait
+		}),
 		redsync.WithGenValueFunc(func() (string, error) { return value, nil })}
 	if l.r.Options != nil {
 		opts = append(opts, l.r.Options(l.o)...)
@@ -134,9 +141,7 @@ func (l *locker) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 	err = m.LockContext(wctx)
 	if err == nil {
 		lease := &lockimpl.Lease{Key: key, Token: value, Acquired: l.env.Clock.Now(), State: &state{m, value}}
-		if l.r.Until != nil {
-			lease.Validity = time.Until(l.r.Until(m))
-		}
+		lease.Validity = time.Until(l.until(m, tryStart))
 		return lease, nil
 	}
 	if ctx.Err() == nil && (errors.Is(err, redsync.ErrFailed) || l.definite(err)) {
@@ -170,14 +175,30 @@ func (l *locker) Extend(ctx context.Context, lease *lockimpl.Lease, _ time.Durat
 	ok, err := m.ExtendContext(ctx)
 	switch {
 	case ok:
-		if l.r.Until != nil {
-			lease.Acquired, lease.Validity = l.env.Clock.Now(), time.Until(l.r.Until(m))
-		}
+		lease.Acquired, lease.Validity = l.env.Clock.Now(), time.Until(l.until(m, time.Now()))
 		return nil
 	case err == nil || ctx.Err() == nil && l.definite(err):
 		return fmt.Errorf("%w: %v", lockimpl.ErrNotHeld, err)
 	}
 	return fmt.Errorf("redsync: extend outcome unknown: %w", err)
+}
+
+// driftFactor is redsync's default clock drift factor (0.01 of the
+// expiry), which every pinned release subtracts from a lock's validity.
+const driftFactor = 0.01
+
+// until is when the lock stops being valid. From v4.4 the library says so
+// (Mutex.Until). Before, it computed the same instant on Lock (the last
+// try's start plus the expiry less the drift) and kept it unexported, so
+// a careful user computes it as the library did from start, the last
+// try's start; after an Extend, whose yes carries no time, such a user
+// can only take the expiry from the yes (start is now): trusting a late
+// yes is that release's own bug (fixed in v4.4).
+func (l *locker) until(m *redsync.Mutex, start time.Time) time.Time {
+	if l.r.Until != nil {
+		return l.r.Until(m)
+	}
+	return start.Add(l.o.TTL - time.Duration(float64(l.o.TTL)*driftFactor))
 }
 
 // definite says every error behind err is an answer: a node's reply, a
