@@ -3,7 +3,7 @@ package examples
 import (
 	"testing"
 
-	"github.com/lockstorm/lockstorm/cmd/locktest"
+	"github.com/lockstorm/lockstorm/locktest"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 

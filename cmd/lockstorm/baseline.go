@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/lockstorm/lockstorm/cmd/locktest"
+	"github.com/lockstorm/lockstorm/locktest"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
-	"github.com/lockstorm/lockstorm/cmd/locktest"
+	"github.com/lockstorm/lockstorm/locktest"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/lockimpl/exec"
 	"github.com/lockstorm/lockstorm/reports"

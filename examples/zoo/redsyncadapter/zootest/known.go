@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
-	"github.com/lockstorm/lockstorm/cmd/locktest"
+	"github.com/lockstorm/lockstorm/locktest"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstorm/lockstorm/cmd/locktest"
+	"github.com/lockstorm/lockstorm/locktest"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 )
 

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lockstorm/lockstorm/cmd/locktest"
+	"github.com/lockstorm/lockstorm/locktest"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockstorm/lockstorm/cmd/locktest"
+	"github.com/lockstorm/lockstorm/locktest"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
