@@ -3,8 +3,8 @@ package examples
 import (
 	"testing"
 
-	"github.com/lockstorm/lockstorm/cmd/locktest"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/locktest"
 )
 
 // TestExtendsRecorded: the shipped scenario whose holders extend

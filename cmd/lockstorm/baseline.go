@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/lockstorm/lockstorm/cmd/locktest"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/locktest"
 )
 
 // cmdBaseline runs the battery (every scenario, or those given) against one

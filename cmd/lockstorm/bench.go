@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockstorm/lockstorm/cmd/internal/bench"
+	"github.com/lockstorm/lockstorm/internal/bench"
 )
 
 // benchGroups maps --only names (and row numbers) to row groups.

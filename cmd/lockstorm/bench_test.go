@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstorm/lockstorm/cmd/internal/bench"
+	"github.com/lockstorm/lockstorm/internal/bench"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 )
 

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/lockstorm/lockstorm/cmd/internal/bench"
+	"github.com/lockstorm/lockstorm/internal/bench"
 )
 
 // benchBaseline is the committed reference of the bench gate: ratios, each

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 
+	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/reports"
+	"github.com/lockstorm/lockstorm/scenarios"
 )
 
 // The lines printed around the table (summary, time, replay commands,
@@ -47,3 +52,82 @@ func fold(s, hang, cont string) []string {
 }
 
 func cols(s string) int { return utf8.RuneCountInString(s) }
+
+// processStats says, for the table's tail, which requests client
+// processes (--exec) left unknown by dying, breaking the protocol or not
+// answering: each is an unknown outcome in the history, and a flaky client
+// program must not pass for a flaky lock.
+func processStats(results []*scenarios.Outcome, jobs []job) []string {
+	var lines []string
+	for i, out := range results {
+		if out == nil || out.Processes == nil || out.Processes.Unknown() == 0 {
+			continue
+		}
+		p := out.Processes
+		lines = append(lines, fmt.Sprintf("client processes of %s × %s: %d started; %d requests unknown (%d died, %d malformed replies, %d timeouts)",
+			jobs[i].spec.Name, jobs[i].impl, p.Starts, p.Unknown(), p.Deaths, p.Malformed, p.Timeouts))
+	}
+	return lines
+}
+
+// printTail prints the lines under the table: the note on an interrupted
+// suite, the summary, where the time went and the client processes'
+// unknown requests, each folded to the table's width.
+func printTail(w io.Writer, note string, rows []reports.Row, wall time.Duration, stats []string) {
+	lines := []string{summaryLine(rows, wall)}
+	if note != "" {
+		lines = append([]string{note}, lines...)
+	}
+	if l := timeLine(rows); l != "" {
+		lines = append(lines, l)
+	}
+	for _, l := range append(lines, stats...) {
+		fmt.Fprintln(w, foldLine(l, "    "))
+	}
+}
+
+// summaryLine closes every table: how many runs, how they compare with
+// their expectations, and the wall time, for a person and a CI log alike.
+func summaryLine(rows []reports.Row, wall time.Duration) string {
+	var ok, diff, miss, inconclusive, none int
+	for _, r := range rows {
+		switch {
+		case r.Expected == "":
+			none++
+		case r.Missed():
+			miss++
+		case r.AsExpected:
+			ok++
+		default:
+			diff++
+		}
+		if r.Verdict == checker.Inconclusive {
+			inconclusive++
+		}
+	}
+	s := fmt.Sprintf("summary: %d runs in %.1f s: %d as expected, %d DIFF, %d miss, %d inconclusive", len(rows), wall.Seconds(), ok, diff, miss, inconclusive)
+	if none > 0 {
+		s += fmt.Sprintf(", %d without expectation", none)
+	}
+	return s
+}
+
+// timeLine says where the runs' time went, summed over the runs: their
+// traffic (the specs' durations, less the early stops) and the harness's
+// overhead around it, phase by phase. The overhead is what a faster suite
+// cuts, and it depends less on the machine's load than the wall time.
+func timeLine(rows []reports.Row) string {
+	var sum scenarios.Phases
+	n := 0
+	for _, r := range rows {
+		if r.Phases != nil {
+			sum = sum.Add(*r.Phases)
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("time: %d runs took %.1f s, traffic %.1f s, overhead %.1f s (%s)", n, sum.Total().Seconds(),
+		sum.Traffic.Seconds(), sum.Overhead().Seconds(), sum)
+}

@@ -48,7 +48,7 @@ func parseShrinkFlags(args []string) (*shrinkFlags, error) {
 	fs.DurationVar(&f.opts.Budget, "budget", 5*time.Minute, "stop searching after this long and keep the smallest spec accepted")
 	fs.StringVar(&f.backend, "backend", "", "auto, redis-server or embedded (default: the run folder's, else auto)")
 	fs.StringVar(&f.out, "out", "", "where to write the minimal spec (default: RUN_DIR/minimal.yaml, or SCENARIO-IMPL-min.yaml here)")
-	fs.StringVar(&f.goTest, "go-test", "", "where to write the witness as a go test through cmd/locktest, for a Go lock (default: the minimal spec's path, .yaml → _test.go; \"-\": none)")
+	fs.StringVar(&f.goTest, "go-test", "", "where to write the witness as a go test through locktest, for a Go lock (default: the minimal spec's path, .yaml → _test.go; \"-\": none)")
 	fs.StringVar(&f.goPackage, "go-package", "witness", "the go test file's package")
 	fs.BoolVar(&f.opts.NoSchedule, "no-schedule", false, "keep a random failure random (default: end in a schedule built from its failing runs' histories)")
 	fs.BoolVar(&f.allowExec, "allow-exec", false, "let the client program that the scenario names (exec:) start: a spec is data")

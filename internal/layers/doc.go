@@ -8,8 +8,8 @@
 //  4. scenarios/spec: the spec language (types, YAML, validation, derive rules, baselines)
 //  5. scenarios: the runner (plan, topology, observers, traffic, recording, timeline)
 //  6. reports: tables, JSON, JUnit, run folders, pages; scenarios/shrink: the smallest failing spec
-//  7. cmd/locktest: the go test front end
-//  8. cmd/internal/bench: the bench
+//  7. locktest: the go test front end (the public Go API)
+//  8. internal/bench: the bench
 //  9. cmd/lockstorm: the CLI
 //
 // A package imports only packages of lower layers. A new package is given
@@ -19,19 +19,19 @@ package layers
 // Order is the layer of every package of the module, by import path below
 // the module path.
 var Order = map[string]int{
-	"internal/resp":      0,
-	"internal/clock":     0,
-	"checker":            1,
-	"lockimpl":           1,
-	"internal/cluster":   2,
-	"lockimpl/exec":      2,
-	"scenarios/nemesis":  3,
-	"scenarios/spec":     4,
-	"scenarios":          5,
-	"reports":            6,
-	"scenarios/shrink":   6,
-	"cmd/locktest":       7,
-	"cmd/internal/bench": 8,
-	"cmd/lockstorm":      9,
-	"internal/layers":    0,
+	"internal/resp":     0,
+	"internal/clock":    0,
+	"checker":           1,
+	"lockimpl":          1,
+	"internal/cluster":  2,
+	"lockimpl/exec":     2,
+	"scenarios/nemesis": 3,
+	"scenarios/spec":    4,
+	"scenarios":         5,
+	"reports":           6,
+	"scenarios/shrink":  6,
+	"locktest":          7,
+	"internal/bench":    8,
+	"cmd/lockstorm":     9,
+	"internal/layers":   0,
 }

@@ -12,7 +12,7 @@ import (
 // GoTest is the minimal witness as a Go test file of package pkg: one
 // test function that writes the spec (as File writes it, source naming
 // where it came from) to a temporary file and runs it through
-// cmd/locktest against lock, a Go expression of type lockimpl.Info (for a
+// locktest against lock, a Go expression of type lockimpl.Info (for a
 // registered lock, "mustLookup(t, NAME)", which the file defines). The
 // test passes while the lock fails as the witness says (the spec's
 // expected verdict is the one kept): once the lock is fixed, set the
@@ -29,7 +29,7 @@ func (r *Result) GoTest(pkg, source, lock string) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "// Code written by lockstorm shrink: the minimal witness of %s × %s, seed %d.\n\n", r.Original.Name, r.Impl, r.Seed)
-	fmt.Fprintf(&b, "package %s\n\nimport (\n\t\"os\"\n\t\"path/filepath\"\n\t\"testing\"\n\n\t\"github.com/lockstorm/lockstorm/cmd/locktest\"\n", pkg)
+	fmt.Fprintf(&b, "package %s\n\nimport (\n\t\"os\"\n\t\"path/filepath\"\n\t\"testing\"\n\n\t\"github.com/lockstorm/lockstorm/locktest\"\n", pkg)
 	if registered {
 		b.WriteString("\t\"github.com/lockstorm/lockstorm/lockimpl\"\n")
 	}

@@ -16,7 +16,7 @@
 // skipped, never run, and the minimal spec is by construction a file that
 // `lockstorm run --scenario` loads.
 //
-// From Go (a lock given to cmd/locktest, or any registered one):
+// From Go (a lock given to locktest, or any registered one):
 //
 //	spec, _ := scenarios.Load("del-race")
 //	res, err := shrink.Shrink(ctx, spec, scenarios.Config{Impl: "my-lock", Info: &myLockInfo}, shrink.Options{})

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
-	"github.com/lockstorm/lockstorm/cmd/locktest"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/locktest"
 )
 
 // Known are the published bugs a release is known to have (true) or to

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockstorm/lockstorm/cmd/locktest"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/locktest"
 )
 
 // GoalBattery is the wall-time goal for the whole battery against one lock.

@@ -5,9 +5,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lockstorm/lockstorm/cmd/locktest"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/locktest"
 )
 
 // TestRedlockBattery puts the registered redlock through every shipped

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstorm/lockstorm/cmd/locktest"
 	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/locktest"
 )
 
 // TestFilterFollowsGoTestRun: the subtests Run starts are those `go test`

@@ -1,0 +1,93 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// startOnFreePort starts p and, when another process took its port between
+// FreePort's probe and the server's bind (parallel test binaries, a busy
+// CI machine), moves it to a fresh port and tries again: before the first
+// start nobody knows the address yet.
+func (p *Process) startOnFreePort(ctx context.Context) error {
+	var err error
+	for try := 0; try < 4; try++ {
+		if err = p.Start(ctx); err == nil || !strings.Contains(err.Error(), "Address already in use") {
+			return err
+		}
+		port, perr := FreePort()
+		if perr != nil {
+			return errors.Join(err, perr)
+		}
+		setArg(p.Args, "--port", port)
+		p.Port, p.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if p.BusPort != 0 {
+			// The cluster bus port may be the one taken: it moves too.
+			if p.BusPort, perr = FreePort(); perr != nil {
+				return errors.Join(err, perr)
+			}
+			setArg(p.Args, "--cluster-port", p.BusPort)
+		}
+	}
+	return err
+}
+
+// setArg sets the value after flag in args.
+func setArg(args []string, flag string, v int) {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			args[i+1] = strconv.Itoa(v)
+		}
+	}
+}
+
+// ownedBy checks that the server answering at addr belongs to process
+// group pgid (the started process's own; a wrapper script may fork the
+// server rather than exec it, and the child stays in the group).
+func ownedBy(addr string, pgid int) error {
+	pid, err := infoInt(addr, "server", "process_id")
+	if err != nil {
+		return err
+	}
+	if g, err := syscall.Getpgid(int(pid)); err != nil || g != pgid {
+		return fmt.Errorf("%s is answered by another process (pid %d, group %d), not the one started (group %d)", addr, pid, g, pgid)
+	}
+	return nil
+}
+
+// release lets the reserved port go, for the server to bind it.
+func (p *Process) release() {
+	if p.reserved != nil {
+		p.reserved.Close()
+		p.reserved = nil
+	}
+	if p.busReserved != nil {
+		p.busReserved.Close()
+		p.busReserved = nil
+	}
+}
+
+// reservePort asks the kernel for a free loopback port and keeps it
+// listening until released.
+func reservePort() (net.Listener, int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, 0, fmt.Errorf("free port: %w", err)
+	}
+	return l, l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FreePort asks the kernel for a free loopback port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
