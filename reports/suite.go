@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -201,32 +200,6 @@ func (c *cell) found() int {
 	return n
 }
 
-// WriteSuite draws the suite page: a matrix of scenarios × implementations,
-// each cell coloured by verdict and marked against the expectation, its
-// evidence on hover, linking to the run's timeline (with several seeds: how
-// many found the expected verdict, and a link per seed); then, per
-// implementation, a strip per scenario with the fault windows and where the
-// violations were. One self-contained file: inline CSS and SVG, a few lines
-// of script that only mark the page as rendered, no network.
-func WriteSuite(w io.Writer, runs []SuiteRun, info SuiteInfo) error {
-	if info.Title == "" {
-		info.Title = "lockstorm suite"
-	}
-	g := groupRuns(runs)
-	var b strings.Builder
-	writeSuiteHeader(&b, runs, info, g)
-	g.writeMatrix(&b)
-	g.writeStrips(&b)
-	b.WriteString(`<script>(function(){var t=document.querySelector('table.matrix');` +
-		`var ok=t&&t.getBoundingClientRect().width>0&&document.querySelectorAll('svg.strip').length>0;` +
-		`document.body.setAttribute('data-cells',String(document.querySelectorAll('td.cell').length));` +
-		`document.body.setAttribute('data-strips',String(document.querySelectorAll('svg.strip').length));` +
-		`if(ok&&!document.documentElement.hasAttribute('data-error'))document.body.setAttribute('data-rendered','ok');})();</script>` + "\n")
-	b.WriteString("</body></html>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
 // suiteGroups is the runs grouped into cells by (scenario, implementation),
 // in the order they first appear.
 type suiteGroups struct {
@@ -261,178 +234,6 @@ func groupRuns(runs []SuiteRun) *suiteGroups {
 		sort.SliceStable(c.runs, func(i, j int) bool { return c.runs[i].Row.Seed < c.runs[j].Row.Seed })
 	}
 	return g
-}
-
-// writeSuiteHeader writes the head, the title, the run's facts, the counts
-// by mark and the legend.
-func writeSuiteHeader(b *strings.Builder, runs []SuiteRun, info SuiteInfo, g *suiteGroups) {
-	fmt.Fprintf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title>\n", esc(info.Title))
-	// The first script records any page error, so a headless check sees it.
-	b.WriteString("<script>window.addEventListener('error',function(e){document.documentElement.setAttribute('data-error',String(e.message||e))});</script>\n")
-	b.WriteString(suiteCSS)
-	b.WriteString("</head><body>\n")
-	fmt.Fprintf(b, "<h1>%s</h1>\n<p class=\"meta\">", esc(info.Title))
-	meta := []string{"backend <b>" + esc(orDash(info.Backend)) + "</b>",
-		fmt.Sprintf("seeds <b>%d</b>", max(info.Seeds, 1)),
-		"date <b>" + esc(info.Date.Format("2006-01-02 15:04:05 MST")) + "</b>",
-		"lockstorm <b>" + esc(orDash(info.Version)) + "</b>"}
-	if info.Wall > 0 {
-		meta = append(meta, "wall time <b>"+esc(info.Wall.Round(100*time.Millisecond).String())+"</b>")
-	} else {
-		meta = append(meta, fmt.Sprintf("runs' total time <b>%.1f s</b>", g.total))
-	}
-	b.WriteString(strings.Join(meta, " · "))
-	fmt.Fprintf(b, "</p>\n<p class=\"meta\">%d runs: <b>%d</b> as expected, <b class=\"diff\">%d DIFF</b>, %d miss (an exploratory run that did not find its failure on that seed), %d without an expectation</p>\n",
-		len(runs), g.counts["ok"], g.counts["DIFF"], g.counts["miss"], g.counts[NoExpectation])
-	b.WriteString(`<div class="legend"><span><i class="sw v-safe"></i>safe</span><span><i class="sw v-unsafe"></i>unsafe</span>` +
-		`<span><i class="sw v-deadlock"></i>deadlock</span><span><i class="sw v-inconclusive"></i>inconclusive</span>` +
-		`<span><i class="sw m-ok"></i>✓ as expected</span><span><i class="sw m-DIFF"></i>✗ DIFF: not as expected</span>` +
-		`<span><i class="sw m-miss"></i>? miss</span><span>— no expectation</span><span>hover a cell for its evidence; click for its timeline</span></div>` + "\n")
-
-}
-
-// writeMatrix writes the table of cells, a row per scenario and a column
-// per implementation.
-func (g *suiteGroups) writeMatrix(b *strings.Builder) {
-	b.WriteString("<table class=\"matrix\"><thead><tr><th>scenario</th><th>mode</th>")
-	for _, im := range g.impls {
-		fmt.Fprintf(b, "<th class=\"impl\"><a href=\"#impl-%s\">%s</a></th>", esc(anchor(im)), esc(im))
-	}
-	b.WriteString("</tr></thead><tbody>\n")
-	for _, sc := range g.scens {
-		fmt.Fprintf(b, "<tr><th class=\"scen\">%s</th><td class=\"mode\">%s</td>", esc(sc), esc(g.modes[sc]))
-		for _, im := range g.impls {
-			c := g.cells[[2]string{sc, im}]
-			if c == nil {
-				b.WriteString("<td class=\"none\">·</td>")
-				continue
-			}
-			writeCell(b, c)
-		}
-		b.WriteString("</tr>\n")
-	}
-	b.WriteString("</tbody></table>\n")
-
-}
-
-// writeStrips writes, per implementation, a strip per scenario over the
-// run's time.
-func (g *suiteGroups) writeStrips(b *strings.Builder) {
-	b.WriteString("<h2>Where each lock broke</h2>\n<p class=\"note\">Per implementation, a strip per scenario (one line per seed) over the run's time: " +
-		"fault windows shaded orange, two holders at once red, a starved key (deadlock) amber, the first violation a black tick. " +
-		"The text says when the first violation began relative to the faults.</p>\n")
-	for _, im := range g.impls {
-		fmt.Fprintf(b, "<section class=\"impl\" id=\"impl-%s\"><h3>%s</h3>\n", esc(anchor(im)), esc(im))
-		for _, sc := range g.scens {
-			if c := g.cells[[2]string{sc, im}]; c != nil {
-				writeStrip(b, sc, c)
-			}
-		}
-		b.WriteString("</section>\n")
-	}
-}
-
-func writeCell(b *strings.Builder, c *cell) {
-	first := c.runs[0].Row
-	v, m := c.worst(), c.mark()
-	sym := map[string]string{"ok": "✓", "DIFF": "✗", "miss": "?", NoExpectation: ""}[m]
-	var tip []string
-	for _, r := range c.runs {
-		t := fmt.Sprintf("%s: %s (expected %s)", r.Row.Verdict, evidenceOf(r.Row), expectedOf(r.Row))
-		if len(c.runs) > 1 {
-			t = fmt.Sprintf("seed %d: %s", r.Row.Seed, t)
-		}
-		tip = append(tip, t)
-	}
-	fmt.Fprintf(b, "<td class=\"cell v-%s m-%s\" title=\"%s\">", esc(v), esc(markClass(m)), esc(strings.Join(tip, "\n")))
-	label := fmt.Sprintf("%s <span class=\"mk\">%s</span>", esc(v), sym)
-	if ts := first.TimeScale; ts.Scaled() {
-		// Visible in the matrix, not only in the tooltip: the cell's run
-		// was stretched to fit its lock's clock.
-		label += fmt.Sprintf(" <span class=\"k\" title=\"%s\">×%s time</span>", esc(ts.String()),
-			strconv.FormatFloat(ts.Factor, 'g', 4, 64))
-	}
-	if len(c.runs) == 1 {
-		if l := c.runs[0].Link; l != "" {
-			fmt.Fprintf(b, "<a href=\"%s\">%s</a>", esc(l), label)
-		} else {
-			b.WriteString(label)
-		}
-	} else {
-		word := "found"
-		switch first.Expected {
-		case checker.Safe:
-			word = "safe"
-		case "":
-			word = "no expectation;"
-		}
-		fmt.Fprintf(b, "%s<br><span class=\"k\">%s %d/%d</span><br><span class=\"seeds\">", label, word, c.found(), len(c.runs))
-		for _, r := range c.runs {
-			cls := "s-" + r.Row.Verdict
-			if r.Link != "" {
-				fmt.Fprintf(b, "<a class=\"%s\" href=\"%s\" title=\"seed %d: %s\">%d</a> ", esc(cls), esc(r.Link), r.Row.Seed, esc(r.Row.Verdict), r.Row.Seed)
-			} else {
-				fmt.Fprintf(b, "<span class=\"%s\" title=\"seed %d: %s (no run folder kept)\">%d</span> ", esc(cls), r.Row.Seed, esc(r.Row.Verdict), r.Row.Seed)
-			}
-		}
-		b.WriteString("</span>")
-	}
-	b.WriteString("</td>")
-}
-
-// Strip geometry (px).
-const (
-	stLabelW = 290.0
-	stPlotW  = 560.0
-	stLineH  = 12.0
-	stAxisH  = 13.0
-)
-
-// writeStrip draws one scenario of one implementation: a line per seed over
-// that run's time, fault windows, overlap clusters, the starvation of a
-// deadlock and the first violation.
-func writeStrip(b *strings.Builder, scen string, c *cell) {
-	n := len(c.runs)
-	h := stLineH*float64(n) + stAxisH + 2
-	wd := stLabelW + stPlotW + 10
-	var dur int64 = 1
-	for _, r := range c.runs {
-		dur = max(dur, r.DurationNs)
-	}
-	x := func(ns int64) float64 {
-		return stLabelW + stPlotW*float64(min(max(ns, 0), dur))/float64(dur)
-	}
-	v, m := c.worst(), c.mark()
-	fmt.Fprintf(b, "<div class=\"strip\"><svg class=\"strip\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">", wd, h, wd, h)
-	fmt.Fprintf(b, "<text class=\"sl\" x=\"0\" y=\"%.0f\">%s</text>", stLineH*float64(n)/2+4, esc(scen))
-	fmt.Fprintf(b, "<text class=\"sv t-%s\" x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s%s</text>", esc(v), stLabelW-8, stLineH*float64(n)/2+4,
-		esc(v), map[string]string{"ok": "", "DIFF": " ✗", "miss": " ?"}[m])
-	for i, r := range c.runs {
-		y := stLineH * float64(i)
-		fmt.Fprintf(b, "<rect class=\"bg\" x=\"%.0f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\"/>", stLabelW, y+1, x(r.DurationNs)-stLabelW, stLineH-2)
-		for _, f := range r.Faults {
-			fmt.Fprintf(b, "<rect class=\"sf\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\"><title>fault: %s, %s – %s</title></rect>",
-				x(f.From), y, max(x(f.To)-x(f.From), 1.5), stLineH, esc(f.Desc), ms(f.From), ms(f.To))
-		}
-		if s := r.Starved; s != nil {
-			fmt.Fprintf(b, "<rect class=\"ss\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\"><title>%s starved %s from %s</title></rect>",
-				x(s.FromNs), y+3, max(x(s.ToNs)-x(s.FromNs), 1.5), stLineH-6, esc(s.Key), span(s.ToNs-s.FromNs), ms(s.FromNs))
-		}
-		for _, o := range r.Overlaps {
-			fmt.Fprintf(b, "<rect class=\"so\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\"><title>%d holds of %s overlapped from %s to %s (%s with two holders)</title></rect>",
-				x(o.FromNs), y+2, max(x(o.ToNs)-x(o.FromNs), 2), stLineH-4, o.Holds, esc(o.Key), ms(o.FromNs), ms(o.ToNs), span(o.OverlapNs))
-		}
-		if r.FirstNs >= 0 {
-			fx := x(r.FirstNs)
-			fmt.Fprintf(b, "<path class=\"fv\" d=\"M%.1f %.0f v%.0f\"><title>first violation at %s: %s</title></path>", fx, y, stLineH, ms(r.FirstNs), esc(evidenceOf(r.Row)))
-		}
-	}
-	ay := stLineH*float64(n) + stAxisH - 2
-	fmt.Fprintf(b, "<text class=\"ax\" x=\"%.0f\" y=\"%.0f\">0</text><text class=\"ax\" x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s</text>",
-		stLabelW, ay, stLabelW+stPlotW, ay, span(dur))
-	b.WriteString("</svg><span class=\"why\">")
-	b.WriteString(esc(relativeToFaults(c.runs)))
-	b.WriteString("</span></div>\n")
 }
 
 // relativeToFaults says, for the first seed with a violation, when it began
@@ -505,42 +306,6 @@ func anchor(s string) string {
 		return '_'
 	}, s)
 }
-
-const suiteCSS = `<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:16px 20px;color:#222}
-h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:22px 0 4px}h3{font-size:14px;margin:14px 0 2px}
-.meta{margin:2px 0;color:#444}.diff{color:#b71c1c}
-.legend{display:flex;flex-wrap:wrap;gap:16px;margin:10px 0;font-size:12px}
-.legend span{display:inline-flex;align-items:center;gap:5px}
-.sw{display:inline-block;width:18px;height:12px;border-radius:2px;border:1px solid #999}
-.matrix{border-collapse:collapse;font-size:12px}
-.matrix th,.matrix td{border:1px solid #ccc;padding:3px 6px;text-align:center}
-.matrix thead th{background:#f4f4f4;position:sticky;top:0}
-.matrix th.scen{text-align:left;font-weight:600;white-space:nowrap}
-.matrix td.mode{color:#666}
-.matrix td.none{color:#bbb}
-.matrix td.cell{min-width:64px;white-space:nowrap}
-.matrix td.cell a{color:inherit;text-decoration:none;display:block}
-.matrix td.cell a:hover{text-decoration:underline}
-.v-safe{background:#c8e6c9}.v-unsafe{background:#ef9a9a}.v-deadlock{background:#ffcc80}.v-inconclusive{background:#e0e0e0}
-.m-ok{}.m-DIFF{outline:3px solid #b71c1c;outline-offset:-3px;font-weight:bold}.m-miss{outline:2px dashed #6d4c41;outline-offset:-3px}
-.sw.m-ok{background:#fff}.sw.m-DIFF{background:#fff}.sw.m-miss{background:#fff}
-.mk{font-weight:bold}
-.k{font-size:11px}.seeds{font-size:10px}.seeds a,.seeds span{padding:0 1px}
-.s-unsafe{color:#b71c1c}.s-deadlock{color:#e65100}.s-safe{color:#1b5e20}.s-inconclusive{color:#555}
-.note{color:#666;font-size:12px;max-width:1000px}
-.strip{display:flex;align-items:center;gap:10px;margin:1px 0}.strip svg{flex:none}
-.why{font-size:12px;color:#444}
-svg text{font:11px system-ui,sans-serif;fill:#333}
-svg .sl{font-weight:600}svg .ax{fill:#888;font-size:10px}
-svg .t-unsafe{fill:#b71c1c}svg .t-deadlock{fill:#e65100}svg .t-safe{fill:#1b5e20}svg .t-inconclusive{fill:#555}
-.bg{fill:#f2f2f2}
-.sf{fill:#f5b041;fill-opacity:.45;stroke:#d68910;stroke-width:.8}
-.so{fill:#e53935;fill-opacity:.85}
-.ss{fill:#ffb300;fill-opacity:.9}
-.fv{stroke:#000;stroke-width:2}
-</style>
-`
 
 // WriteBreakdown prints, per implementation, for each scenario where it
 // broke, when its first violation began relative to the faults: the text of

@@ -1,35 +1,36 @@
 package reports
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/lockstorm/lockstorm/checker"
 )
 
-// writeFindings lists the run's findings under the timeline's title, those
-// the expectation does not permit first and marked so, each with when it
-// first happened and its witness.
-func writeFindings(b *strings.Builder, res checker.Result) {
-	if len(res.Findings) == 0 {
-		return
-	}
-	b.WriteString("<ul class=\"findings\" id=\"findings\">\n")
+// findingView is one finding under the timeline's title.
+type findingView struct {
+	Kind  string
+	Count int
+	// At is " from T" for a finding with a first time, else empty.
+	At        string
+	Permitted bool
+	Why       string
+	Witness   string
+}
+
+// findingViews lists the run's findings under the timeline's title, those
+// the expectation does not permit first (the template marks them so), each
+// with when it first happened and its witness.
+func findingViews(res checker.Result) []findingView {
+	var out []findingView
 	for _, permitted := range []bool{false, true} {
 		for _, f := range res.Findings {
 			if f.Permitted != permitted {
 				continue
 			}
-			mark := `<b class="v-unsafe">not permitted</b>`
-			if permitted {
-				mark = "permitted"
-			}
 			at := ""
 			if f.FirstNs >= 0 {
 				at = " from " + ms(f.FirstNs)
 			}
-			fmt.Fprintf(b, "<li>%s ×%d%s (%s: %s): %s</li>\n", esc(string(f.Kind)), f.Count, at, mark, esc(f.Why), esc(f.Witness))
+			out = append(out, findingView{string(f.Kind), f.Count, at, permitted, f.Why, f.Witness})
 		}
 	}
-	b.WriteString("</ul>\n")
+	return out
 }

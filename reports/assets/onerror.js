@@ -1,0 +1,1 @@
+window.addEventListener('error',function(e){document.documentElement.setAttribute('data-error',String(e.message||e))});
