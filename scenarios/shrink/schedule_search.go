@@ -96,7 +96,7 @@ func (s *search) schedule(ctx context.Context, random *Result) (*Result, string,
 	// it, the whole budget again.
 	find, cancel := context.WithTimeout(ctx, s.opts.Budget/2)
 	defer cancel()
-	wits, runs := s.wits, len(s.wits)
+	wits, runs := liveFirst(s.wits), len(s.wits)
 	for len(wits) > 0 {
 		wr := wits[0]
 		wits = wits[1:]
@@ -106,7 +106,7 @@ func (s *search) schedule(ctx context.Context, random *Result) (*Result, string,
 			// be among them.
 			s.steps++
 			t, _ := s.try(find, s.steps, random.Minimal, false)
-			wits, runs = t.wits, runs+len(t.wits)
+			wits, runs = liveFirst(t.wits), runs+len(t.wits)
 		}
 		// A run counts only if it fails as this one did: an overlap of a
 		// holder within its lease must not become one past it (a gate
@@ -208,4 +208,24 @@ func onceStepIn(steps []step, from, to int64) bool {
 		}
 	}
 	return false
+}
+
+// liveFirst orders the failing runs to build schedules from: those whose
+// overlap began while the earlier holder was within its lease come first.
+// A race between live holders is the lock's own; an overlap past a lease,
+// in a spec with no pause, is a holder the machine held up, and any lock
+// with a TTL fails its schedule, so it is tried only when no run shows a
+// live race (pause-past-ttl's runs all do).
+func liveFirst(wits []witnessRun) []witnessRun {
+	out := slices.Clone(wits)
+	slices.SortStableFunc(out, func(a, b witnessRun) int {
+		switch {
+		case a.within == b.within:
+			return 0
+		case a.within:
+			return -1
+		}
+		return 1
+	})
+	return out
 }
