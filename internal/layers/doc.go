@@ -1,7 +1,7 @@
 // Package layers holds the test that keeps lockstorm's imports pointing
 // down: the intended order of its packages, from the bottom.
 //
-//  0. internal/resp, internal/clock: raw RESP and the clock shim, no lockstorm imports
+//  0. internal/resp, internal/clock, internal/admission: raw RESP, the clock shim, CPU admission; no lockstorm imports
 //  1. checker, lockimpl: histories and their checks; the locks on trial
 //  2. internal/cluster, lockimpl/exec: Redis backends; locks as client processes
 //  3. scenarios/nemesis: faults
@@ -21,6 +21,7 @@ package layers
 var Order = map[string]int{
 	"internal/resp":      0,
 	"internal/clock":     0,
+	"internal/admission": 0,
 	"checker":            1,
 	"lockimpl":           1,
 	"internal/cluster":   2,
