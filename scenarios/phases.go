@@ -165,45 +165,6 @@ func (r *run) arm(ctx context.Context, topo *topology) (tl *timeline, healSteady
 	return tl, healSteady, nil
 }
 
-// watching is what records the run beside its clients: the harness's
-// stall monitor and the servers' observers.
-type watching struct {
-	stopStalls func()
-	obs        []*observer
-	observed   string // what the observers watch, or why none
-	observing  bool   // observers were started
-}
-
-// close stops whatever still watches (an early return).
-func (w *watching) close() {
-	closeObservers(w.obs)
-	w.obs = nil
-	if w.stopStalls != nil {
-		w.stopStalls()
-		w.stopStalls = nil
-	}
-}
-
-// watch starts the clock: time zero is now, not before the set-up, so
-// fault times and the history count from the start of the traffic. The
-// header is the history's first entry; the stall monitor, the servers'
-// key events and the Sentinels' events go to the same recorder.
-func (r *run) watch(ctx context.Context, plan *Plan, topo *topology) *watching {
-	r.rec = checker.NewRecorder()
-	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
-		Meta: r.meta(topo.cl.Kind())})
-	w := &watching{stopStalls: watchStalls(r.rec)}
-	w.obs, w.observed = r.startObservers(ctx, topo.observed())
-	w.observing = len(w.obs) > 0
-	if topo.sentinel != nil {
-		r.followSentinel(topo.sentinel)
-	}
-	if topo.rcluster != nil {
-		r.followCluster(topo.rcluster)
-	}
-	return w
-}
-
 // playTraffic runs the clients and the fault timeline for the plan's
 // duration, then lets the clients finish the cycle they are in.
 func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {

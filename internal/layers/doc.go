@@ -28,6 +28,7 @@ var Order = map[string]int{
 	"lockimpl/exec":      2,
 	"scenarios/nemesis":  3,
 	"scenarios/spec":     4,
+	"scenarios/observe":  4,
 	"scenarios":          5,
 	"reports":            6,
 	"scenarios/shrink":   6,
