@@ -7,6 +7,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios/observe"
+	"github.com/lockstorm/lockstorm/scenarios/topology"
 )
 
 // watching is what records the run beside its clients: the harness's
@@ -32,18 +33,15 @@ func (w *watching) close() {
 // fault times and the history count from the start of the traffic. The
 // header is the history's first entry; the stall monitor, the servers'
 // key events and the Sentinels' events go to the same recorder.
-func (r *run) watch(ctx context.Context, plan *Plan, topo *topology) *watching {
+func (r *run) watch(ctx context.Context, plan *Plan, topo *topology.Topology) *watching {
 	r.rec = checker.NewRecorder()
 	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
-		Meta: r.meta(topo.cl.Kind())})
+		Meta: r.meta(topo.Cluster.Kind())})
 	w := &watching{stopStalls: watchStalls(r.rec)}
-	w.obs, w.observed = r.startObservers(ctx, topo.observed())
+	w.obs, w.observed = r.startObservers(ctx, topo.Observed())
 	w.observing = len(w.obs) > 0
-	if topo.sentinel != nil {
-		r.followSentinel(topo.sentinel)
-	}
-	if topo.rcluster != nil {
-		r.followCluster(topo.rcluster)
+	if topo.FailsOver() {
+		topo.Follow(r.failoverRecorders())
 	}
 	return w
 }

@@ -5,8 +5,10 @@
 //  1. checker, lockimpl: histories and their checks; the locks on trial
 //  2. internal/cluster, lockimpl/exec: Redis backends; locks as client processes
 //  3. scenarios/nemesis: faults
-//  4. scenarios/spec: the spec language (types, YAML, validation, derive rules, baselines)
-//  5. scenarios: the runner (plan, topology, observers, traffic, recording, timeline)
+//  4. scenarios/spec: the spec language (types, YAML, validation, derive rules, baselines);
+//     scenarios/topology, scenarios/client, scenarios/observe: a run's collaborators (servers and
+//     links, the clients' connections, the servers' observers)
+//  5. scenarios: the runner (plan, phases, traffic, recording, timeline)
 //  6. reports: tables, JSON, JUnit, run folders, pages; scenarios/shrink: the smallest failing spec
 //  7. cmd/locktest: the go test front end
 //  8. cmd/internal/bench: the bench
@@ -29,6 +31,8 @@ var Order = map[string]int{
 	"scenarios/nemesis":  3,
 	"scenarios/spec":     4,
 	"scenarios/observe":  4,
+	"scenarios/client":   4,
+	"scenarios/topology": 4,
 	"scenarios":          5,
 	"reports":            6,
 	"scenarios/shrink":   6,
