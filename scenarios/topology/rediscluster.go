@@ -216,21 +216,7 @@ func (cs *clusterSet) connect(t *Topology, client int, host string, timeout time
 		seeds = append(seeds, cs.announced[m.Name])
 	}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		name, ok := cs.byAddr[addr]
-		if !ok {
-			return nil, fmt.Errorf("dial %s: not the announced address of any cluster node", addr)
-		}
-		link := t.Net.Link(host, name)
-		if link == nil {
-			return nil, fmt.Errorf("dial %s (%s): no link from %s", addr, name, host)
-		}
-		d := net.Dialer{Timeout: timeout}
-		c, err := d.DialContext(ctx, network, link.Addr)
-		if err != nil {
-			return nil, err
-		}
-		ra, _ := net.ResolveTCPAddr("tcp", addr)
-		return mappedConn{c, ra}, nil
+		return t.dialAnnounced(ctx, network, addr, host, timeout, cs.byAddr, "cluster node", nil)
 	}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: seeds, Dialer: dial, MaxRedirects: clusterTries, MaxRetryBackoff: 100 * time.Millisecond,

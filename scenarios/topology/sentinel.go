@@ -354,6 +354,32 @@ type mappedConn struct {
 // RemoteAddr is the announced address.
 func (c mappedConn) RemoteAddr() net.Addr { return c.remote }
 
+// dialAnnounced dials, for a client on host, the server an announced
+// address stands for (byAddr; what names such servers in an error) through
+// the host's own link to it; the connection reports addr as its remote
+// address. dialed, when set, is told the server's name once connected.
+func (t *Topology) dialAnnounced(ctx context.Context, network, addr, host string, timeout time.Duration,
+	byAddr map[string]string, what string, dialed func(name string)) (net.Conn, error) {
+	name, ok := byAddr[addr]
+	if !ok {
+		return nil, fmt.Errorf("dial %s: not the announced address of any %s", addr, what)
+	}
+	link := t.Net.Link(host, name)
+	if link == nil {
+		return nil, fmt.Errorf("dial %s (%s): no link from %s", addr, name, host)
+	}
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, network, link.Addr)
+	if err != nil {
+		return nil, err
+	}
+	if dialed != nil {
+		dialed(name)
+	}
+	ra, _ := net.ResolveTCPAddr("tcp", addr)
+	return mappedConn{c, ra}, nil
+}
+
 // connect opens one failover client per master for a client on host; every
 // address Sentinel hands out is dialed through the host's own link to that
 // server, Sentinels included.
@@ -364,27 +390,15 @@ func (ss *sentinelSet) connect(t *Topology, client int, host string, timeout tim
 	}
 	var out []redis.UniversalClient
 	for _, m := range ss.masters {
-		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-			name, ok := ss.byAddr[addr]
-			if !ok {
-				return nil, fmt.Errorf("dial %s: not the announced address of any server", addr)
-			}
-			link := t.Net.Link(host, name)
-			if link == nil {
-				return nil, fmt.Errorf("dial %s (%s): no link from %s", addr, name, host)
-			}
-			d := net.Dialer{Timeout: timeout}
-			c, err := d.DialContext(ctx, network, link.Addr)
-			if err != nil {
-				return nil, err
-			}
+		dialed := func(name string) {
 			if !strings.HasPrefix(name, "s") {
 				if f := ss.dialed.Load(); f != nil {
 					(*f)(client, name)
 				}
 			}
-			ra, _ := net.ResolveTCPAddr("tcp", addr)
-			return mappedConn{c, ra}, nil
+		}
+		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return t.dialAnnounced(ctx, network, addr, host, timeout, ss.byAddr, "server", dialed)
 		}
 		rdb := redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: m, SentinelAddrs: sentinels, Dialer: dial,
