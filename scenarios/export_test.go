@@ -6,6 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios/client"
 )
 
 // HookedClientForTest is a connection to addr with the command points of
@@ -14,7 +15,7 @@ import (
 func HookedClientForTest(addr, node string, fp *lockimpl.Failpoints) (*redis.Client, func() bool) {
 	var crashed atomic.Bool
 	rdb := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
-	rdb.AddHook(&cmdHook{node: node, fp: fp, crash: func(error) { crashed.Store(true) }, dead: crashed.Load})
+	rdb.AddHook(&client.CmdHook{Node: node, FP: fp, Crash: func(error) { crashed.Store(true) }, Dead: crashed.Load})
 	return rdb, crashed.Load
 }
 

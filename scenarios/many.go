@@ -4,6 +4,8 @@ import (
 	"context"
 	"sort"
 	"time"
+
+	"github.com/lockstorm/lockstorm/internal/admission"
 )
 
 // Job is one scenario run: a spec and how to run it.
@@ -15,7 +17,7 @@ type Job struct {
 // RunMany runs jobs and returns their outcomes and errors in job order; each
 // has its own servers, proxies and ports. parallel > 0 runs at most that
 // many at a time; parallel ≤ 0 starts jobs while the suite's own CPU use
-// leaves room (admission.go). before, when set, is called as each job starts; after as
+// leaves room (internal/admission). before, when set, is called as each job starts; after as
 // it ends.
 //
 // Jobs start longest first (by expectedLength): a batch's wall time is at
@@ -33,14 +35,14 @@ func RunMany(ctx context.Context, jobs []Job, parallel int, before func(i int), 
 	sort.SliceStable(order, func(a, b int) bool {
 		return lengths[order[a]] > lengths[order[b]]
 	})
-	g := newGate(parallel)
-	defer g.close()
+	g := admission.New(parallel)
+	defer g.Close()
 	finished := make(chan struct{}, len(jobs))
-	tick := time.NewTicker(admitEvery / 5)
+	tick := time.NewTicker(admission.Every / 5)
 	defer tick.Stop()
 	running := 0
 	for n, i := range order {
-		for ctx.Err() == nil && !g.admit(running) {
+		for ctx.Err() == nil && !g.Admit(running) {
 			select {
 			case <-finished:
 				running--

@@ -13,7 +13,9 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios/client"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/topology"
 )
 
 // The phases of one run (runOnce), each a function of its own.
@@ -36,10 +38,39 @@ func newRun(cfg Config, plan *Plan) *run {
 	return r
 }
 
+// setupFault, in tests, makes a start-up stage of the topology fail
+// (topology.Options.Fault).
+var setupFault func(stage string) error
+
+// startTopology starts what the plan's run stands on: its servers, links
+// and, for Sentinel and Cluster, routers (package topology).
+func startTopology(ctx context.Context, plan *Plan, cfg Config) (*topology.Topology, error) {
+	o := topology.Options{Scenario: plan.Scenario, Backend: cfg.Backend, Log: cfg.Log, Nodes: plan.Nodes,
+		Replicas: plan.Replicas, Hosts: plan.Hosts, HostOf: plan.HostOf, ServerClock: plan.ServerClock, Fault: setupFault}
+	if sn := plan.Sentinel; sn != nil {
+		o.Sentinel = &topology.Sentinel{Sentinels: sn.Sentinels, Quorum: sn.Quorum, DownAfter: sn.DownAfter,
+			FailoverTimeout: sn.FailoverTimeout}
+	}
+	if m := plan.MinReplicas; m != nil {
+		o.MinReplicas = &topology.MinReplicas{ToWrite: m.ToWrite, MaxLag: m.MaxLag}
+	}
+	if c := plan.Cluster; c != nil {
+		o.Cluster = &topology.RedisCluster{Masters: c.Masters, Replicas: c.Replicas, NodeTimeout: c.NodeTimeout}
+	}
+	return topology.Start(ctx, o)
+}
+
+// clientHooks are the hooks of a client's connections: its pause, the
+// refusal of dials through a rejected link, and its command points.
+func clientHooks(p *client.Pauser, points func(node string) redis.Hook) topology.Hooks {
+	return topology.Hooks{Pause: client.PauseHook{Pauser: p}, Points: points,
+		Refuse: func(l *nemesis.Link) redis.Hook { return client.RefuseHook{Link: l} }}
+}
+
 // startClients makes each client: its clock, failpoints, connections
 // through its host's links, and the lock on trial. On error the clients
 // made so far are closed.
-func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology) error {
+func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology.Topology) error {
 	if len(plan.Failpoints) > 0 || plan.Points.Recorded {
 		r.hub.OnHit = func(client int, point string, fired []int) {
 			if CmdPoint(point) && len(fired) == 0 && !plan.Points.Recorded {
@@ -51,16 +82,16 @@ func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology) erro
 	}
 	r.nextPID.Store(int64(plan.Clients))
 	for i := 0; i < plan.Clients; i++ {
-		c := &runClient{id: i, host: topo.hostOf(i), clock: lockimpl.NewSkewClock(plan.ClockOffsets[i]), fp: lockimpl.NewFailpoints(r.hub, i)}
+		c := &runClient{id: i, host: topo.HostOf(i), clock: lockimpl.NewSkewClock(plan.ClockOffsets[i]), fp: lockimpl.NewFailpoints(r.hub, i)}
 		c.process.Store(int64(i))
 		c.ctx, c.cancel = context.WithCancel(ctx)
-		env := lockimpl.Env{Client: i, Clock: stoppedClock{c.clock, &c.pause}, FP: c.fp, Log: r.cfg.Log,
-			Rand: rand.New(rand.NewPCG(plan.Seed, uint64(i)+1)), Sleep: c.pause.sleep,
+		env := lockimpl.Env{Client: i, Clock: client.StoppedClock{Clock: c.clock, Pauser: &c.pause}, FP: c.fp, Log: r.cfg.Log,
+			Rand: rand.New(rand.NewPCG(plan.Seed, uint64(i)+1)), Sleep: c.pause.Sleep,
 			Renewal:   func(key, token string) func(error) { return c.rec.renewal(key, token) },
 			RoundTrip: plan.Network.RoundTrip}
-		c.rdb = topo.connect(i, c.host, plan.ClientTimeout, &c.pause, func(node string) redis.Hook {
-			return &cmdHook{node: node, fp: c.fp, crash: func(err error) { r.markCrashed(c, err) }, dead: c.crashed.Load}
-		})
+		c.rdb = topo.Connect(i, c.host, plan.ClientTimeout, clientHooks(&c.pause, func(node string) redis.Hook {
+			return &client.CmdHook{Node: node, FP: c.fp, Crash: func(err error) { r.markCrashed(c, err) }, Dead: c.crashed.Load}
+		}))
 		for _, rdb := range c.rdb {
 			env.Nodes = append(env.Nodes, rdb)
 		}
@@ -80,25 +111,25 @@ func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology) erro
 	return nil
 }
 
-// wirePoints puts relays (relay.go) between a lock that makes its own
+// wirePoints puts relays (client.Relay) between a lock that makes its own
 // connections and c's links, when the plan says so (Points.Relayed: the
 // spec explores or names command points): env's nodes then name the
 // relays' addresses. The relays' clients
 // in env are never used to send (the lock only reads their addresses); they
 // are closed with the relays.
-func (r *run) wirePoints(c *runClient, topo *topology, env *lockimpl.Env) error {
+func (r *run) wirePoints(c *runClient, topo *topology.Topology, env *lockimpl.Env) error {
 	if !r.plan.Points.Relayed {
 		return nil
 	}
-	hook := &cmdHook{fp: c.fp, crash: func(err error) { r.markCrashed(c, err) }, dead: c.crashed.Load}
+	hook := &client.CmdHook{FP: c.fp, Crash: func(err error) { r.markCrashed(c, err) }, Dead: c.crashed.Load}
 	for j, u := range c.rdb {
 		rdb, ok := u.(*redis.Client)
 		if !ok {
 			return fmt.Errorf("command points of a lock with its own connections need plain node clients, not %T", u)
 		}
-		node := topo.cl.Nodes()[j].Name
-		h := &cmdHook{node: node, fp: hook.fp, crash: hook.crash, dead: hook.dead}
-		rl, err := newRelay(rdb.Options().Addr, node, h, c.callNow, func() { r.Crash(c.id) })
+		node := topo.Cluster.Nodes()[j].Name
+		h := &client.CmdHook{Node: node, FP: hook.FP, Crash: hook.Crash, Dead: hook.Dead}
+		rl, err := client.NewRelay(rdb.Options().Addr, node, h, c.callNow, func() { r.Crash(c.id) })
 		if err != nil {
 			for _, rl := range c.relays {
 				rl.Close()
@@ -117,15 +148,15 @@ func (r *run) wirePoints(c *runClient, topo *topology, env *lockimpl.Env) error 
 // arm attaches the plan's failpoints and the explorer to the clients and
 // puts the steady network condition on the links; the timeline it returns
 // plays the scheduled faults. healSteady lifts the steady condition.
-func (r *run) arm(ctx context.Context, topo *topology) (tl *timeline, healSteady []nemesis.Heal, err error) {
+func (r *run) arm(ctx context.Context, topo *topology.Topology) (tl *timeline, healSteady []nemesis.Heal, err error) {
 	plan := r.plan
-	nenv := &nemesis.Env{Net: topo.net, Cluster: topo.cl, ClientHost: topo.hostOf, Clients: plan.Clients, Control: r,
-		Rand: rand.New(rand.NewPCG(r.plan.Seed, 0x6e656d6573697300)), Replicas: topo.replicas}
+	nenv := &nemesis.Env{Net: topo.Net, Cluster: topo.Cluster, ClientHost: topo.HostOf, Clients: plan.Clients, Control: r,
+		Rand: rand.New(rand.NewPCG(r.plan.Seed, 0x6e656d6573697300)), Replicas: topo.Replicas}
 	for k := 0; k < plan.Keys; k++ {
 		nenv.Keys = append(nenv.Keys, keyName(k))
 	}
-	if topo.rcluster != nil {
-		nenv.RedisCluster = topo.rcluster.rc
+	if rc := topo.RedisCluster(); rc != nil {
+		nenv.RedisCluster = rc
 	}
 	tl = newTimeline(r, nenv)
 	if plan.Explore != nil {
@@ -163,45 +194,6 @@ func (r *run) arm(ctx context.Context, topo *topology) (tl *timeline, healSteady
 		healSteady = append(healSteady, heal)
 	}
 	return tl, healSteady, nil
-}
-
-// watching is what records the run beside its clients: the harness's
-// stall monitor and the servers' observers.
-type watching struct {
-	stopStalls func()
-	obs        []*observer
-	observed   string // what the observers watch, or why none
-	observing  bool   // observers were started
-}
-
-// close stops whatever still watches (an early return).
-func (w *watching) close() {
-	closeObservers(w.obs)
-	w.obs = nil
-	if w.stopStalls != nil {
-		w.stopStalls()
-		w.stopStalls = nil
-	}
-}
-
-// watch starts the clock: time zero is now, not before the set-up, so
-// fault times and the history count from the start of the traffic. The
-// header is the history's first entry; the stall monitor, the servers'
-// key events and the Sentinels' events go to the same recorder.
-func (r *run) watch(ctx context.Context, plan *Plan, topo *topology) *watching {
-	r.rec = checker.NewRecorder()
-	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
-		Meta: r.meta(topo.cl.Kind())})
-	w := &watching{stopStalls: watchStalls(r.rec)}
-	w.obs, w.observed = r.startObservers(ctx, topo.observed())
-	w.observing = len(w.obs) > 0
-	if topo.sentinel != nil {
-		r.followSentinel(topo.sentinel)
-	}
-	if topo.rcluster != nil {
-		r.followCluster(topo.rcluster)
-	}
-	return w
 }
 
 // playTraffic runs the clients and the fault timeline for the plan's
@@ -294,11 +286,11 @@ func (r *run) finish(w *watching) checker.History {
 }
 
 // outcome checks the history and says what the run found.
-func (r *run) outcome(plan *Plan, topo *topology, w *watching, h checker.History, elapsed time.Duration) *Outcome {
+func (r *run) outcome(plan *Plan, topo *topology.Topology, w *watching, h checker.History, elapsed time.Duration) *Outcome {
 	exp := plan.Expectation
 	res := checker.Check(h, plan.Check)
 	var fo *FailoverTimes
-	if topo.sentinel != nil || topo.rcluster != nil {
+	if topo.FailsOver() {
 		nameMasters(&res, h)
 		fo = failoverTimes(h)
 		r.log.Info("sentinel failover", "scenario", plan.Scenario, "impl", r.cfg.Impl, "times", fo.String())
@@ -308,7 +300,7 @@ func (r *run) outcome(plan *Plan, topo *topology, w *watching, h checker.History
 		cov = coverage(r.hub)
 	}
 	return &Outcome{Points: cov, Client: plan.Workload.Client, Observer: r.observedNote(w.observed, w.observing, h), CheckOptions: plan.Check,
-		Scenario: plan.Scenario, Impl: r.cfg.Impl, Seed: plan.Seed, Backend: topo.cl.Kind(), Mode: plan.Mode,
+		Scenario: plan.Scenario, Impl: r.cfg.Impl, Seed: plan.Seed, Backend: topo.Cluster.Kind(), Mode: plan.Mode,
 		Gated: plan.Gated, Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
 		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Processes: r.processStats(), Failover: fo,
 		StoppedAfter: r.stoppedAfter, TimeScale: plan.TimeScale}

@@ -167,7 +167,7 @@ type PlanPoints struct {
 	Recorded bool `json:"recorded,omitempty"`
 	// Relayed: the lock makes its own connections and the spec explores or
 	// names command points, so each connection goes through a relay that
-	// passes them on the wire (relay.go).
+	// passes them on the wire (client.Relay).
 	Relayed bool `json:"relayed,omitempty"`
 }
 

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -25,6 +26,11 @@ import (
 // RunMany's ordering of jobs by their specs' length before any plan exists.
 var compileSide = map[string]bool{"Run": true, "runBounded": true, "RunMany": true, "expectedLength": true}
 
+// collaborators are the packages the runner runs a plan with (its clients'
+// connections, the topology, the observers): they too are the runner, and
+// none of them may touch a spec, compiling side or not.
+var collaborators = []string{"client", "observe", "topology"}
+
 // TestRunnerNeverReadsTheSpec: the runner executes a plan and never looks
 // at the spec. A test that zeroed a plan's spec and ran it would only see
 // the code paths that one run takes (no Sentinel, no exploration...), so
@@ -34,34 +40,40 @@ var compileSide = map[string]bool{"Run": true, "runBounded": true, "RunMany": tr
 // whatever it is called there): a field of run or of the plan that carries
 // it, a parameter, a read of Outcome.Spec or Job.Spec, a call returning
 // one. It checks types, not names, so no renaming gets past it; and it
-// checks itself on a function planted to read the spec.
+// checks itself on a function planted to read the spec. The runner's
+// collaborators (collaborators) are checked the same way.
 func TestRunnerNeverReadsTheSpec(t *testing.T) {
 	planted := `package scenarios
 
 func plantedForTest(o *Outcome) int { return o.Spec.Keys }
 `
-	readers, allowed := specReaders(t, planted)
+	readers, allowed := specReaders(t, ".", planted)
 	if allowed == 0 {
 		t.Fatal("no spec in the compiling side either: the check sees nothing")
 	}
 	if !slices.ContainsFunc(readers, func(r string) bool { return strings.HasPrefix(r, "plantedForTest:") }) {
 		t.Fatalf("the check must flag the planted reader, got %v", readers)
 	}
-	readers, _ = specReaders(t, "")
+	readers, _ = specReaders(t, ".", "")
+	for _, dir := range collaborators {
+		r, _ := specReaders(t, dir, "")
+		readers = append(readers, r...)
+	}
 	for _, r := range readers {
 		t.Errorf("the runner reads the spec in %s: give the plan the value it needs (Compile)", r)
 	}
 }
 
-// specReaders type-checks the package's files (and extra, a file's source,
-// when set) and returns the functions outside the compiling side that
-// touch a spec, each as "name: file:line", and how many spec expressions
-// the compiling side has.
-func specReaders(t *testing.T, extra string) (readers []string, allowed int) {
+// specReaders type-checks the files of the package in dir (and extra, a
+// file's source, when set) and returns the functions outside the compiling
+// side (which only the runner's own package, dir ".", has) that touch a
+// spec, each as "name: file:line", and how many spec expressions the
+// compiling side has.
+func specReaders(t *testing.T, dir, extra string) (readers []string, allowed int) {
 	t.Helper()
 	fset := token.NewFileSet()
 	var files []*ast.File
-	names, _ := filepath.Glob("*.go")
+	names, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 	for _, name := range names {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
@@ -80,12 +92,13 @@ func specReaders(t *testing.T, extra string) (readers []string, allowed int) {
 		files = append(files, f)
 	}
 	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}}
-	conf := types.Config{Importer: exportImporter(t, fset)}
-	if _, err := conf.Check("github.com/lockstorm/lockstorm/scenarios", fset, files, info); err != nil {
+	conf := types.Config{Importer: exportImporter(t, fset, dir)}
+	if _, err := conf.Check(path.Join("github.com/lockstorm/lockstorm/scenarios", dir), fset, files, info); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		onCompileSide := fset.Position(f.Pos()).Filename == "plan.go"
+		runner := dir == "."
+		onCompileSide := runner && fset.Position(f.Pos()).Filename == "plan.go"
 		for _, d := range f.Decls {
 			fd, ok := d.(*ast.FuncDecl)
 			if !ok {
@@ -94,7 +107,7 @@ func specReaders(t *testing.T, extra string) (readers []string, allowed int) {
 			n := specExprs(fd, info)
 			switch {
 			case n == 0:
-			case onCompileSide || compileSide[fd.Name.Name]:
+			case onCompileSide || runner && compileSide[fd.Name.Name]:
 				allowed += n
 			default:
 				readers = append(readers, fd.Name.Name+": "+fset.Position(fd.Pos()).String())
@@ -132,11 +145,11 @@ func isSpec(t types.Type) bool {
 	return named.Obj().Name() == "Spec" && named.Obj().Pkg().Path() == "github.com/lockstorm/lockstorm/scenarios/spec"
 }
 
-// exportImporter imports the package's dependencies from the export data
-// `go list -export` names (built, or found in the build cache).
-func exportImporter(t *testing.T, fset *token.FileSet) types.Importer {
+// exportImporter imports the dependencies of the package in dir from the
+// export data `go list -export` names (built, or found in the build cache).
+func exportImporter(t *testing.T, fset *token.FileSet, dir string) types.Importer {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}", ".").Output()
+	out, err := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}", "./"+dir).Output()
 	if err != nil {
 		t.Fatalf("go list -export: %v", err)
 	}

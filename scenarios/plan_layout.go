@@ -4,12 +4,13 @@ import (
 	"fmt"
 
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/topology"
 )
 
 // faultSpecs are the timeline's faults as the nemesis plays them.
 
-// layout is the topology the run builds, by name: the links topology.go
-// and sentinel.go make, in their order (TestLayoutIsTheTopology and
+// layout is the topology the run builds, by name: the links package
+// topology makes, in their order (TestLayoutIsTheTopology and
 // TestSentinelTopology hold them to it).
 func (p *Plan) layout() nemesis.Layout {
 	l := nemesis.Layout{Clients: p.Clients, ClientHost: p.HostOf, Replicas: map[string]string{}}
@@ -65,11 +66,11 @@ func (p *Plan) layout() nemesis.Layout {
 	return l
 }
 
-// clusterLayout is the Redis Cluster's (rediscluster.go): every node to
+// clusterLayout is the Redis Cluster's (topology/rediscluster.go): every node to
 // every other node, its data port and its bus, then every client host to
 // every node.
 func (p *Plan) clusterLayout(l nemesis.Layout) nemesis.Layout {
-	names := clusterNames(p.Cluster)
+	names := topology.ClusterNames(p.Cluster.Masters, p.Cluster.Replicas)
 	l.Nodes = names[:p.Cluster.Masters]
 	for i, m := range l.Nodes {
 		if p.Cluster.Replicas > 0 {

@@ -51,11 +51,11 @@ duration: 1s
 	}
 	defer topo.Close()
 	layout := plan.layout()
-	if got := linkNames(topo.net); !reflect.DeepEqual(got, layout.Links) {
+	if got := linkNames(topo.Net); !reflect.DeepEqual(got, layout.Links) {
 		t.Fatalf("the topology built links %v, the plan's layout says %v", got, layout.Links)
 	}
-	env := &nemesis.Env{Net: topo.net, Cluster: topo.cl, ClientHost: topo.hostOf, Clients: plan.Clients,
-		Control: nopControl{}, Rand: rand.New(rand.NewPCG(1, 2)), Replicas: topo.replicas}
+	env := &nemesis.Env{Net: topo.Net, Cluster: topo.Cluster, ClientHost: topo.HostOf, Clients: plan.Clients,
+		Control: nopControl{}, Rand: rand.New(rand.NewPCG(1, 2)), Replicas: topo.Replicas}
 	for _, f := range []nemesis.Spec{
 		{Kind: "latency", Hosts: []string{"h2"}, Latency: time.Millisecond},
 		{Kind: "partition", Clients: []int{1}, Nodes: []string{"n2"}},

@@ -2,9 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path"
@@ -12,187 +9,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
-
-// Command points. Every command a lock sends on Env.Nodes passes two
-// failpoints of its client, whatever the lock (a shipped one, a user's, a
-// library that knows nothing of lockstorm):
-//
-//	cmd/<node>/<COMMAND>/before   before it is sent
-//	cmd/<node>/<COMMAND>/after    after its reply arrived, before the lock sees it
-//
-// <node> is the node's name (n1, n2, ...), <COMMAND> the command in upper
-// case; scripts are told apart by the first 8 hex digits of their SHA-1
-// (EVAL:1a2b3c4d, EVALSHA:1a2b3c4d: the same script under both names, as
-// go-redis sends EVALSHA first and EVAL after a NOSCRIPT). Specs address
-// them like any failpoint, with '*' for a segment (cmd/*/SET/after: a SET
-// on any node) and nth for the occurrence in the client's cycle (nth: 2:
-// the second SET of a cycle). A pipeline's commands pass their before
-// points in order, then are sent together, then pass their after points.
-//
-// A crash at a before point sends nothing; at an after point the command
-// landed and the client never learns its reply; either way the client
-// sends nothing more (the hook refuses every later command of a crashed
-// client, its watchdog's included). A lost reply (lose_reply, only at an
-// after point) hands the lock a timeout instead of the reply: the command
-// landed and the outcome is unknown to the client.
-type cmdHook struct {
-	node  string
-	fp    *lockimpl.Failpoints
-	crash func(err error) // marks the client crashed, at once
-	dead  func() bool     // the client has crashed
-	mu    sync.Mutex
-	names map[string]*[2]string // command → its before and after points
-}
-
-// errLostReply is what a lock sees instead of a reply lost at a point: a
-// timeout, as a real lost reply would surface (a net.Error whose Timeout is
-// true), so libraries classify it as an unknown outcome.
-type errLostReply struct{ err error }
-
-func (e *errLostReply) Error() string   { return "i/o timeout (" + e.err.Error() + ")" }
-func (e *errLostReply) Unwrap() error   { return e.err }
-func (e *errLostReply) Timeout() bool   { return true }
-func (e *errLostReply) Temporary() bool { return true }
-
-func (h *cmdHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *cmdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.dead() {
-			return setErr(lockimpl.ErrCrashed, cmd)
-		}
-		if !h.fp.Armed() {
-			return next(ctx, cmd)
-		}
-		pts := h.points(cmd)
-		if pts == nil {
-			return next(ctx, cmd)
-		}
-		if err := h.fp.Hit(ctx, pts[0]); err != nil {
-			return h.fail(err, false, cmd)
-		}
-		err := next(ctx, cmd)
-		if herr := h.fp.Hit(ctx, pts[1]); herr != nil {
-			return h.fail(herr, true, cmd)
-		}
-		return err
-	}
-}
-
-func (h *cmdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if h.dead() {
-			return setErr(lockimpl.ErrCrashed, cmds...)
-		}
-		if !h.fp.Armed() {
-			return next(ctx, cmds)
-		}
-		for _, cmd := range cmds {
-			if pts := h.points(cmd); pts != nil {
-				if err := h.fp.Hit(ctx, pts[0]); err != nil {
-					return h.fail(err, false, cmds...)
-				}
-			}
-		}
-		err := next(ctx, cmds)
-		for _, cmd := range cmds {
-			if pts := h.points(cmd); pts != nil {
-				if herr := h.fp.Hit(ctx, pts[1]); herr != nil {
-					return h.fail(herr, true, cmds...)
-				}
-			}
-		}
-		return err
-	}
-}
-
-// fail turns a point's error into the commands' error. A crash marks the
-// client dead before the lock sees anything, so the runner ends it even if
-// the lock swallows or rewraps the error.
-func (h *cmdHook) fail(err error, after bool, cmds ...redis.Cmder) error {
-	switch {
-	case errors.Is(err, lockimpl.ErrCrashed):
-		h.crash(err)
-	case errors.Is(err, lockimpl.ErrLostReply) && after:
-		err = &errLostReply{err}
-	case errors.Is(err, lockimpl.ErrLostReply):
-		// A reply cannot be lost before the command is sent: nothing was
-		// sent, which the lock learns as a failed send (still unknown to it).
-		err = fmt.Errorf("send failed: %w", err)
-	}
-	return setErr(err, cmds...)
-}
-
-func setErr(err error, cmds ...redis.Cmder) error {
-	for _, c := range cmds {
-		c.SetErr(err)
-	}
-	return err
-}
-
-// connSetup are the commands go-redis sends on its own when it opens a
-// connection: they are not the lock's steps, so they have no points.
-var connSetup = map[string]bool{"hello": true, "auth": true, "select": true, "client": true, "readonly": true}
-
-// points returns the command's before and after point names, built once per
-// distinct command so that a hit allocates nothing; nil for go-redis's own
-// connection set-up.
-func (h *cmdHook) points(cmd redis.Cmder) *[2]string {
-	name := cmd.Name()
-	if connSetup[name] {
-		return nil
-	}
-	arg := ""
-	if args := cmd.Args(); len(args) > 1 && isScript(name) {
-		arg, _ = args[1].(string)
-	}
-	return h.pointsOf(name, arg)
-}
-
-func isScript(name string) bool {
-	return name == "eval" || name == "evalsha" || name == "eval_ro" || name == "evalsha_ro"
-}
-
-// pointsOf is points for a command by its lower-case name and, for a
-// script, its first argument (the script, or its SHA-1 under EVALSHA).
-func (h *cmdHook) pointsOf(name, arg string) *[2]string {
-	if connSetup[name] || name == "" {
-		return nil
-	}
-	key := name
-	if isScript(name) && arg != "" {
-		key = name + "\x00" + arg
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if p := h.names[key]; p != nil {
-		return p
-	}
-	label := strings.ToUpper(name)
-	if key != name {
-		sha := arg
-		if !strings.HasPrefix(name, "evalsha") {
-			sum := sha1.Sum([]byte(arg))
-			sha = hex.EncodeToString(sum[:])
-		}
-		if len(sha) > 8 {
-			sha = sha[:8]
-		}
-		label += ":" + strings.ToLower(sha)
-	}
-	p := &[2]string{"cmd/" + h.node + "/" + label + "/before", "cmd/" + h.node + "/" + label + "/after"}
-	if h.names == nil {
-		h.names = map[string]*[2]string{}
-	}
-	h.names[key] = p
-	return p
-}
 
 // runnerPoint says whether point is one of the runner's own (the workload's
 // steps, not the lock's): exploration leaves them alone and coverage does
@@ -242,7 +62,7 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 	case ExploreLoseReply:
 		return fmt.Errorf("%w %s (explore)", lockimpl.ErrLostReply, point)
 	case ExploreDelay:
-		return c.pause.sleep(ctx, x.e.Delay)
+		return c.pause.Sleep(ctx, x.e.Delay)
 	case ExplorePause:
 		// Through the timeline, so the pause is a fault window in the
 		// history and heals when the run ends. The world stops for the
@@ -259,7 +79,7 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 		}
 		// Not cut short by the command's own deadline: a stopped thread's
 		// timeouts fire only once it runs again.
-		return c.pause.wait(context.WithoutCancel(ctx))
+		return c.pause.Wait(context.WithoutCancel(ctx))
 	}
 	return nil
 }

@@ -48,11 +48,11 @@ func TestClusterLayoutIsTheTopology(t *testing.T) {
 	}
 	defer topo.Close()
 	layout := plan.layout()
-	if got := linkNames(topo.net); !reflect.DeepEqual(got, layout.Links) {
+	if got := linkNames(topo.Net); !reflect.DeepEqual(got, layout.Links) {
 		t.Fatalf("the topology built links %v, the plan's layout says %v", got, layout.Links)
 	}
-	env := &nemesis.Env{Net: topo.net, Cluster: topo.cl, ClientHost: topo.hostOf, Clients: plan.Clients,
-		Control: nopControl{}, Rand: rand.New(rand.NewPCG(1, 2)), Replicas: topo.replicas}
+	env := &nemesis.Env{Net: topo.Net, Cluster: topo.Cluster, ClientHost: topo.HostOf, Clients: plan.Clients,
+		Control: nopControl{}, Rand: rand.New(rand.NewPCG(1, 2)), Replicas: topo.Replicas}
 	for _, tc := range []struct {
 		f     nemesis.Spec
 		links []string // the links the injection must report, when set
@@ -218,35 +218,5 @@ func TestClusterSpecRefused(t *testing.T) {
 				t.Errorf("got %v (line %d, field %q), want line %d, field %q, %q", err, se.Line, se.Field, tc.line, tc.field, tc.msg)
 			}
 		})
-	}
-}
-
-// TestClusterWatchEvents: the watcher reports a change of a node's view
-// and nothing for the state it first finds (unless that is already a
-// failure), nor for a state it has seen.
-func TestClusterWatchEvents(t *testing.T) {
-	var got []string
-	cs := &clusterSet{}
-	ev := func(text string) { got = append(got, text) }
-	cs.events.Store(&ev)
-	w := &clusterWatch{cs: cs, state: map[string]string{}}
-	report := func(name string) func(old string) string {
-		return func(old string) string { return name + " was " + old }
-	}
-	steps := []struct{ fact, now string }{
-		{"n1 fail n2", "false"}, // first state: quiet
-		{"n1 fail n2", "false"}, // unchanged: quiet
-		{"n1 fail n2", "true"},  // reported
-		{"n1 fail n2", "false"}, // reported
-		{"r2 state", "fail"},    // a first state that is a failure: reported
-		{"r2 role", "master "},  // first state: quiet
-		{"r2 role", "slave n2"}, // reported
-	}
-	for _, s := range steps {
-		w.change(s.fact, s.now, report(s.fact))
-	}
-	want := []string{"n1 fail n2 was false", "n1 fail n2 was true", "r2 state was ", "r2 role was master "}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("events %q, want %q", got, want)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios/client"
 )
 
 // Config is how to run a scenario, beyond the spec itself.
@@ -152,7 +153,7 @@ func keyName(i int) string { return fmt.Sprintf("lock:%d", i) }
 type runClient struct {
 	id      int
 	host    string
-	pause   pauser
+	pause   client.Pauser
 	clock   *lockimpl.SkewClock
 	fp      *lockimpl.Failpoints
 	rdb     []redis.UniversalClient
@@ -168,9 +169,9 @@ type runClient struct {
 	// what a fault's pick: holder reads (nemesis.ClientControl.Holders).
 	holding atomic.Bool
 	// call is the Locker call in flight (lockimpl.CallAcquire, ...), for
-	// the relays' points; relays are the client's wire points (relay.go).
+	// the relays' points; relays are the client's wire points (client.Relay).
 	call   atomic.Value
-	relays []*relay
+	relays []*client.Relay
 }
 
 // callNow is the client's Locker call in flight, or "".
@@ -418,7 +419,7 @@ func closeLocker(c *runClient) {
 func (r *run) closeClients() {
 	for _, c := range r.clients {
 		c.cancel()
-		c.pause.resume()
+		c.pause.Resume()
 		closeLocker(c)
 		for _, rdb := range c.rdb {
 			rdb.Close()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/scenarios/client"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
 
@@ -45,21 +46,19 @@ duration: 1s
 	}
 	defer topo.Close()
 	t.Logf("topology up in %v", time.Since(start))
-	if got, want := linkNames(topo.net), plan.layout().Links; !slices.Equal(got, want) {
+	if got, want := linkNames(topo.Net), plan.layout().Links; !slices.Equal(got, want) {
 		t.Errorf("the Sentinel topology built links\n%v\nthe plan's layout says\n%v", got, want)
 	}
-	ss := topo.sentinel
 	var events []string
 	evc := make(chan string, 1000)
 	ev := func(s string) { evc <- s }
-	ss.events.Store(&ev)
 	var mu sync.Mutex
 	var dialedList []string
 	dialed := func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), dialedList...) }
 	dl := func(_ int, server string) { mu.Lock(); dialedList = append(dialedList, server); mu.Unlock() }
-	ss.dialed.Store(&dl)
+	topo.Follow(ev, dl)
 
-	rdb := topo.connect(0, "h1", time.Second, &pauser{}, nil)[0]
+	rdb := topo.Connect(0, "h1", time.Second, clientHooks(&client.Pauser{}, nil))[0]
 	defer rdb.Close()
 	if err := rdb.Set(ctx, "k", "v1", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -72,7 +71,7 @@ duration: 1s
 	}
 	// The client's link to n1 carries the command: cutting it stalls it.
 	cut, _ := nemesis.Build(nemesis.Spec{Kind: "partition", Hosts: []string{"h1"}, Nodes: []string{"n1"}})
-	heal, _, err := cut.Inject(ctx, &nemesis.Env{Net: topo.net, Cluster: topo.cl})
+	heal, _, err := cut.Inject(ctx, &nemesis.Env{Net: topo.Net, Cluster: topo.Cluster})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +84,7 @@ duration: 1s
 
 	// Cut n1 from the Sentinels only: they must see it down and promote r1.
 	part, _ := nemesis.Build(nemesis.Spec{Kind: "partition", Hosts: []string{"s1", "s2", "s3"}, Nodes: []string{"n1"}})
-	if _, _, err := part.Inject(ctx, &nemesis.Env{Net: topo.net, Cluster: topo.cl}); err != nil {
+	if _, _, err := part.Inject(ctx, &nemesis.Env{Net: topo.Net, Cluster: topo.Cluster}); err != nil {
 		t.Fatal(err)
 	}
 	cut0 := time.Now()
@@ -111,14 +110,14 @@ duration: 1s
 	}
 	// Every Sentinel learns the new configuration (from the leader's hello
 	// messages) within a few seconds.
-	for _, sn := range ss.sentinels {
+	for _, sn := range topo.Sentinels() {
 		for i := 0; ; i++ {
 			addr, err := sn.MasterAddr("n1")
-			if err == nil && ss.byAddr[addr] == "r1" {
+			if err == nil && topo.NameOf(addr) == "r1" {
 				break
 			}
 			if i == 100 {
-				t.Fatalf("%s says the master is %s (%s), %v; want r1", sn.Name, addr, ss.byAddr[addr], err)
+				t.Fatalf("%s says the master is %s (%s), %v; want r1", sn.Name, addr, topo.NameOf(addr), err)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -135,7 +134,7 @@ duration: 1s
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	rep := topo.replicas["n1"]
+	rep := topo.Replicas["n1"]
 	info, err := rep.ReplicationInfo()
 	if err != nil || info["role"] != "master" {
 		t.Fatalf("r1 role %q, %v", info["role"], err)

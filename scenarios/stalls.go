@@ -62,12 +62,12 @@ func watchStalls(rec *checker.Recorder) (stop func()) {
 // harness cannot tell its lateness from the server's or the link's).
 
 // sleepOwn is a sleep of d the harness owns for client c (see above), then
-// the wait for the end of any pause of c, as pauser.sleep.
+// the wait for the end of any pause of c, as client.Pauser.Sleep.
 func (r *run) sleepOwn(ctx context.Context, c *runClient, d time.Duration) error {
 	if err := r.sleepTimed(ctx, c, d); err != nil {
 		return err
 	}
-	return c.pause.wait(ctx)
+	return c.pause.Wait(ctx)
 }
 
 // sleepTimed sleeps d for client c and records its lateness. The pause

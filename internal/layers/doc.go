@@ -1,12 +1,14 @@
 // Package layers holds the test that keeps lockstorm's imports pointing
 // down: the intended order of its packages, from the bottom.
 //
-//  0. internal/resp, internal/clock: raw RESP and the clock shim, no lockstorm imports
+//  0. internal/resp, internal/clock, internal/admission: raw RESP, the clock shim, CPU admission; no lockstorm imports
 //  1. checker, lockimpl: histories and their checks; the locks on trial
 //  2. internal/cluster, lockimpl/exec: Redis backends; locks as client processes
 //  3. scenarios/nemesis: faults
-//  4. scenarios/spec: the spec language (types, YAML, validation, derive rules, baselines)
-//  5. scenarios: the runner (plan, topology, observers, traffic, recording, timeline)
+//  4. scenarios/spec: the spec language (types, YAML, validation, derive rules, baselines);
+//     scenarios/topology, scenarios/client, scenarios/observe: a run's collaborators (servers and
+//     links, the clients' connections, the servers' observers)
+//  5. scenarios: the runner (plan, phases, traffic, recording, timeline)
 //  6. reports: tables, JSON, JUnit, run folders, pages; scenarios/shrink: the smallest failing spec
 //  7. locktest: the go test front end (the public Go API)
 //  8. internal/bench: the bench
@@ -19,19 +21,23 @@ package layers
 // Order is the layer of every package of the module, by import path below
 // the module path.
 var Order = map[string]int{
-	"internal/resp":     0,
-	"internal/clock":    0,
-	"checker":           1,
-	"lockimpl":          1,
-	"internal/cluster":  2,
-	"lockimpl/exec":     2,
-	"scenarios/nemesis": 3,
-	"scenarios/spec":    4,
-	"scenarios":         5,
-	"reports":           6,
-	"scenarios/shrink":  6,
-	"locktest":          7,
-	"internal/bench":    8,
-	"cmd/lockstorm":     9,
-	"internal/layers":   0,
+	"internal/resp":      0,
+	"internal/clock":     0,
+	"internal/admission": 0,
+	"checker":            1,
+	"lockimpl":           1,
+	"internal/cluster":   2,
+	"lockimpl/exec":      2,
+	"scenarios/nemesis":  3,
+	"scenarios/spec":     4,
+	"scenarios/observe":  4,
+	"scenarios/client":   4,
+	"scenarios/topology": 4,
+	"scenarios":          5,
+	"reports":            6,
+	"scenarios/shrink":   6,
+	"locktest":           7,
+	"internal/bench":     8,
+	"cmd/lockstorm":      9,
+	"internal/layers":    0,
 }

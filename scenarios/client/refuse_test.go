@@ -1,4 +1,4 @@
-package scenarios
+package client
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestRefuseHook(t *testing.T) {
 	l.Refuse(true)
 	rdb := redis.NewClient(&redis.Options{Addr: l.Addr, MaxRetries: -1, DialerRetries: 1, DisableIdentity: true, Protocol: 2})
 	defer rdb.Close()
-	rdb.AddHook(refuseHook{l})
+	rdb.AddHook(RefuseHook{Link: l})
 	err = rdb.Set(context.Background(), "k", "v", 0).Err()
 	if err == nil || !lockimpl.NotSent(err) {
 		t.Errorf("SET through a refused link: %v, NotSent %v", err, lockimpl.NotSent(err))
@@ -36,7 +36,7 @@ func TestRefuseHook(t *testing.T) {
 		next    error
 		notSent bool
 	}{{lookup, true}, {&net.OpError{Op: "dial", Err: lookup}, true}, {nil, false}} {
-		dial := refuseHook{}.DialHook(func(context.Context, string, string) (net.Conn, error) { return nil, tc.next })
+		dial := RefuseHook{}.DialHook(func(context.Context, string, string) (net.Conn, error) { return nil, tc.next })
 		_, err := dial(context.Background(), "tcp", "x:1")
 		if (err != nil) != (tc.next != nil) || lockimpl.NotSent(err) != tc.notSent || tc.next != nil && !errors.Is(err, lookup) {
 			t.Errorf("dial failing with %v: %v, NotSent %v", tc.next, err, lockimpl.NotSent(err))

@@ -1,4 +1,4 @@
-package scenarios
+package client
 
 import (
 	"testing"
@@ -12,11 +12,11 @@ import (
 // then refuses a grant whose try was stopped past the TTL), while the
 // harness's own reading (Outside) never waits.
 func TestStoppedClockWaitsOutThePause(t *testing.T) {
-	var p pauser
+	var p Pauser
 	base := lockimpl.NewSkewClock(0)
-	c := stoppedClock{base, &p}
+	c := StoppedClock{base, &p}
 	start := c.Mono()
-	p.pause()
+	p.Pause()
 	read := make(chan time.Duration, 1)
 	go func() { read <- c.Mono() }()
 	const stop = 60 * time.Millisecond
@@ -30,7 +30,7 @@ func TestStoppedClockWaitsOutThePause(t *testing.T) {
 	if outside-start < stop {
 		t.Fatalf("outside reading %v, want at least %v", outside-start, stop)
 	}
-	p.resume()
+	p.Resume()
 	if elapsed := <-read - start; elapsed < stop {
 		t.Fatalf("elapsed across the pause %v, want at least %v: the pause must show in it", elapsed, stop)
 	}

@@ -1,4 +1,8 @@
-package scenarios
+// Package observe watches the servers' side of a run: an Observer per
+// node records the lock keys' keyspace events and periodic syncs into the
+// run's history (checker.FServer, checker.FSync), on a connection of its
+// own outside every proxy.
+package observe
 
 import (
 	"bufio"
@@ -17,7 +21,7 @@ import (
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
 
-// The server's ground truth. An observer per node watches the lock keys
+// Observer is the server's ground truth. An observer per node watches the lock keys
 // through keyspace notifications on a connection of its own, straight to the
 // node's address (outside every proxy, so no client fault touches it), and
 // records each event as a history entry of process checker.ServerProcess:
@@ -52,7 +56,7 @@ import (
 // to a moment t waits for a sync sent after t; without one (the observer
 // lagging or its node gone) it does not judge. The syncs' round trips are
 // the observers' lag, reported with the result.
-type observer struct {
+type Observer struct {
 	node string
 	conn net.Conn
 	r    *bufio.Reader
@@ -63,7 +67,7 @@ type observer struct {
 	// reply has been recorded.
 	stop chan struct{}
 	last chan struct{}
-	// after runs once the observer is closed (the delay proxies).
+	// after runs once the observer is closed (OnClose: the delay proxies).
 	after func()
 	// slack is added to the waits for replies (a delayed connection).
 	slack time.Duration
@@ -97,53 +101,14 @@ const syncEvery = 20 * time.Millisecond
 // releases that need it are not judged.
 const finalSyncWait = 2 * time.Second
 
-// errNoNotifications says the backend cannot report key events.
-var errNoNotifications = errors.New("no keyspace notifications")
+// ErrNoNotifications says the backend cannot report key events.
+var ErrNoNotifications = errors.New("no keyspace notifications")
 
-// startObservers starts the observers of the run's lock keys and says in
-// one line what is observed. A backend that cannot (miniredis has no
-// keyspace notifications) or a spec with observe: false runs without: the
-// run goes on, the false-success check then has nothing to go on, and the
-// outcome says so.
-func (r *run) startObservers(ctx context.Context, nodes []cluster.Node) ([]*observer, string) {
-	if !r.plan.Observe {
-		return nil, "off (observe: false)"
-	}
-	keys := make([]string, r.plan.Keys)
-	for k := range keys {
-		keys[k] = keyName(k)
-	}
-	nodes, closeDelay, err := delayed(nodes, r.cfg.ObserverDelay)
-	if err != nil {
-		r.log.Info("no server observer", "err", err)
-		return nil, "off: " + err.Error()
-	}
-	obs, err := observe(ctx, nodes, keys, r.info.RedisKey, r.rec, 4*(r.cfg.ObserverDelay.Latency+r.cfg.ObserverDelay.Jitter))
-	if len(obs) > 0 {
-		obs[len(obs)-1].after = closeDelay
-	} else {
-		closeDelay()
-	}
-	if err != nil {
-		r.log.Info("no server observer", "err", err)
-		return nil, "off: " + err.Error()
-	}
-	names := make([]string, len(nodes))
-	for i, n := range nodes {
-		names[i] = n.Name
-	}
-	what := "keyspace events of " + strings.Join(names, ",")
-	if r.info.RedisKey != nil {
-		what += " on " + r.info.RedisKey(keys[0]) + " (the lock's own key for " + keys[0] + ")"
-	}
-	return obs, what
-}
-
-// unseenKeys are the keys some client acquired while no observer received a
+// UnseenKeys are the keys some client acquired while no observer received a
 // single event on them: a lock whose Redis key is not the harness's (a
 // library that prefixes its keys) is then judged by nothing the servers
 // saw, and the run should say so rather than pass in silence.
-func unseenKeys(h checker.History) []string {
+func UnseenKeys(h checker.History) []string {
 	acquired, seen := map[string]bool{}, map[string]bool{}
 	for _, op := range h {
 		switch {
@@ -163,33 +128,18 @@ func unseenKeys(h checker.History) []string {
 	return out
 }
 
-// observedNote is the outcome's observer line, with a warning when keys
-// were acquired and never seen by the observers.
-func (r *run) observedNote(observed string, observing bool, h checker.History) string {
-	if !observing {
-		return observed
-	}
-	unseen := unseenKeys(h)
-	if len(unseen) == 0 {
-		return observed
-	}
-	r.log.Warn("the servers' observers saw no event on keys the clients acquired: does the lock use other key names (a prefix)? A client process declares its own with hello redis_key=PREFIX{key}",
-		"scenario", r.plan.Scenario, "impl", r.cfg.Impl, "keys", unseen)
-	return observed + "; WARNING: no key event on " + strings.Join(unseen, ",") +
-		" though it was acquired: the lock's Redis key is not the harness's, so no release or extend was judged by the servers (declare it: lockimpl.Info.RedisKey, hello redis_key=)"
-}
-
-func closeObservers(obs []*observer) {
+// CloseAll closes every observer of obs (Close).
+func CloseAll(obs []*Observer) {
 	for _, o := range obs {
 		o.Close()
 	}
 }
 
-// delayed routes the observers' connections to nodes through proxies of
-// their own with d's latency and jitter on what the servers send (d
+// Delayed routes the observers' connections to nodes through proxies of
+// their own with latency and jitter on what the servers send (latency
 // unset: nodes as they are). closeProxies stops the proxies.
-func delayed(nodes []cluster.Node, d Delay) (out []cluster.Node, closeProxies func(), err error) {
-	if d.Latency <= 0 {
+func Delayed(nodes []cluster.Node, latency, jitter time.Duration) (out []cluster.Node, closeProxies func(), err error) {
+	if latency <= 0 {
 		return nodes, func() {}, nil
 	}
 	net := nemesis.NewNetwork()
@@ -197,7 +147,7 @@ func delayed(nodes []cluster.Node, d Delay) (out []cluster.Node, closeProxies fu
 		l, err := net.AddLink("observer", n.Name, n.Addr)
 		if err == nil {
 			_, err = l.AddToxic(nemesis.Toxic{Type: "latency", Stream: "downstream",
-				Attributes: map[string]any{"latency": d.Latency.Milliseconds(), "jitter": d.Jitter.Milliseconds()}})
+				Attributes: map[string]any{"latency": latency.Milliseconds(), "jitter": jitter.Milliseconds()}})
 		}
 		if err != nil {
 			net.Close()
@@ -209,13 +159,13 @@ func delayed(nodes []cluster.Node, d Delay) (out []cluster.Node, closeProxies fu
 	return out, net.Close, nil
 }
 
-// observe starts an observer on each node; on a backend without keyspace
-// notifications (miniredis) it returns errNoNotifications and starts none.
+// Start starts an observer on each node; on a backend without keyspace
+// notifications (miniredis) it returns ErrNoNotifications and starts none.
 // slack lengthens the set-up's deadline (a delayed connection's replies).
 // redisKey, when set, is the Redis key the lock uses for each of keys
 // (lockimpl.Info.RedisKey): that key is watched, its events recorded under
 // the harness's.
-func observe(ctx context.Context, nodes []cluster.Node, keys []string, redisKey func(string) string, rec *checker.Recorder, slack time.Duration) ([]*observer, error) {
+func Start(ctx context.Context, nodes []cluster.Node, keys []string, redisKey func(string) string, rec *checker.Recorder, slack time.Duration) ([]*Observer, error) {
 	watched := map[string]string{}
 	for _, k := range keys {
 		if redisKey != nil {
@@ -224,7 +174,7 @@ func observe(ctx context.Context, nodes []cluster.Node, keys []string, redisKey 
 			watched[k] = k
 		}
 	}
-	var out []*observer
+	var out []*Observer
 	for _, n := range nodes {
 		o, err := startObserver(ctx, n.Name, n.Addr, watched, rec, slack)
 		if err != nil {
@@ -238,13 +188,13 @@ func observe(ctx context.Context, nodes []cluster.Node, keys []string, redisKey 
 	return out, nil
 }
 
-func startObserver(ctx context.Context, node, addr string, keys map[string]string, rec *checker.Recorder, slack time.Duration) (*observer, error) {
+func startObserver(ctx context.Context, node, addr string, keys map[string]string, rec *checker.Recorder, slack time.Duration) (*Observer, error) {
 	d := net.Dialer{Timeout: 2 * time.Second}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("observer of %s: %w", node, err)
 	}
-	o := &observer{node: node, conn: conn, r: bufio.NewReader(conn), rec: rec, keys: keys,
+	o := &Observer{node: node, conn: conn, r: bufio.NewReader(conn), rec: rec, keys: keys,
 		done: make(chan struct{}), stop: make(chan struct{}), last: make(chan struct{}), seen: map[string]int{}, slack: slack}
 	_ = conn.SetDeadline(time.Now().Add(2*time.Second + slack))
 	// K: keyspace channel (__keyspace@0__:KEY, the event as message);
@@ -264,7 +214,7 @@ func startObserver(ctx context.Context, node, addr string, keys map[string]strin
 		}
 		if err != nil {
 			conn.Close()
-			return nil, fmt.Errorf("observer of %s: %s: %w: %v", node, cmd[0], errNoNotifications, err)
+			return nil, fmt.Errorf("observer of %s: %s: %w: %v", node, cmd[0], ErrNoNotifications, err)
 		}
 	}
 	// READONLY lets the observer's GET read a cluster replica's value
@@ -299,7 +249,7 @@ func startObserver(ctx context.Context, node, addr string, keys map[string]strin
 }
 
 // syncLoop sends a sync every syncEvery until Close.
-func (o *observer) syncLoop() {
+func (o *Observer) syncLoop() {
 	t := time.NewTicker(syncEvery)
 	defer t.Stop()
 	for {
@@ -315,7 +265,7 @@ func (o *observer) syncLoop() {
 }
 
 // sync sends PING and queues its FSync entry, stamped with the send time.
-func (o *observer) sync(final bool) bool {
+func (o *Observer) sync(final bool) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	q := &queued{op: checker.Op{Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FSync,
@@ -329,11 +279,11 @@ func (o *observer) sync(final bool) bool {
 	return true
 }
 
-func (o *observer) send(args ...string) error { return resp.Write(o.conn, args...) }
+func (o *Observer) send(args ...string) error { return resp.Write(o.conn, args...) }
 
 const keyspacePrefix = "__keyspace@0__:"
 
-func (o *observer) loop() {
+func (o *Observer) loop() {
 	defer close(o.done)
 	for {
 		v, err := resp.Read(o.r)
@@ -352,7 +302,7 @@ func (o *observer) loop() {
 }
 
 // event handles one push: ["message", "__keyspace@0__:KEY", "EVENT"].
-func (o *observer) event(p resp.Push) {
+func (o *Observer) event(p resp.Push) {
 	if len(p) != 3 || p[0] != "message" {
 		return
 	}
@@ -387,7 +337,7 @@ func (o *observer) event(p resp.Push) {
 }
 
 // reply answers the oldest read in flight.
-func (o *observer) reply(v any) {
+func (o *Observer) reply(v any) {
 	if len(o.reads) == 0 {
 		return
 	}
@@ -422,7 +372,7 @@ func (o *observer) reply(v any) {
 }
 
 // drain records the queue's head up to the first entry still waiting.
-func (o *observer) drain() {
+func (o *Observer) drain() {
 	i := 0
 	for ; i < len(o.queue) && !o.queue[i].waiting; i++ {
 		o.rec.Add(o.queue[i].op)
@@ -433,7 +383,7 @@ func (o *observer) drain() {
 // flush records whatever is still queued when the connection ends (reads
 // unanswered: owner unknown). A sync whose reply never came proves
 // nothing and is dropped.
-func (o *observer) flush() {
+func (o *Observer) flush() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, q := range o.queue {
@@ -444,10 +394,14 @@ func (o *observer) flush() {
 	o.queue, o.reads = nil, nil
 }
 
+// OnClose makes f run once the observer is closed (the proxies of
+// Delayed, closed with the last observer).
+func (o *Observer) OnClose(f func()) { o.after = f }
+
 // Close syncs the stream one last time (every event the node executed
 // before now is then recorded), stops the observer and waits for its
 // last entries.
-func (o *observer) Close() {
+func (o *Observer) Close() {
 	close(o.stop)
 	if o.sync(true) {
 		t := time.NewTimer(finalSyncWait + o.slack)

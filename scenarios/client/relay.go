@@ -1,4 +1,4 @@
-package scenarios
+package client
 
 import (
 	"bufio"
@@ -14,9 +14,9 @@ import (
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
-// Command points on the wire. A lock that dials its nodes with a client of
-// its own (a client process in any language, Info.OwnConnections) sends
-// commands lockstorm's go-redis hooks never see. For such a lock each of its
+// Relay puts command points on the wire. A lock that dials its nodes with
+// a client of its own (a client process in any language,
+// Info.OwnConnections) sends commands lockstorm's go-redis hooks never see. For such a lock each of its
 // connections to a node goes through a relay of its client's, in front of
 // the client's link, that reads the RESP stream both ways and passes the
 // same points a Go lock's commands pass (cmd/<node>/<COMMAND>/before|after),
@@ -33,11 +33,11 @@ import (
 // reply and closes the connection: the client learns nothing of the
 // command's outcome. A delay holds the command or the reply; a pause stops
 // the client's process while the relay goes on.
-type relay struct {
+type Relay struct {
 	ln       net.Listener
 	upstream string
 	node     string
-	hook     *cmdHook
+	hook     *CmdHook
 	call     func() string // the client's Locker call in flight, for During
 	crash    func()        // crashes the client
 	mu       sync.Mutex
@@ -45,23 +45,23 @@ type relay struct {
 	wg       sync.WaitGroup
 }
 
-// newRelay listens on a free loopback port and relays to upstream.
-func newRelay(upstream, node string, hook *cmdHook, call func() string, crash func()) (*relay, error) {
+// NewRelay listens on a free loopback port and relays to upstream.
+func NewRelay(upstream, node string, hook *CmdHook, call func() string, crash func()) (*Relay, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("relay to %s: %w", node, err)
 	}
-	rl := &relay{ln: ln, upstream: upstream, node: node, hook: hook, call: call, crash: crash, conns: map[net.Conn]struct{}{}}
+	rl := &Relay{ln: ln, upstream: upstream, node: node, hook: hook, call: call, crash: crash, conns: map[net.Conn]struct{}{}}
 	rl.wg.Add(1)
 	go rl.accept()
 	return rl, nil
 }
 
 // Addr is where the client dials.
-func (rl *relay) Addr() string { return rl.ln.Addr().String() }
+func (rl *Relay) Addr() string { return rl.ln.Addr().String() }
 
 // Close stops accepting and drops every connection.
-func (rl *relay) Close() {
+func (rl *Relay) Close() {
 	_ = rl.ln.Close()
 	rl.mu.Lock()
 	for c := range rl.conns {
@@ -71,7 +71,7 @@ func (rl *relay) Close() {
 	rl.wg.Wait()
 }
 
-func (rl *relay) track(cs ...net.Conn) bool {
+func (rl *Relay) track(cs ...net.Conn) bool {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
 	if rl.conns == nil {
@@ -83,7 +83,7 @@ func (rl *relay) track(cs ...net.Conn) bool {
 	return true
 }
 
-func (rl *relay) accept() {
+func (rl *Relay) accept() {
 	defer rl.wg.Done()
 	for {
 		c, err := rl.ln.Accept()
@@ -110,7 +110,7 @@ func (rl *relay) accept() {
 
 // serve relays one connection: commands up, replies down, each through its
 // point; either side closing (or a fault) closes both.
-func (rl *relay) serve(c, s net.Conn) {
+func (rl *Relay) serve(c, s net.Conn) {
 	defer c.Close()
 	defer s.Close()
 	pending := make(chan *[2]string, 1024)
@@ -143,7 +143,7 @@ func (rl *relay) serve(c, s net.Conn) {
 }
 
 // pump copies whole RESP values from r to w, each after ok(raw) allowed it.
-func (rl *relay) pump(r *bufio.Reader, w io.Writer, ok func(raw []byte) bool, commands bool) {
+func (rl *Relay) pump(r *bufio.Reader, w io.Writer, ok func(raw []byte) bool, commands bool) {
 	for {
 		raw, err := readRaw(r, nil, commands)
 		if err != nil || !ok(raw) {
@@ -157,19 +157,19 @@ func (rl *relay) pump(r *bufio.Reader, w io.Writer, ok func(raw []byte) bool, co
 
 // pass runs point i (0 before, 1 after) of pts; false: the connection must
 // close (the client crashed, or the reply was lost).
-func (rl *relay) pass(pts *[2]string, i int) bool {
+func (rl *Relay) pass(pts *[2]string, i int) bool {
 	h := rl.hook
-	if pts == nil || h.dead() {
-		return !h.dead()
+	if pts == nil || h.Dead() {
+		return !h.Dead()
 	}
-	if !h.fp.Armed() {
+	if !h.FP.Armed() {
 		return true
 	}
 	ctx := context.Background()
 	if call := rl.call(); call != "" {
 		ctx = lockimpl.WithCall(ctx, call)
 	}
-	err := h.fp.Hit(ctx, pts[i])
+	err := h.FP.Hit(ctx, pts[i])
 	switch {
 	case err == nil:
 		return true

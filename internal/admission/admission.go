@@ -1,4 +1,8 @@
-package scenarios
+// Package admission decides when the next of a batch of jobs may start:
+// a fixed count at a time, or a floor and more while the machine's CPUs
+// have room. It knows nothing of locks or runs; the runner's RunMany
+// starts its jobs through it.
+package admission
 
 import (
 	"bufio"
@@ -21,13 +25,13 @@ import (
 // hold makes its verdict inconclusive (the stall rule): runs must not be
 // added where the CPUs have no room left.
 //
-// With parallel ≤ 0, RunMany keeps up to floorPerCPU×NumCPU+1 runs going
+// With parallel ≤ 0, New's gate (RunMany's) keeps up to floorPerCPU×NumCPU+1 runs going
 // (three on two CPUs: the fixed default this replaces), and starts more
 // only while there is room: the CPUs were less than maxBusy busy over the
 // last busyWindow (everything on the machine), lockstorm and the processes
 // it started (servers, Sentinels, client processes) used less than
 // ownBudget of them, fewer than autoMaxPerCPU runs per CPU are running, and
-// at least admitEvery passed since the last start (a run's set-up shows in
+// at least Every passed since the last start (a run's set-up shows in
 // the figures only once it runs). Both figures count: a loaded machine
 // leaves no room (measured at load 14: twice as many runs as the floor
 // gave 18 unexpected verdicts against 12), and the suite's own use alone
@@ -48,26 +52,31 @@ const (
 	maxBusy       = 0.6
 	ownBudget     = 0.35 // of all CPUs: 0.7 of a core on two
 	busyWindow    = time.Second
-	admitEvery    = 250 * time.Millisecond
 )
 
-// gate decides when RunMany starts the next job.
-type gate interface {
-	// admit says whether another job may start with running running.
-	admit(running int) bool
-	// close stops whatever the gate measures with.
-	close()
+// Every is the least time between two starts beyond the floor.
+const Every = 250 * time.Millisecond
+
+// Gate decides when the next job starts (RunMany's).
+type Gate interface {
+	// Admit says whether another job may start with running running.
+	Admit(running int) bool
+	// Close stops whatever the gate measures with.
+	Close()
 }
 
 // fixedGate is --parallel N: N at a time, whatever the load.
 type fixedGate int
 
-func (g fixedGate) admit(running int) bool { return running < int(g) }
-func (fixedGate) close()                   {}
+// Admit implements Gate.
+func (g fixedGate) Admit(running int) bool { return running < int(g) }
 
-// newGate is the gate for RunMany's parallel argument: fixed when
+// Close implements Gate.
+func (fixedGate) Close() {}
+
+// New is the gate for a parallel argument (RunMany's): fixed when
 // positive, else following the load (the floor where it cannot be read).
-func newGate(parallel int) gate {
+func New(parallel int) Gate {
 	n := runtime.NumCPU()
 	floor := floorPerCPU*n + 1
 	if parallel > 0 {
@@ -99,10 +108,11 @@ type loadGate struct {
 	last    time.Time // the last admission
 }
 
-func (g *loadGate) admit(running int) bool {
+// Admit implements Gate.
+func (g *loadGate) Admit(running int) bool {
 	now := g.now()
 	ok := running < g.floor ||
-		(running < g.max && now.Sub(g.last) >= admitEvery &&
+		(running < g.max && now.Sub(g.last) >= Every &&
 			g.machine() < maxBusy*g.cpus && g.own() < ownBudget*g.cpus)
 	if ok {
 		g.last = now
@@ -110,7 +120,8 @@ func (g *loadGate) admit(running int) bool {
 	return ok
 }
 
-func (g *loadGate) close() { g.stop() }
+// Close implements Gate.
+func (g *loadGate) Close() { g.stop() }
 
 // cpuMeter samples a CPU-time counter and tells how many CPUs it used, on
 // average, over the last window.

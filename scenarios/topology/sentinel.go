@@ -1,4 +1,4 @@
-package scenarios
+package topology
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
@@ -76,15 +75,15 @@ func sourceIP(name string) string {
 	return fmt.Sprintf("127.0.%d.%d", kind, i)
 }
 
-func startSentinelTopology(ctx context.Context, plan *Plan, cfg Config) (_ *topology, err error) {
-	nodes := plan.Nodes
-	if k, rerr := cluster.Resolve(cfg.Backend); rerr != nil || k != cluster.RedisServer {
-		return nil, fmt.Errorf("scenario %s needs Sentinel, which only the redis-server backend has", plan.Scenario)
+func startSentinelTopology(ctx context.Context, o Options) (_ *Topology, err error) {
+	nodes := o.Nodes
+	if k, rerr := cluster.Resolve(o.Backend); rerr != nil || k != cluster.RedisServer {
+		return nil, fmt.Errorf("scenario %s needs Sentinel, which only the redis-server backend has", o.Scenario)
 	}
-	if nodes > 250 || plan.Sentinel.Sentinels > 250 {
-		return nil, fmt.Errorf("scenario %s: at most 250 masters and 250 sentinels", plan.Scenario)
+	if nodes > 250 || o.Sentinel.Sentinels > 250 {
+		return nil, fmt.Errorf("scenario %s: at most 250 masters and 250 sentinels", o.Scenario)
 	}
-	t := &topology{net: nemesis.NewNetwork(), replicas: map[string]*cluster.Process{}}
+	t := &Topology{Net: nemesis.NewNetwork(), Replicas: map[string]*cluster.Process{}}
 	ss := &sentinelSet{announced: map[string]string{}, byAddr: map[string]string{}}
 	t.sentinel = ss
 	defer func() {
@@ -92,7 +91,7 @@ func startSentinelTopology(ctx context.Context, plan *Plan, cfg Config) (_ *topo
 			t.Close()
 		}
 	}()
-	b := &sentinelBuild{t: t, ss: ss, plan: plan, cfg: cfg, real: map[string]string{}}
+	b := &sentinelBuild{t: t, ss: ss, o: o, real: map[string]string{}}
 	// Each step needs the one before: routers give the announced addresses
 	// the servers are started with, replicas need their masters' real
 	// addresses, Sentinels the replicas, and the clients' links everything.
@@ -110,7 +109,7 @@ func startSentinelTopology(ctx context.Context, plan *Plan, cfg Config) (_ *topo
 		if err := st.run(); err != nil {
 			return nil, err
 		}
-		if err := stage(st.stage); err != nil {
+		if err := o.stage(st.stage); err != nil {
 			return nil, err
 		}
 	}
@@ -119,20 +118,19 @@ func startSentinelTopology(ctx context.Context, plan *Plan, cfg Config) (_ *topo
 	if err := cluster.WaitSentinelsReady(wctx, ss.sentinels, ss.masters, 1); err != nil {
 		return nil, fmt.Errorf("sentinels not ready: %w", err)
 	}
-	if err := stage("ready"); err != nil {
+	if err := o.stage("ready"); err != nil {
 		return nil, err
 	}
-	cfg.Log.Info("sentinel topology up", "masters", nodes, "sentinels", len(ss.sentinels), "quorum", plan.Sentinel.Quorum)
+	o.Log.Info("sentinel topology up", "masters", nodes, "sentinels", len(ss.sentinels), "quorum", o.Sentinel.Quorum)
 	return t, nil
 }
 
 // sentinelBuild is the state shared by the steps that build a Sentinel
 // topology: the servers' names and their real addresses as they appear.
 type sentinelBuild struct {
-	t         *topology
+	t         *Topology
 	ss        *sentinelSet
-	plan      *Plan
-	cfg       Config
+	o         Options
 	data, all []string          // data servers (n, r), every server
 	real      map[string]string // server name -> its real address
 	servers   *cluster.Servers
@@ -147,16 +145,16 @@ func (b *sentinelBuild) startRouters(nodes int) error {
 		ss.masters = append(ss.masters, fmt.Sprintf("n%d", i))
 	}
 	b.all = append(b.all, b.data...)
-	for k := 1; k <= b.plan.Sentinel.Sentinels; k++ {
+	for k := 1; k <= b.o.Sentinel.Sentinels; k++ {
 		b.all = append(b.all, fmt.Sprintf("s%d", k))
 	}
 	for _, name := range b.all {
-		r, err := t.net.AddRouter(name)
+		r, err := t.Net.AddRouter(name)
 		if err != nil {
 			return err
 		}
 		ss.announced[name], ss.byAddr[r.Addr] = r.Addr, name
-		t.net.SetSource(sourceIP(name), name)
+		t.Net.SetSource(sourceIP(name), name)
 	}
 	return nil
 }
@@ -164,29 +162,29 @@ func (b *sentinelBuild) startRouters(nodes int) error {
 // startServers starts the masters, each announcing its router's address so
 // replicas and Sentinels reach it through the links.
 func (b *sentinelBuild) startServers(ctx context.Context, nodes int) error {
-	ss, plan := b.ss, b.plan
+	ss, o := b.ss, b.o
 	extra := func(name string) []string {
 		_, port, _ := net.SplitHostPort(ss.announced[name])
 		args := []string{"--protected-mode", "no", "--bind-source-addr", sourceIP(name),
 			"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", port}
-		if m := plan.MinReplicas; m != nil {
+		if m := o.MinReplicas; m != nil {
 			args = append(args, "--min-replicas-to-write", strconv.Itoa(m.ToWrite),
 				"--min-replicas-max-lag", strconv.Itoa(int(m.MaxLag/time.Second)))
 		}
 		return args
 	}
-	cl, err := cluster.Start(ctx, cluster.RedisServer, cluster.Options{Nodes: nodes, Log: b.cfg.Log,
-		ServerClock: plan.ServerClock, ExtraArgs: extra})
+	cl, err := cluster.Start(ctx, cluster.RedisServer, cluster.Options{Nodes: nodes, Log: b.o.Log,
+		ServerClock: o.ServerClock, ExtraArgs: extra})
 	if err != nil {
 		return fmt.Errorf("start redis-server backend: %w", err)
 	}
-	b.t.cl = cl
+	b.t.Cluster = cl
 	b.servers = cl.(*cluster.Servers)
 	ss.servers = b.servers
 	for _, n := range cl.Nodes() {
 		b.real[n.Name] = n.Addr
 	}
-	b.t.hosts, b.t.hostOf = plan.Hosts, plan.HostOf
+	b.t.Hosts, b.t.HostOf = o.Hosts, o.HostOf
 	return nil
 }
 
@@ -197,7 +195,7 @@ func (b *sentinelBuild) startReplicas(ctx context.Context) error {
 	t, ss := b.t, b.ss
 	var reps []*cluster.Process
 	for _, m := range ss.masters {
-		if _, err := t.net.AddLink("r"+m[1:], m, b.real[m]); err != nil {
+		if _, err := t.Net.AddLink("r"+m[1:], m, b.real[m]); err != nil {
 			return err
 		}
 		rep, err := b.servers.AddReplica(ctx, ss.announced[m])
@@ -205,11 +203,11 @@ func (b *sentinelBuild) startReplicas(ctx context.Context) error {
 			return fmt.Errorf("replica of %s: %w", m, err)
 		}
 		b.real[rep.Name] = rep.Addr
-		t.replicas[m] = rep
+		t.Replicas[m] = rep
 		reps = append(reps, rep)
 		// The old master replicates from the promoted replica once Sentinel
 		// demotes it.
-		if _, err := t.net.AddLink(m, rep.Name, rep.Addr); err != nil {
+		if _, err := t.Net.AddLink(m, rep.Name, rep.Addr); err != nil {
 			return err
 		}
 	}
@@ -231,7 +229,7 @@ func (b *sentinelBuild) startReplicas(ctx context.Context) error {
 // other Sentinels) exists before it starts: a dial that found no link
 // would be refused, and Sentinel dials again only a second later.
 func (b *sentinelBuild) startSentinels(ctx context.Context) error {
-	t, ss, sn := b.t, b.ss, b.plan.Sentinel
+	t, ss, sn := b.t, b.ss, b.o.Sentinel
 	var masters []cluster.Node
 	for _, m := range ss.masters {
 		masters = append(masters, cluster.Node{Name: m, Addr: ss.announced[m]})
@@ -257,7 +255,7 @@ func (b *sentinelBuild) startSentinels(ctx context.Context) error {
 	for _, s := range sents {
 		b.real[s.Name] = s.Addr
 		for _, srv := range b.data {
-			if _, err := t.net.AddLink(s.Name, srv, b.real[srv]); err != nil {
+			if _, err := t.Net.AddLink(s.Name, srv, b.real[srv]); err != nil {
 				return err
 			}
 		}
@@ -265,7 +263,7 @@ func (b *sentinelBuild) startSentinels(ctx context.Context) error {
 	for _, a := range sents {
 		for _, s := range sents {
 			if a != s {
-				if _, err := t.net.AddLink(a.Name, s.Name, s.Addr); err != nil {
+				if _, err := t.Net.AddLink(a.Name, s.Name, s.Addr); err != nil {
 					return err
 				}
 			}
@@ -278,7 +276,7 @@ func (b *sentinelBuild) startSentinels(ctx context.Context) error {
 		if s.Addr != b.real[s.Name] {
 			// Its port was taken before it bound it: it moved.
 			b.real[s.Name] = s.Addr
-			for _, l := range t.net.Links(func(l *nemesis.Link) bool { return l.Node == s.Name }) {
+			for _, l := range t.Net.Links(func(l *nemesis.Link) bool { return l.Node == s.Name }) {
 				if err := l.SetUpstream(s.Addr); err != nil {
 					return err
 				}
@@ -293,9 +291,9 @@ func (b *sentinelBuild) startSentinels(ctx context.Context) error {
 // the Sentinels' events.
 func (b *sentinelBuild) linkAndSubscribe(ctx context.Context) error {
 	t, ss := b.t, b.ss
-	for h := 1; h <= t.hosts; h++ {
+	for h := 1; h <= t.Hosts; h++ {
 		for _, srv := range b.all {
-			if _, err := t.net.AddLink(fmt.Sprintf("h%d", h), srv, b.real[srv]); err != nil {
+			if _, err := t.Net.AddLink(fmt.Sprintf("h%d", h), srv, b.real[srv]); err != nil {
 				return err
 			}
 		}
@@ -353,55 +351,65 @@ type mappedConn struct {
 	remote net.Addr
 }
 
+// RemoteAddr is the announced address.
 func (c mappedConn) RemoteAddr() net.Addr { return c.remote }
+
+// dialAnnounced dials, for a client on host, the server an announced
+// address stands for (byAddr; what names such servers in an error) through
+// the host's own link to it; the connection reports addr as its remote
+// address. dialed, when set, is told the server's name once connected.
+func (t *Topology) dialAnnounced(ctx context.Context, network, addr, host string, timeout time.Duration,
+	byAddr map[string]string, what string, dialed func(name string)) (net.Conn, error) {
+	name, ok := byAddr[addr]
+	if !ok {
+		return nil, fmt.Errorf("dial %s: not the announced address of any %s", addr, what)
+	}
+	link := t.Net.Link(host, name)
+	if link == nil {
+		return nil, fmt.Errorf("dial %s (%s): no link from %s", addr, name, host)
+	}
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, network, link.Addr)
+	if err != nil {
+		return nil, err
+	}
+	if dialed != nil {
+		dialed(name)
+	}
+	ra, _ := net.ResolveTCPAddr("tcp", addr)
+	return mappedConn{c, ra}, nil
+}
 
 // connect opens one failover client per master for a client on host; every
 // address Sentinel hands out is dialed through the host's own link to that
 // server, Sentinels included.
-func (ss *sentinelSet) connect(t *topology, client int, host string, timeout time.Duration, p *pauser, hook func(node string) redis.Hook) []redis.UniversalClient {
+func (ss *sentinelSet) connect(t *Topology, client int, host string, timeout time.Duration, hooks Hooks) []redis.UniversalClient {
 	var sentinels []string
 	for _, s := range ss.sentinels {
 		sentinels = append(sentinels, ss.announced[s.Name])
 	}
 	var out []redis.UniversalClient
 	for _, m := range ss.masters {
-		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-			name, ok := ss.byAddr[addr]
-			if !ok {
-				return nil, fmt.Errorf("dial %s: not the announced address of any server", addr)
-			}
-			link := t.net.Link(host, name)
-			if link == nil {
-				return nil, fmt.Errorf("dial %s (%s): no link from %s", addr, name, host)
-			}
-			d := net.Dialer{Timeout: timeout}
-			c, err := d.DialContext(ctx, network, link.Addr)
-			if err != nil {
-				return nil, err
-			}
+		dialed := func(name string) {
 			if !strings.HasPrefix(name, "s") {
 				if f := ss.dialed.Load(); f != nil {
 					(*f)(client, name)
 				}
 			}
-			ra, _ := net.ResolveTCPAddr("tcp", addr)
-			return mappedConn{c, ra}, nil
+		}
+		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return t.dialAnnounced(ctx, network, addr, host, timeout, ss.byAddr, "server", dialed)
 		}
 		rdb := redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: m, SentinelAddrs: sentinels, Dialer: dial,
 			MaxRetries: -1, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
 			PoolSize: 4, ContextTimeoutEnabled: true, Protocol: 2, DialerRetries: 1, DisableIdentity: true,
 		})
-		rdb.AddHook(pauseHook{p})
 		// A rejected link refuses the dial before the failover client asks
 		// Sentinel where the master is: the link is the master's own (h>n),
-		// which split-votes cuts.
-		rdb.AddHook(refuseHook{t.net.Link(host, m)})
-		if hook != nil {
-			// The command points name the master (n1), wherever Sentinel
-			// says it is now.
-			rdb.AddHook(hook(m))
-		}
+		// which split-votes cuts. The command points name the master (n1),
+		// wherever Sentinel says it is now.
+		addHooks(rdb, hooks.Pause, hooks.refuse(t.Net.Link(host, m)), hooks.points(m))
 		out = append(out, rdb)
 	}
 	return out
@@ -417,123 +425,20 @@ func (ss *sentinelSet) close() {
 	ss.subWG.Wait()
 }
 
-// followSentinel records the Sentinels' events and, per client, each change
-// of the data server its connections go to.
-func (r *run) followSentinel(ss *sentinelSet) {
-	ev, dialed := r.failoverRecorders()
-	ss.events.Store(&ev)
-	ss.dialed.Store(&dialed)
+// Sentinels are the Sentinel processes (none outside the Sentinel
+// topology).
+func (t *Topology) Sentinels() []*cluster.Process {
+	if t.sentinel == nil {
+		return nil
+	}
+	return t.sentinel.sentinels
 }
 
-// failoverRecorders are what a topology whose master can change (Sentinel,
-// Cluster) reports through: its events (FSentinel) and, per client, each
-// change of the server that answered it (FMaster, recorded only when it
-// changes).
-func (r *run) failoverRecorders() (events func(string), dialed func(client int, server string)) {
-	events = func(text string) {
-		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Value: text})
+// NameOf is the server an announced address stands for under Sentinel
+// ("" for none).
+func (t *Topology) NameOf(addr string) string {
+	if t.sentinel == nil {
+		return ""
 	}
-	var mu sync.Mutex
-	last := map[int]string{}
-	dialed = func(client int, server string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if last[client] == server {
-			return
-		}
-		last[client] = server
-		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: client, F: checker.FMaster, Value: server})
-	}
-	return events, dialed
-}
-
-// nameMasters names, in the witness, the server each of the two holders
-// was talking to when it acquired.
-func nameMasters(res *checker.Result, h checker.History) {
-	w := res.Witness
-	if w == nil {
-		return
-	}
-	at := func(hold *checker.Hold) {
-		for _, op := range h {
-			if op.Time > hold.From {
-				break
-			}
-			if op.F == checker.FMaster && op.Client == hold.Client {
-				hold.Master = op.Value
-			}
-		}
-	}
-	at(&w.A)
-	at(&w.B)
-	if w.A.Master != "" || w.B.Master != "" {
-		w.Text += fmt.Sprintf(" c%d was talking to %s, c%d to %s.", w.A.Client, orNone(w.A.Master), w.B.Client, orNone(w.B.Master))
-	}
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "?"
-	}
-	return s
-}
-
-// FailoverTimes are the milestones of the first Sentinel failover of a run,
-// in ms from the run's start (-1: did not happen), read from the history:
-// the fault before the first +sdown of a master, the first +sdown, +odown
-// and +try-failover of any Sentinel, the leader's +promoted-slave and the
-// first +switch-master, and the first acquire granted after the promotion.
-type FailoverTimes struct {
-	FaultMs        float64 `json:"fault_ms"`
-	SdownMs        float64 `json:"sdown_ms"`
-	OdownMs        float64 `json:"odown_ms"`
-	TryFailoverMs  float64 `json:"try_failover_ms"`
-	PromotedMs     float64 `json:"promoted_ms"`
-	SwitchMasterMs float64 `json:"switch_master_ms"`
-	// AcquireAfterMs is the first acquire ok after PromotedMs.
-	AcquireAfterMs float64 `json:"acquire_after_ms"`
-}
-
-// String is the one-line summary: delays from the fault.
-func (f *FailoverTimes) String() string {
-	d := func(t float64) string {
-		if t < 0 || f.FaultMs < 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.0f", t-f.FaultMs)
-	}
-	return fmt.Sprintf("from the fault: sdown +%s ms, odown +%s, try-failover +%s, promoted +%s, switch-master +%s, next acquire +%s",
-		d(f.SdownMs), d(f.OdownMs), d(f.TryFailoverMs), d(f.PromotedMs), d(f.SwitchMasterMs), d(f.AcquireAfterMs))
-}
-
-func failoverTimes(h checker.History) *FailoverTimes {
-	f := &FailoverTimes{-1, -1, -1, -1, -1, -1, -1}
-	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
-	lastFault := int64(-1)
-	first := func(dst *float64, op checker.Op, event string) {
-		if *dst < 0 && strings.Contains(op.Value, " "+event+" ") {
-			*dst = ms(op.Time)
-		}
-	}
-	for _, op := range h {
-		switch {
-		case op.Process == checker.NemesisProcess && op.F == checker.FStart && op.Type == checker.Ok && f.SdownMs < 0:
-			lastFault = op.Time
-		case op.F == checker.FSentinel:
-			// A cluster's first +fail stands for Sentinel's +sdown.
-			if f.SdownMs < 0 && (strings.Contains(op.Value, " +sdown master ") || strings.Contains(op.Value, " +fail ")) {
-				f.SdownMs, f.FaultMs = ms(op.Time), ms(lastFault)
-			}
-			first(&f.OdownMs, op, "+odown")
-			first(&f.TryFailoverMs, op, "+try-failover")
-			first(&f.PromotedMs, op, "+promoted-slave")
-			// A cluster's watcher sees the promotion as the switch itself
-			// (Sentinel's +promoted-slave comes first and is kept).
-			first(&f.PromotedMs, op, "+switch-master")
-			first(&f.SwitchMasterMs, op, "+switch-master")
-		case op.F == checker.FAcquire && op.Type == checker.Ok && f.PromotedMs >= 0 && f.AcquireAfterMs < 0:
-			f.AcquireAfterMs = ms(op.Time)
-		}
-	}
-	return f
+	return t.sentinel.byAddr[addr]
 }

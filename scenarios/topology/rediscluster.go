@@ -1,4 +1,4 @@
-package scenarios
+package topology
 
 import (
 	"context"
@@ -50,24 +50,25 @@ type clusterSet struct {
 	wg     sync.WaitGroup
 }
 
-// clusterNames are the nodes' names: masters, then replicas.
-func clusterNames(c *PlanCluster) []string {
+// ClusterNames are a cluster's node names: masters n1..n<masters>, then
+// replicas r1.. (replicas of them each).
+func ClusterNames(masters, replicas int) []string {
 	var out []string
-	for i := 1; i <= c.Masters; i++ {
+	for i := 1; i <= masters; i++ {
 		out = append(out, fmt.Sprintf("n%d", i))
 	}
-	for i := 1; i <= c.Masters*c.Replicas; i++ {
+	for i := 1; i <= masters*replicas; i++ {
 		out = append(out, fmt.Sprintf("r%d", i))
 	}
 	return out
 }
 
-func startClusterTopology(ctx context.Context, plan *Plan, cfg Config) (_ *topology, err error) {
-	if k, rerr := cluster.Resolve(cfg.Backend); rerr != nil || k != cluster.RedisServer {
-		return nil, fmt.Errorf("scenario %s needs a Redis Cluster, which only the redis-server backend has", plan.Scenario)
+func startClusterTopology(ctx context.Context, o Options) (_ *Topology, err error) {
+	if k, rerr := cluster.Resolve(o.Backend); rerr != nil || k != cluster.RedisServer {
+		return nil, fmt.Errorf("scenario %s needs a Redis Cluster, which only the redis-server backend has", o.Scenario)
 	}
-	t := &topology{net: nemesis.NewNetwork(), replicas: map[string]*cluster.Process{}}
-	cs := &clusterSet{names: clusterNames(plan.Cluster), announced: map[string]string{}, byAddr: map[string]string{},
+	t := &Topology{Net: nemesis.NewNetwork(), Replicas: map[string]*cluster.Process{}}
+	cs := &clusterSet{names: ClusterNames(o.Cluster.Masters, o.Cluster.Replicas), announced: map[string]string{}, byAddr: map[string]string{},
 		stop: make(chan struct{})}
 	t.rcluster = cs
 	defer func() {
@@ -75,7 +76,7 @@ func startClusterTopology(ctx context.Context, plan *Plan, cfg Config) (_ *topol
 			t.Close()
 		}
 	}()
-	b := &clusterBuild{t: t, cs: cs, plan: plan, cfg: cfg, bus: map[string]string{}}
+	b := &clusterBuild{t: t, cs: cs, o: o, bus: map[string]string{}}
 	steps := []struct {
 		stage string
 		run   func() error
@@ -90,38 +91,37 @@ func startClusterTopology(ctx context.Context, plan *Plan, cfg Config) (_ *topol
 		if err := st.run(); err != nil {
 			return nil, err
 		}
-		if err := stage(st.stage); err != nil {
+		if err := o.stage(st.stage); err != nil {
 			return nil, err
 		}
 	}
 	cs.watch()
-	cfg.Log.Info("redis cluster up", "masters", plan.Cluster.Masters, "replicas", plan.Cluster.Replicas, "node_timeout", plan.Cluster.NodeTimeout)
+	o.Log.Info("redis cluster up", "masters", o.Cluster.Masters, "replicas", o.Cluster.Replicas, "node_timeout", o.Cluster.NodeTimeout)
 	return t, nil
 }
 
 // clusterBuild is the state the steps share: the announced bus addresses.
 type clusterBuild struct {
-	t    *topology
-	cs   *clusterSet
-	plan *Plan
-	cfg  Config
-	bus  map[string]string // node name → announced bus address
+	t   *Topology
+	cs  *clusterSet
+	o   Options
+	bus map[string]string // node name → announced bus address
 }
 
 // startRouters gives every node its data and bus routers and a source
 // address.
 func (b *clusterBuild) startRouters() error {
 	for _, name := range b.cs.names {
-		r, err := b.t.net.AddRouter(name)
+		r, err := b.t.Net.AddRouter(name)
 		if err != nil {
 			return err
 		}
-		br, err := b.t.net.AddBusRouter(name)
+		br, err := b.t.Net.AddBusRouter(name)
 		if err != nil {
 			return err
 		}
 		b.cs.announced[name], b.cs.byAddr[r.Addr], b.bus[name] = r.Addr, name, br.Addr
-		b.t.net.SetSource(sourceIP(name), name)
+		b.t.Net.SetSource(sourceIP(name), name)
 	}
 	return nil
 }
@@ -135,20 +135,20 @@ func (b *clusterBuild) nodeArgs(name string) []string {
 }
 
 func (b *clusterBuild) startServers(ctx context.Context) error {
-	cl, err := cluster.Start(ctx, cluster.RedisServer, cluster.Options{Nodes: b.plan.Cluster.Masters, Log: b.cfg.Log,
-		ServerClock: b.plan.ServerClock, ExtraArgs: b.nodeArgs,
-		Cluster: &cluster.ClusterOptions{NodeTimeout: b.plan.Cluster.NodeTimeout}})
+	cl, err := cluster.Start(ctx, cluster.RedisServer, cluster.Options{Nodes: b.o.Cluster.Masters, Log: b.o.Log,
+		ServerClock: b.o.ServerClock, ExtraArgs: b.nodeArgs,
+		Cluster: &cluster.ClusterOptions{NodeTimeout: b.o.Cluster.NodeTimeout}})
 	if err != nil {
 		return fmt.Errorf("start redis-server backend: %w", err)
 	}
-	b.t.cl = cl
+	b.t.Cluster = cl
 	b.cs.servers = cl.(*cluster.Servers)
-	b.t.hosts, b.t.hostOf = b.plan.Hosts, b.plan.HostOf
+	b.t.Hosts, b.t.HostOf = b.o.Hosts, b.o.HostOf
 	return nil
 }
 
 func (b *clusterBuild) startReplicas(ctx context.Context) error {
-	n := b.plan.Cluster.Masters * b.plan.Cluster.Replicas
+	n := b.o.Cluster.Masters * b.o.Cluster.Replicas
 	if n == 0 {
 		return nil
 	}
@@ -170,10 +170,10 @@ func (b *clusterBuild) form(ctx context.Context) error {
 			if p == q {
 				continue
 			}
-			if _, err := b.t.net.AddLink(p.Name, q.Name, q.Addr); err != nil {
+			if _, err := b.t.Net.AddLink(p.Name, q.Name, q.Addr); err != nil {
 				return err
 			}
-			if _, err := b.t.net.AddBusLink(p.Name, q.Name, q.BusAddr()); err != nil {
+			if _, err := b.t.Net.AddBusLink(p.Name, q.Name, q.BusAddr()); err != nil {
 				return err
 			}
 		}
@@ -184,21 +184,21 @@ func (b *clusterBuild) form(ctx context.Context) error {
 	}
 	b.cs.rc = rc
 	for i, r := range replicas {
-		b.t.replicas[masters[i].Name] = r
+		b.t.Replicas[masters[i].Name] = r
 	}
 	return nil
 }
 
 // linkClients links every client host to every node.
 func (b *clusterBuild) linkClients() error {
-	for h := 1; h <= b.t.hosts; h++ {
+	for h := 1; h <= b.t.Hosts; h++ {
 		for _, p := range b.cs.rc.Masters {
-			if _, err := b.t.net.AddLink(fmt.Sprintf("h%d", h), p.Name, p.Addr); err != nil {
+			if _, err := b.t.Net.AddLink(fmt.Sprintf("h%d", h), p.Name, p.Addr); err != nil {
 				return err
 			}
 		}
 		for _, p := range b.cs.rc.Replicas {
-			if _, err := b.t.net.AddLink(fmt.Sprintf("h%d", h), p.Name, p.Addr); err != nil {
+			if _, err := b.t.Net.AddLink(fmt.Sprintf("h%d", h), p.Name, p.Addr); err != nil {
 				return err
 			}
 		}
@@ -210,27 +210,13 @@ func (b *clusterBuild) linkClients() error {
 // cluster hands out is dialed through the host's own link to that node.
 // The pause hook holds whole commands (redirects included); the refusal
 // and command-point hooks sit on each node's own client.
-func (cs *clusterSet) connect(t *topology, client int, host string, timeout time.Duration, p *pauser, hook func(node string) redis.Hook) []redis.UniversalClient {
+func (cs *clusterSet) connect(t *Topology, client int, host string, timeout time.Duration, hooks Hooks) []redis.UniversalClient {
 	var seeds []string
 	for _, m := range cs.rc.Masters {
 		seeds = append(seeds, cs.announced[m.Name])
 	}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		name, ok := cs.byAddr[addr]
-		if !ok {
-			return nil, fmt.Errorf("dial %s: not the announced address of any cluster node", addr)
-		}
-		link := t.net.Link(host, name)
-		if link == nil {
-			return nil, fmt.Errorf("dial %s (%s): no link from %s", addr, name, host)
-		}
-		d := net.Dialer{Timeout: timeout}
-		c, err := d.DialContext(ctx, network, link.Addr)
-		if err != nil {
-			return nil, err
-		}
-		ra, _ := net.ResolveTCPAddr("tcp", addr)
-		return mappedConn{c, ra}, nil
+		return t.dialAnnounced(ctx, network, addr, host, timeout, cs.byAddr, "cluster node", nil)
 	}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: seeds, Dialer: dial, MaxRedirects: clusterTries, MaxRetryBackoff: 100 * time.Millisecond,
@@ -238,17 +224,13 @@ func (cs *clusterSet) connect(t *topology, client int, host string, timeout time
 		MaxRetries:                 -1, DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout,
 		PoolSize: 4, ContextTimeoutEnabled: true, Protocol: 2, DialerRetries: 1, DisableIdentity: true,
 	})
-	rdb.AddHook(pauseHook{p})
+	addHooks(rdb, hooks.Pause)
 	rdb.OnNewNode(func(node *redis.Client) {
 		name := cs.byAddr[node.Options().Addr]
 		// Paused here too: a lock may send on one node's connection
 		// (set-nx-px's SET and WAIT), outside the cluster client's hooks.
-		node.AddHook(pauseHook{p})
-		node.AddHook(refuseHook{t.net.Link(host, name)})
-		node.AddHook(acquiredOn{client: client, node: name, cs: cs})
-		if hook != nil {
-			node.AddHook(hook(name))
-		}
+		addHooks(node, hooks.Pause, hooks.refuse(t.Net.Link(host, name)), acquiredOn{client: client, node: name, cs: cs},
+			hooks.points(name))
 	})
 	// The first command makes the cluster client fetch the slot map and
 	// the command table (COMMAND, to find each command's keys) from any
@@ -287,8 +269,10 @@ type acquiredOn struct {
 	cs     *clusterSet
 }
 
+// DialHook implements redis.Hook.
 func (h acquiredOn) DialHook(next redis.DialHook) redis.DialHook { return next }
 
+// ProcessHook implements redis.Hook.
 func (h acquiredOn) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
@@ -301,6 +285,7 @@ func (h acquiredOn) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
+// ProcessPipelineHook implements redis.Hook.
 func (h acquiredOn) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
@@ -413,12 +398,4 @@ func (w *clusterWatch) change(fact, now string, event func(old string) string) {
 func (cs *clusterSet) close() {
 	close(cs.stop)
 	cs.wg.Wait()
-}
-
-// followCluster records the cluster's events and, per client, each change
-// of the node that answered its acquire.
-func (r *run) followCluster(cs *clusterSet) {
-	ev, dialed := r.failoverRecorders()
-	cs.events.Store(&ev)
-	cs.dialed.Store(&dialed)
 }

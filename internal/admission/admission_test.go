@@ -1,4 +1,4 @@
-package scenarios
+package admission
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 )
 
 // TestLoadGate: up to the floor a job starts whatever the load; beyond it
-// only below the cap, admitEvery after the previous start, while the CPUs
+// only below the cap, Every after the previous start, while the CPUs
 // were less than maxBusy busy and the suite used less than its budget.
 func TestLoadGate(t *testing.T) {
 	t0 := time.Unix(1000, 0)
@@ -27,14 +27,14 @@ func TestLoadGate(t *testing.T) {
 		{"machine busy", 4, maxBusy * cpus, 0.2, time.Second, false},
 		{"machine just under", 4, maxBusy*cpus - 0.01, 0.2, time.Second, true},
 		{"suite over its budget", 4, 0.6, ownBudget * cpus, time.Second, false},
-		{"too soon after the last start", 4, 0.2, 0.1, admitEvery - time.Millisecond, false},
+		{"too soon after the last start", 4, 0.2, 0.1, Every - time.Millisecond, false},
 		{"at the cap", 8, 0, 0, time.Second, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := t0
 			g := &loadGate{machine: func() float64 { return tc.machine }, own: func() float64 { return tc.own },
 				stop: func() {}, floor: 3, max: 8, cpus: cpus, now: func() time.Time { return now }, last: t0.Add(-tc.since)}
-			if got := g.admit(tc.running); got != tc.want {
+			if got := g.Admit(tc.running); got != tc.want {
 				t.Fatalf("admit(%d) at %.2f CPUs busy (%.2f the suite's), %v after the last start = %v, want %v",
 					tc.running, tc.machine, tc.own, tc.since, got, tc.want)
 			}

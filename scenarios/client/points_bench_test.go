@@ -1,4 +1,4 @@
-package scenarios
+package client
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func BenchmarkCmdHook(b *testing.B) {
 			hub := lockimpl.NewHub()
 			fp := lockimpl.NewFailpoints(hub, 0)
 			tc.arm(hub, fp)
-			h := &cmdHook{node: "n1", fp: fp, crash: func(error) {}, dead: func() bool { return false }}
+			h := &CmdHook{Node: "n1", FP: fp, Crash: func(error) {}, Dead: func() bool { return false }}
 			run := h.ProcessHook(next)
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -1,0 +1,144 @@
+// Package client holds what stands between a run's client and its
+// servers, whatever the lock: the pause that stops it (Pauser, and the
+// clock its threads read through it), the hooks on its connections (pauses,
+// refused dials, the command points) and the relays that put the command
+// points on the wire for a lock with connections of its own. The runner
+// (package scenarios) gives every client these; the traffic and the
+// recording of the history stay with the run.
+package client
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/lockimpl"
+)
+
+// Pauser stops a client the way a stop-the-world GC pause would: its main
+// loop, its sleeps, its watchdog and every Redis command it sends or
+// receives wait while the pause lasts.
+type Pauser struct {
+	mu sync.Mutex
+	ch chan struct{} // non-nil while paused; closed on resume
+}
+
+// Pause stops the client until Resume.
+func (p *Pauser) Pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch == nil {
+		p.ch = make(chan struct{})
+	}
+}
+
+// Resume restarts a paused client (nothing if it runs).
+func (p *Pauser) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch != nil {
+		close(p.ch)
+		p.ch = nil
+	}
+}
+
+// Wait blocks while the client is paused.
+func (p *Pauser) Wait(ctx context.Context) error {
+	p.mu.Lock()
+	ch := p.ch
+	p.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-ch:
+		return nil
+	}
+}
+
+// Sleep waits d, then for the end of any pause: a paused thread that was
+// sleeping wakes only when the world restarts.
+func (p *Pauser) Sleep(ctx context.Context, d time.Duration) error {
+	if err := lockimpl.SleepCtx(ctx, d); err != nil {
+		return err
+	}
+	return p.Wait(ctx)
+}
+
+// StoppedClock is a client's clock as the lock's own threads read it: while
+// the client is paused, a read waits for the world to restart, as a thread
+// stopped by a GC pause or a SIGSTOP reads the time only once it runs again.
+// Without it a pause entered on one goroutine of a lock (a node's reply,
+// held at its command point) left the lock's other goroutines deciding
+// during the pause on times they could not have read: Redlock's validity
+// was computed before the pause ended, so a grant came out of a stopped
+// acquire and the pause fell into the critical section instead (seen as an
+// overlap of explore-late-grant × redlock, seeds 4 and 5). The waiting is
+// not cut short by a context: a stopped thread has none that runs.
+type StoppedClock struct {
+	lockimpl.Clock
+	Pauser *Pauser
+}
+
+// Now implements lockimpl.Clock.
+func (c StoppedClock) Now() time.Time {
+	_ = c.Pauser.Wait(context.Background())
+	return c.Clock.Now()
+}
+
+// Mono implements lockimpl.Clock.
+func (c StoppedClock) Mono() time.Duration {
+	_ = c.Pauser.Wait(context.Background())
+	return c.Clock.Mono()
+}
+
+// Outside gives the harness's reading, which a pause does not stop
+// (lockimpl.Outside).
+func (c StoppedClock) Outside() lockimpl.Clock { return c.Clock }
+
+// PauseHook makes every command of a paused client wait, before it is sent
+// and again before its reply is delivered.
+type PauseHook struct{ Pauser *Pauser }
+
+// DialHook implements redis.Hook: a paused client dials once it runs.
+func (h PauseHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if err := h.Pauser.Wait(ctx); err != nil {
+			return nil, err
+		}
+		return next(ctx, network, addr)
+	}
+}
+
+// ProcessHook implements redis.Hook.
+func (h PauseHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := h.Pauser.Wait(ctx); err != nil {
+			return err
+		}
+		err := next(ctx, cmd)
+		if werr := h.Pauser.Wait(ctx); werr != nil && err == nil {
+			err = werr
+		}
+		return err
+	}
+}
+
+// ProcessPipelineHook implements redis.Hook.
+func (h PauseHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if err := h.Pauser.Wait(ctx); err != nil {
+			return err
+		}
+		err := next(ctx, cmds)
+		if werr := h.Pauser.Wait(ctx); werr != nil && err == nil {
+			err = werr
+		}
+		return err
+	}
+}
