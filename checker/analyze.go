@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/lockstorm/lockstorm/checker/internal/liveness"
 )
 
 // analysis is one pass over a history.
@@ -34,14 +36,14 @@ type analysis struct {
 	// stalls are the harness's own stalls (FStall entries of client -1);
 	// lags are each client's own lateness (FStall entries naming it), in
 	// time order.
-	stalls []interval
-	lags   map[int][]interval
+	stalls []liveness.Interval
+	lags   map[int][]liveness.Interval
 	// late is lateFor of every client with lags, computed once.
 	lateOnce sync.Once
-	late     map[int][]interval
+	late     map[int][]liveness.Interval
 	// paused are the nemesis's pauses of each client (a pause fault's start
 	// to its heal), and pausing the open ones by fault id.
-	paused  map[int][]interval
+	paused  map[int][]liveness.Interval
 	pausing map[int64]pauseRec
 	// extends are the extends and renewals invoked, by outcome; extending
 	// pairs an extend's invoke with its completion by (client, N).
@@ -172,7 +174,7 @@ func (ps *pass) closeWant(client int, t int64) {
 		t = w.start
 	}
 	kd := ps.a.keys[w.key]
-	kd.wants = append(room(ps, kd.wants), wantRec{interval{w.start, t}, client})
+	kd.wants = append(room(ps, kd.wants), wantRec{liveness.Interval{From: w.start, To: t}, client})
 	ps.wants.del(client)
 	ps.spare = append(ps.spare, w)
 }
@@ -470,7 +472,7 @@ func (ps *pass) finish() {
 		if !sort.SliceIsSorted(kd.holds, func(i, j int) bool { return kd.holds[i].From < kd.holds[j].From }) {
 			sort.SliceStable(kd.holds, func(i, j int) bool { return kd.holds[i].From < kd.holds[j].From })
 		}
-		sort.Slice(kd.wants, func(i, j int) bool { return kd.wants[i].from < kd.wants[j].from })
+		sort.Slice(kd.wants, func(i, j int) bool { return kd.wants[i].From < kd.wants[j].From })
 		sort.SliceStable(kd.unknowns, func(i, j int) bool { return kd.unknowns[i].invoke < kd.unknowns[j].invoke })
 	}
 }

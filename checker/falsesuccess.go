@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/lockstorm/lockstorm/checker/internal/liveness"
 )
 
 // False successes. A release acknowledged ok says "the lock was mine and I
@@ -188,7 +190,7 @@ func (a *analysis) falseThroughStalls(nodes []string, indexes map[string]*stream
 			}
 		}
 	}
-	s := overlap(a.lateFor(r.client), from, r.done)
+	s := liveness.Covered(a.lateFor(r.client), from, r.done)
 	if s == 0 {
 		return false
 	}

@@ -1,5 +1,7 @@
 package checker
 
+import "github.com/lockstorm/lockstorm/checker/internal/liveness"
+
 // The records the pass (analyze.go) keeps per key and per process: what
 // every check reads, the history's own entries aside.
 
@@ -33,12 +35,9 @@ type writeRec struct {
 	typ              uint8
 }
 
-// interval is a closed time interval.
-type interval struct{ from, to int64 }
-
 // wantRec is one client's want of a key (see want), closed.
 type wantRec struct {
-	interval
+	liveness.Interval
 	client int
 }
 

@@ -1,7 +1,8 @@
 // Package layers holds the test that keeps lockstorm's imports pointing
 // down: the intended order of its packages, from the bottom.
 //
-//  0. internal/resp, internal/clock: raw RESP and the clock shim, no lockstorm imports
+//  0. internal/resp, internal/clock: raw RESP and the clock shim, no lockstorm imports;
+//     checker/internal/liveness: the liveness checks' time arithmetic, below checker
 //  1. checker, lockimpl: histories and their checks; the locks on trial
 //  2. internal/cluster, lockimpl/exec: Redis backends; locks as client processes
 //  3. scenarios/nemesis: faults
@@ -34,4 +35,6 @@ var Order = map[string]int{
 	"cmd/internal/bench": 8,
 	"cmd/lockstorm":      9,
 	"internal/layers":    0,
+
+	"checker/internal/liveness": 0,
 }
