@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/lockstorm/lockstorm/checker/internal/ids"
 	"github.com/lockstorm/lockstorm/checker/internal/liveness"
 )
 
@@ -120,16 +121,16 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 }
 
 // pass is the state of analyze's one walk over the history. Processes and
-// wants are kept by id in slices (byProcess): a map lookup per entry,
+// wants are kept by id in slices (ids.Map): a map lookup per entry,
 // several for the wants, was over a third of the pass.
 type pass struct {
 	a     *analysis
-	procs byProcess[*procState]
+	procs ids.Map[*procState]
 	// inherit: after an info completion the client continues under a new
 	// process id; the holds of the old process (an info write inside a
 	// critical section) pass to the client's next process, which releases.
 	inherit map[int]*procState
-	wants   byProcess[*want] // by client
+	wants   ids.Map[*want] // by client
 	// spare are closed wants to reuse: wants open and close once per
 	// acquisition, an allocation each, while few are open at once.
 	spare []*want
@@ -156,7 +157,7 @@ func room[T any](ps *pass, s []T) []T {
 }
 
 func (ps *pass) wantOf(client int) *want {
-	w, _ := ps.wants.get(client)
+	w, _ := ps.wants.Get(client)
 	return w
 }
 
@@ -175,7 +176,7 @@ func (ps *pass) closeWant(client int, t int64) {
 	}
 	kd := ps.a.keys[w.key]
 	kd.wants = append(room(ps, kd.wants), wantRec{liveness.Interval{From: w.start, To: t}, client})
-	ps.wants.del(client)
+	ps.wants.Del(client)
 	ps.spare = append(ps.spare, w)
 }
 
@@ -188,7 +189,7 @@ func (ps *pass) openWant(client, k int, t int64) {
 		w = new(want)
 	}
 	*w = want{key: k, start: t}
-	ps.wants.set(client, w)
+	ps.wants.Set(client, w)
 }
 
 func (ps *pass) endHold(p *procState, k int, t int64, how string) {
@@ -202,14 +203,14 @@ func (ps *pass) endHold(p *procState, k int, t int64, how string) {
 }
 
 func (ps *pass) proc(op *Op) *procState {
-	p, _ := ps.procs.get(op.Process)
+	p, _ := ps.procs.Get(op.Process)
 	if p == nil {
 		p = &procState{id: op.Process, client: op.Client, lastKey: -1, perClient: ps.a.perClient}
 		if old := ps.inherit[op.Client]; old != nil {
 			p.holds, old.holds = old.holds, nil
 			delete(ps.inherit, op.Client)
 		}
-		ps.procs.set(op.Process, p)
+		ps.procs.Set(op.Process, p)
 	}
 	return p
 }
@@ -444,7 +445,7 @@ func (ps *pass) acquireDone(i int, op *Op, p *procState, k int, c *curOp) {
 // orders the checks rely on.
 func (ps *pass) finish() {
 	a := ps.a
-	ps.procs.each(func(_ int, p *procState) {
+	ps.procs.Each(func(_ int, p *procState) {
 		if p.busy {
 			a.abandon(p)
 		}
@@ -452,7 +453,7 @@ func (ps *pass) finish() {
 			ps.endHold(p, p.holds[0].key, a.end, "end")
 		}
 	})
-	ps.wants.each(func(c int, w *want) {
+	ps.wants.Each(func(c int, w *want) {
 		if w.tentative {
 			ps.closeWant(c, 0)
 		} else {

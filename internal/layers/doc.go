@@ -2,7 +2,8 @@
 // down: the intended order of its packages, from the bottom.
 //
 //  0. internal/resp, internal/clock: raw RESP and the clock shim, no lockstorm imports;
-//     checker/internal/liveness: the liveness checks' time arithmetic, below checker
+//     checker/internal/liveness, checker/internal/ids: the liveness checks' time
+//     arithmetic and the tables by id, below checker
 //  1. checker, lockimpl: histories and their checks; the locks on trial
 //  2. internal/cluster, lockimpl/exec: Redis backends; locks as client processes
 //  3. scenarios/nemesis: faults
@@ -37,4 +38,5 @@ var Order = map[string]int{
 	"internal/layers":    0,
 
 	"checker/internal/liveness": 0,
+	"checker/internal/ids":      0,
 }
