@@ -6,7 +6,10 @@
 // and the checker reads the figures back.
 package liveness
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // Interval is a closed time interval, in ns since the history's start.
 type Interval struct{ From, To int64 }
@@ -17,15 +20,7 @@ func Merge(ivs []Interval) []Interval {
 	if len(ivs) < 2 {
 		return ivs
 	}
-	slices.SortFunc(ivs, func(x, y Interval) int {
-		switch {
-		case x.From < y.From:
-			return -1
-		case x.From > y.From:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ivs, func(x, y Interval) int { return cmp.Compare(x.From, y.From) })
 	out := ivs[:1]
 	for _, iv := range ivs[1:] {
 		last := &out[len(out)-1]
