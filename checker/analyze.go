@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/lockstorm/lockstorm/checker/internal/ids"
+	"github.com/lockstorm/lockstorm/checker/internal/keyevents"
 	"github.com/lockstorm/lockstorm/checker/internal/liveness"
 )
 
@@ -26,7 +27,7 @@ type analysis struct {
 	events    int   // key events in server
 	// h is the history the pass read (ordered by time).
 	h History
-	// owners maps an acquire token to its client (ambiguousOwner: granted
+	// owners maps an acquire token to its client (keyevents.AmbiguousOwner: granted
 	// to several); built from ownerRefs by ownersOf.
 	owners      map[string]int
 	ownersOnce  sync.Once
@@ -56,7 +57,7 @@ type analysis struct {
 	input    History
 	problems []Problem
 	opts     Options
-	// streamSet is every node's stream (see nodeStreams).
+	// streamSet is every node's stream (see keyEventInput).
 	streamsOnce sync.Once
 	streamSet   *streamSet
 	// ovs is the overlap pass per key (see overlaps).
@@ -524,8 +525,8 @@ func (a *analysis) extendOp(i int, p *procState) {
 
 // releases returns the releases and extends acknowledged ok, in the order
 // of their completions.
-func (a *analysis) releases() []releaseRec {
-	out := make([]releaseRec, len(a.releaseRefs))
+func (a *analysis) releases() []keyevents.Release {
+	out := make([]keyevents.Release, len(a.releaseRefs))
 	for i, r := range a.releaseRefs {
 		inv, done := &a.h[r.inv], &a.h[r.done]
 		invoke := inv.Time
@@ -535,8 +536,8 @@ func (a *analysis) releases() []releaseRec {
 			// its command could act only from when the call began.
 			invoke = done.N
 		}
-		out[i] = releaseRec{f: done.F, process: done.Process, client: int(r.client), key: done.Key, token: inv.Value,
-			invoke: invoke, done: done.Time}
+		out[i] = keyevents.Release{F: done.F, Extend: done.F == FExtend, Process: done.Process, Client: int(r.client), Key: done.Key, Token: inv.Value,
+			Invoke: invoke, Done: done.Time}
 	}
 	return out
 }
@@ -554,7 +555,7 @@ func (a *analysis) ownersOf() map[string]int {
 		for _, r := range a.ownerRefs {
 			v, c := a.h[r.at].Value, int(r.client)
 			if prev, seen := a.owners[v]; seen && prev != c {
-				a.owners[v] = ambiguousOwner
+				a.owners[v] = keyevents.AmbiguousOwner
 			} else {
 				a.owners[v] = c
 			}

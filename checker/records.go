@@ -121,17 +121,7 @@ type curOp struct {
 	at      int32 // position of the invoke in analysis.h
 }
 
-// releaseRec is a release or an extend acknowledged ok: both say "the
-// lock was mine when I acted", and the servers' events judge both alike.
-type releaseRec struct {
-	f               string // FRelease or FExtend
-	process, client int
-	key             string
-	token           string
-	invoke, done    int64
-}
-
-// releaseRef is a releaseRec as the pass keeps it: the positions of its
+// releaseRef is a keyevents.Release as the pass keeps it: the positions of its
 // invoke and completion in analysis.h. Only a history with the servers'
 // events needs the records, and most have none: 250k records of 100 bytes
 // each were a fifth of the pass's allocation on 1M entries.

@@ -2,8 +2,9 @@
 // down: the intended order of its packages, from the bottom.
 //
 //  0. internal/resp, internal/clock: raw RESP and the clock shim, no lockstorm imports;
-//     checker/internal/liveness, checker/internal/ids: the liveness checks' time
-//     arithmetic and the tables by id, below checker
+//     checker/internal/liveness, checker/internal/ids, checker/internal/keyevents:
+//     the liveness checks' time arithmetic, the tables by id and the judgements
+//     by the servers' key events, below checker
 //  1. checker, lockimpl: histories and their checks; the locks on trial
 //  2. internal/cluster, lockimpl/exec: Redis backends; locks as client processes
 //  3. scenarios/nemesis: faults
@@ -37,6 +38,7 @@ var Order = map[string]int{
 	"cmd/lockstorm":      9,
 	"internal/layers":    0,
 
-	"checker/internal/liveness": 0,
-	"checker/internal/ids":      0,
+	"checker/internal/liveness":  0,
+	"checker/internal/ids":       0,
+	"checker/internal/keyevents": 0,
 }
