@@ -5,194 +5,11 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/lockstorm/lockstorm/checker/internal/ids"
+	"github.com/lockstorm/lockstorm/checker/internal/keyevents"
+	"github.com/lockstorm/lockstorm/checker/internal/liveness"
 )
-
-// holdRec is a Hold with what the model and the liveness checks need besides.
-type holdRec struct {
-	Hold
-	invoke  int64 // invoke time of the outermost acquire
-	relDone int64 // completion of the release that ended the hold (ok or fail); To otherwise
-	relOK   bool  // the hold ended with a release that completed ok
-}
-
-// acqRec is one acquire operation: the liveness checks read its times
-// only. (Its process, client and outcome were kept too, never read: with
-// the outcome a string, 48 bytes the collector had to scan per attempt.)
-type acqRec struct {
-	invoke, done int64 // done < 0: never completed
-}
-
-// unknownAcq is an acquire whose outcome is unknown: an info completion, no
-// completion at all, or an in-flight acquire of a crashed client.
-type unknownAcq struct {
-	process, client int
-	invoke          int64
-}
-
-// writeRec is one completed write of the counter resource. Its outcome is
-// a typeCode, so that the writes hold no pointer for the collector to scan.
-type writeRec struct {
-	process, client  int
-	invoke, n, fence int64
-	typ              uint8
-}
-
-// interval is a closed time interval.
-type interval struct{ from, to int64 }
-
-// wantRec is one client's want of a key (see want), closed.
-type wantRec struct {
-	interval
-	client int
-}
-
-// keyData is everything the checks need about one key.
-type keyData struct {
-	name     string
-	holds    []holdRec // in order of From
-	unknowns []unknownAcq
-	acquires []acqRec
-	writes   []writeRec // in completion order
-	wants    []wantRec  // per client: first attempt → grant (or giving up)
-	hasFinal bool
-	final    int64
-	dupAt    int64 // time of the first duplicated fence, -1: none
-	dups     int
-	// fences are the fences granted, in order; fencesUp says each was
-	// above the one before (then none was granted twice: countDupFences).
-	fences   []grant
-	fencesUp bool
-}
-
-// grant is one acquire ok with a fence.
-type grant struct {
-	fence   int64
-	process int
-	at      int64
-}
-
-// heldKey is a process's reentrant hold count on one key.
-type heldKey struct {
-	key   int
-	count int
-	hold  int // index in keyData.holds
-}
-
-// heldKeys are a process's holds, one per key. A process holds one key at
-// a time, or a few: a slice searched in place of a map, whose inserts,
-// deletes and one allocation per hold were a tenth of the pass.
-type heldKeys []heldKey
-
-// get is the hold on key k (nil: none), valid until the next add or del.
-func (hs heldKeys) get(k int) *heldKey {
-	for i := range hs {
-		if hs[i].key == k {
-			return &hs[i]
-		}
-	}
-	return nil
-}
-
-// add starts a hold on key k (replacing any).
-func (hs *heldKeys) add(k, hold int) {
-	if h := hs.get(k); h != nil {
-		*h = heldKey{k, 1, hold}
-		return
-	}
-	*hs = append(*hs, heldKey{k, 1, hold})
-}
-
-// del ends the hold on key k.
-func (hs *heldKeys) del(k int) {
-	for i := range *hs {
-		if (*hs)[i].key == k {
-			last := len(*hs) - 1
-			(*hs)[i] = (*hs)[last]
-			*hs = (*hs)[:last]
-			return
-		}
-	}
-}
-
-// curOp is a process's operation in flight.
-type curOp struct {
-	f       string
-	key     int
-	invoke  int64
-	acq     int // index in keyData.acquires (acquire)
-	relHold int // index in keyData.holds ended by this release, -1: none
-	n       int64
-	fence   int64
-	at      int32 // position of the invoke in analysis.h
-}
-
-// releaseRec is a release or an extend acknowledged ok: both say "the
-// lock was mine when I acted", and the servers' events judge both alike.
-type releaseRec struct {
-	f               string // FRelease or FExtend
-	process, client int
-	key             string
-	token           string
-	invoke, done    int64
-}
-
-// releaseRef is a releaseRec as the pass keeps it: the positions of its
-// invoke and completion in analysis.h. Only a history with the servers'
-// events needs the records, and most have none: 250k records of 100 bytes
-// each were a fifth of the pass's allocation on 1M entries.
-type releaseRef struct {
-	inv, done, client int32
-}
-
-// ownerRef is an acquire granted with a value: the position of its ok in
-// analysis.h and its client. The owners map is built from them only when
-// the false-success check needs it (see ownersOf).
-type ownerRef struct{ at, client int32 }
-
-type procState struct {
-	id, client int
-	lastKey    int     // the key of its last operation (-1: none)
-	counts     *[2]int // its client's attempts and acquisitions (stats)
-	perClient  map[int]*[2]int
-	op         curOp
-	busy       bool // op is in flight
-	holds      heldKeys
-	steps      []string
-	crashed    bool
-}
-
-// stats is the client's attempts and acquisitions (analysis.perClient),
-// looked up once per process.
-func (p *procState) stats() *[2]int {
-	if p.counts == nil {
-		p.counts = p.perClient[p.client]
-		if p.counts == nil {
-			p.counts = new([2]int)
-			p.perClient[p.client] = p.counts
-		}
-	}
-	return p.counts
-}
-
-// want is a client's open wish for a key: from its first acquire attempt to
-// its grant. A fail or info followed directly by another attempt on the
-// same key continues the want (a retry loop is one wait, not many).
-//
-// A want that ends without a grant counts only up to its last definite
-// refusal (lastFail: a fail completion), never up to an unknown outcome:
-// starvation is a liveness failure only when the lock really said no. An
-// attempt that ended unknown (a timeout, a lost reply, a client process
-// that died) may have taken the lock, and says nothing about the lock's
-// liveness; a run whose attempts all ended so has no starvation and is
-// judged by its evidence instead ("not exercised": most attempts ended in
-// errors). So zero acquisitions are a deadlock only when definite refusals
-// span more than the bound with no hold open, the same rule for every lock.
-type want struct {
-	key       int
-	start     int64
-	lastFail  int64 // the last definite refusal (0: none yet)
-	tentative bool  // the last attempt failed; open only if the next one retries
-}
 
 // analysis is one pass over a history.
 type analysis struct {
@@ -210,7 +27,7 @@ type analysis struct {
 	events    int   // key events in server
 	// h is the history the pass read (ordered by time).
 	h History
-	// owners maps an acquire token to its client (ambiguousOwner: granted
+	// owners maps an acquire token to its client (keyevents.AmbiguousOwner: granted
 	// to several); built from ownerRefs by ownersOf.
 	owners      map[string]int
 	ownersOnce  sync.Once
@@ -221,14 +38,14 @@ type analysis struct {
 	// stalls are the harness's own stalls (FStall entries of client -1);
 	// lags are each client's own lateness (FStall entries naming it), in
 	// time order.
-	stalls []interval
-	lags   map[int][]interval
+	stalls []liveness.Interval
+	lags   map[int][]liveness.Interval
 	// late is lateFor of every client with lags, computed once.
 	lateOnce sync.Once
-	late     map[int][]interval
+	late     map[int][]liveness.Interval
 	// paused are the nemesis's pauses of each client (a pause fault's start
 	// to its heal), and pausing the open ones by fault id.
-	paused  map[int][]interval
+	paused  map[int][]liveness.Interval
 	pausing map[int64]pauseRec
 	// extends are the extends and renewals invoked, by outcome; extending
 	// pairs an extend's invoke with its completion by (client, N).
@@ -240,7 +57,7 @@ type analysis struct {
 	input    History
 	problems []Problem
 	opts     Options
-	// streamSet is every node's stream (see nodeStreams).
+	// streamSet is every node's stream (see keyEventInput).
 	streamsOnce sync.Once
 	streamSet   *streamSet
 	// ovs is the overlap pass per key (see overlaps).
@@ -305,16 +122,16 @@ func analyzeOrdered(h History, sorted bool) *analysis {
 }
 
 // pass is the state of analyze's one walk over the history. Processes and
-// wants are kept by id in slices (byProcess): a map lookup per entry,
+// wants are kept by id in slices (ids.Map): a map lookup per entry,
 // several for the wants, was over a third of the pass.
 type pass struct {
 	a     *analysis
-	procs byProcess[*procState]
+	procs ids.Map[*procState]
 	// inherit: after an info completion the client continues under a new
 	// process id; the holds of the old process (an info write inside a
 	// critical section) pass to the client's next process, which releases.
 	inherit map[int]*procState
-	wants   byProcess[*want] // by client
+	wants   ids.Map[*want] // by client
 	// spare are closed wants to reuse: wants open and close once per
 	// acquisition, an allocation each, while few are open at once.
 	spare []*want
@@ -341,7 +158,7 @@ func room[T any](ps *pass, s []T) []T {
 }
 
 func (ps *pass) wantOf(client int) *want {
-	w, _ := ps.wants.get(client)
+	w, _ := ps.wants.Get(client)
 	return w
 }
 
@@ -359,8 +176,8 @@ func (ps *pass) closeWant(client int, t int64) {
 		t = w.start
 	}
 	kd := ps.a.keys[w.key]
-	kd.wants = append(room(ps, kd.wants), wantRec{interval{w.start, t}, client})
-	ps.wants.del(client)
+	kd.wants = append(room(ps, kd.wants), wantRec{liveness.Interval{From: w.start, To: t}, client})
+	ps.wants.Del(client)
 	ps.spare = append(ps.spare, w)
 }
 
@@ -373,7 +190,7 @@ func (ps *pass) openWant(client, k int, t int64) {
 		w = new(want)
 	}
 	*w = want{key: k, start: t}
-	ps.wants.set(client, w)
+	ps.wants.Set(client, w)
 }
 
 func (ps *pass) endHold(p *procState, k int, t int64, how string) {
@@ -387,14 +204,14 @@ func (ps *pass) endHold(p *procState, k int, t int64, how string) {
 }
 
 func (ps *pass) proc(op *Op) *procState {
-	p, _ := ps.procs.get(op.Process)
+	p, _ := ps.procs.Get(op.Process)
 	if p == nil {
 		p = &procState{id: op.Process, client: op.Client, lastKey: -1, perClient: ps.a.perClient}
 		if old := ps.inherit[op.Client]; old != nil {
 			p.holds, old.holds = old.holds, nil
 			delete(ps.inherit, op.Client)
 		}
-		ps.procs.set(op.Process, p)
+		ps.procs.Set(op.Process, p)
 	}
 	return p
 }
@@ -629,7 +446,7 @@ func (ps *pass) acquireDone(i int, op *Op, p *procState, k int, c *curOp) {
 // orders the checks rely on.
 func (ps *pass) finish() {
 	a := ps.a
-	ps.procs.each(func(_ int, p *procState) {
+	ps.procs.Each(func(_ int, p *procState) {
 		if p.busy {
 			a.abandon(p)
 		}
@@ -637,7 +454,7 @@ func (ps *pass) finish() {
 			ps.endHold(p, p.holds[0].key, a.end, "end")
 		}
 	})
-	ps.wants.each(func(c int, w *want) {
+	ps.wants.Each(func(c int, w *want) {
 		if w.tentative {
 			ps.closeWant(c, 0)
 		} else {
@@ -657,7 +474,7 @@ func (ps *pass) finish() {
 		if !sort.SliceIsSorted(kd.holds, func(i, j int) bool { return kd.holds[i].From < kd.holds[j].From }) {
 			sort.SliceStable(kd.holds, func(i, j int) bool { return kd.holds[i].From < kd.holds[j].From })
 		}
-		sort.Slice(kd.wants, func(i, j int) bool { return kd.wants[i].from < kd.wants[j].from })
+		sort.Slice(kd.wants, func(i, j int) bool { return kd.wants[i].From < kd.wants[j].From })
 		sort.SliceStable(kd.unknowns, func(i, j int) bool { return kd.unknowns[i].invoke < kd.unknowns[j].invoke })
 	}
 }
@@ -708,8 +525,8 @@ func (a *analysis) extendOp(i int, p *procState) {
 
 // releases returns the releases and extends acknowledged ok, in the order
 // of their completions.
-func (a *analysis) releases() []releaseRec {
-	out := make([]releaseRec, len(a.releaseRefs))
+func (a *analysis) releases() []keyevents.Release {
+	out := make([]keyevents.Release, len(a.releaseRefs))
 	for i, r := range a.releaseRefs {
 		inv, done := &a.h[r.inv], &a.h[r.done]
 		invoke := inv.Time
@@ -719,8 +536,8 @@ func (a *analysis) releases() []releaseRec {
 			// its command could act only from when the call began.
 			invoke = done.N
 		}
-		out[i] = releaseRec{f: done.F, process: done.Process, client: int(r.client), key: done.Key, token: inv.Value,
-			invoke: invoke, done: done.Time}
+		out[i] = keyevents.Release{F: done.F, Extend: done.F == FExtend, Process: done.Process, Client: int(r.client), Key: done.Key, Token: inv.Value,
+			Invoke: invoke, Done: done.Time}
 	}
 	return out
 }
@@ -738,7 +555,7 @@ func (a *analysis) ownersOf() map[string]int {
 		for _, r := range a.ownerRefs {
 			v, c := a.h[r.at].Value, int(r.client)
 			if prev, seen := a.owners[v]; seen && prev != c {
-				a.owners[v] = ambiguousOwner
+				a.owners[v] = keyevents.AmbiguousOwner
 			} else {
 				a.owners[v] = c
 			}

@@ -383,12 +383,3 @@ func Holds(h History) []Hold {
 	})
 	return out
 }
-
-// stallFigures counts the harness's stalls, the longest and the total (ms).
-func stallFigures(stalls []interval) (n int, maxMs, totalMs float64) {
-	for _, iv := range stalls {
-		d := nsToMs(iv.to - iv.from)
-		maxMs, totalMs = max(maxMs, d), totalMs+d
-	}
-	return len(stalls), maxMs, totalMs
-}

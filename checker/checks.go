@@ -102,7 +102,7 @@ func compose(a *analysis, fs []finding) Result {
 // violationFindings adds the findings of the verdict's own kinds (two
 // holders, harm, starvation), none of them when the harness's own stalls
 // explain the violation (ByHarness). The false successes were judged one
-// by one against the stalls already (falseThroughStalls).
+// by one against the stalls already (keyevents: falseThroughStalls).
 func violationFindings(res *Result, fs []finding) {
 	firstOf := map[string]int64{}
 	for _, f := range fs {

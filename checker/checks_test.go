@@ -3,6 +3,8 @@ package checker
 import (
 	"reflect"
 	"testing"
+
+	"github.com/lockstorm/lockstorm/checker/internal/keyevents"
 )
 
 // TestCheckRegistry: every check has its own name, and each of its
@@ -44,7 +46,7 @@ func TestComposeFirstViolation(t *testing.T) {
 	harm := func(at int64) finding { return resourceResult{stale: 1, firstHarm: at, harm: "x"} }
 	none := resourceResult{firstHarm: -1}
 	fs := func(at int64) finding {
-		return falseSuccessFinding{falseSuccessResult: falseSuccessResult{found: []falseSuccess{{at: at, text: "y", f: FRelease}}}}
+		return falseSuccessFinding{FalseSuccessResult: keyevents.FalseSuccessResult{Found: []keyevents.FalseSuccess{{At: at, Text: "y", F: FRelease}}}}
 	}
 	for _, tc := range []struct {
 		name     string

@@ -2,6 +2,8 @@ package checker
 
 import (
 	"slices"
+
+	"github.com/lockstorm/lockstorm/checker/internal/liveness"
 )
 
 // The harness's lateness comes in two kinds, both FStall entries of the
@@ -27,13 +29,13 @@ import (
 
 // stallOp takes one FStall entry.
 func (a *analysis) stallOp(op *Op) {
-	iv := interval{op.Time - op.N, op.Time}
+	iv := liveness.Interval{From: op.Time - op.N, To: op.Time}
 	if op.Client < 0 {
 		a.stalls = append(a.stalls, iv)
 		return
 	}
 	if a.lags == nil {
-		a.lags = map[int][]interval{}
+		a.lags = map[int][]liveness.Interval{}
 	}
 	a.lags[op.Client] = append(a.lags[op.Client], iv)
 }
@@ -45,14 +47,14 @@ func (a *analysis) anyStall() bool { return len(a.stalls) > 0 || len(a.lags) > 0
 // doing and may have had a hold lengthened: the whole process's stalls and
 // the client's own lag, outside the nemesis's pauses of that client (see
 // stallsOutsidePauses), merged so no time counts twice.
-func (a *analysis) lateFor(client int) []interval {
+func (a *analysis) lateFor(client int) []liveness.Interval {
 	if len(a.lags[client]) == 0 {
 		return a.outsidePauses(client, a.stalls)
 	}
 	a.lateOnce.Do(func() {
-		a.late = make(map[int][]interval, len(a.lags))
+		a.late = make(map[int][]liveness.Interval, len(a.lags))
 		for c, lags := range a.lags {
-			a.late[c] = mergeIntervals(append(slices.Clone(a.outsidePauses(c, a.stalls)), a.outsidePauses(c, lags)...))
+			a.late[c] = liveness.Merge(append(slices.Clone(a.outsidePauses(c, a.stalls)), a.outsidePauses(c, lags)...))
 		}
 	})
 	return a.late[client]
@@ -62,7 +64,7 @@ func (a *analysis) lateFor(client int) []interval {
 // (a hand-written history may list overlapping ones).
 func (a *analysis) mergeLags() {
 	for c, lags := range a.lags {
-		a.lags[c] = mergeIntervals(lags)
+		a.lags[c] = liveness.Merge(lags)
 	}
 }
 
@@ -72,73 +74,27 @@ func (a *analysis) mergeLags() {
 // of them could ask, so none could be granted). A moment when one client
 // that wanted the key was on time is not excused: the lock could have
 // granted it. Without client lags it is the process's stalls alone.
-func (a *analysis) starveExcused(kd *keyData) []interval {
+func (a *analysis) starveExcused(kd *keyData) []liveness.Interval {
 	if len(a.lags) == 0 || len(kd.wants) == 0 {
 		return a.stalls
 	}
-	var onTime []interval // wanted by some client on time
+	var onTime []liveness.Interval // wanted by some client on time
 	for _, w := range kd.wants {
-		onTime = appendMinus(onTime, w.interval, a.outsidePauses(w.client, a.lags[w.client]))
+		onTime = liveness.AppendMinus(onTime, w.Interval, a.outsidePauses(w.client, a.lags[w.client]))
 	}
-	onTime = mergeIntervals(onTime)
+	onTime = liveness.Merge(onTime)
 	excused := slices.Clone(a.stalls)
 	var from int64
 	for _, iv := range onTime {
-		if iv.from > from {
-			excused = append(excused, interval{from, iv.from})
+		if iv.From > from {
+			excused = append(excused, liveness.Interval{From: from, To: iv.From})
 		}
-		from = max(from, iv.to)
+		from = max(from, iv.To)
 	}
 	if from < a.end {
-		excused = append(excused, interval{from, a.end})
+		excused = append(excused, liveness.Interval{From: from, To: a.end})
 	}
-	return mergeIntervals(excused)
-}
-
-// mergeIntervals sorts ivs by start and merges those that overlap or
-// touch, in place.
-func mergeIntervals(ivs []interval) []interval {
-	if len(ivs) < 2 {
-		return ivs
-	}
-	slices.SortFunc(ivs, func(x, y interval) int {
-		switch {
-		case x.from < y.from:
-			return -1
-		case x.from > y.from:
-			return 1
-		}
-		return 0
-	})
-	out := ivs[:1]
-	for _, iv := range ivs[1:] {
-		last := &out[len(out)-1]
-		if iv.from <= last.to {
-			last.to = max(last.to, iv.to)
-			continue
-		}
-		out = append(out, iv)
-	}
-	return out
-}
-
-// appendMinus appends to out the parts of iv that no interval of cut
-// covers (cut in time order, as recorded).
-func appendMinus(out []interval, iv interval, cut []interval) []interval {
-	from := iv.from
-	for _, c := range cut {
-		if c.to <= from || c.from >= iv.to {
-			continue
-		}
-		if c.from > from {
-			out = append(out, interval{from, c.from})
-		}
-		from = max(from, c.to)
-	}
-	if from < iv.to {
-		out = append(out, interval{from, iv.to})
-	}
-	return out
+	return liveness.Merge(excused)
 }
 
 // lagFigures are the clients' own lags: how many, the longest and whose,
@@ -149,10 +105,10 @@ type lagFigures struct {
 	maxClient      int
 }
 
-func lagFiguresOf(lags map[int][]interval) lagFigures {
+func lagFiguresOf(lags map[int][]liveness.Interval) lagFigures {
 	f := lagFigures{maxClient: -1}
 	for c, ivs := range lags {
-		n, maxMs, totalMs := stallFigures(ivs)
+		n, maxMs, totalMs := liveness.Figures(ivs)
 		f.n, f.totalMs = f.n+n, f.totalMs+totalMs
 		if maxMs > f.maxMs || maxMs == f.maxMs && c < f.maxClient {
 			f.maxMs, f.maxClient = maxMs, c

@@ -72,20 +72,8 @@ func MutexModel() porcupine.Model {
 		Partition: partitionByKey,
 		Init:      func() interface{} { return free },
 		Step: func(state, input, _ interface{}) (bool, interface{}) {
-			s, in := state.(int), mutexIn(input)
-			switch in.Kind {
-			case MutexAcquire:
-				if s == free {
-					return true, in.Process
-				}
-				return false, s
-			case MutexRelease:
-				if s == in.Process {
-					return true, free
-				}
-				return false, s
-			}
-			return true, s // unknown: possibly took effect, never believed
+			in := mutexIn(input)
+			return mutexStep(state.(int), in.Kind, in.Process)
 		},
 		Hash: func(state interface{}) uint64 { return uint64(state.(int)) },
 		DescribeOperation: func(input, _ interface{}) string {
@@ -108,6 +96,26 @@ func MutexModel() porcupine.Model {
 			return "free"
 		},
 	}
+}
+
+// mutexStep is the model's step on an unboxed state: an acquire by
+// process takes a free key, a release by the holder frees it, an unknown
+// acquire leaves the state as it is (possibly took effect, never believed).
+// The porcupine model and the sequential replay (split.go) share it.
+func mutexStep(s int, kind MutexKind, process int) (bool, int) {
+	switch kind {
+	case MutexAcquire:
+		if s == free {
+			return true, process
+		}
+		return false, s
+	case MutexRelease:
+		if s == process {
+			return true, free
+		}
+		return false, s
+	}
+	return true, s
 }
 
 func partitionByKey(ops []porcupine.Operation) [][]porcupine.Operation {

@@ -50,7 +50,7 @@ type Options struct {
 	ScheduleLease time.Duration `json:",omitempty"`
 	// Quorum says the lock's state lives on a majority of independent
 	// masters: a key stands as the lock when it stands on a majority of
-	// the nodes (the leak checks, leak.go); otherwise every node that had
+	// the nodes (the leak checks, checker/internal/keyevents); otherwise every node that had
 	// the token must agree.
 	Quorum bool `json:",omitempty"`
 	// OrphanBound, when set, is how long a key may stay set to a token

@@ -1,6 +1,10 @@
 package checker
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/lockstorm/lockstorm/checker/internal/liveness"
+)
 
 // overlapsWithoutStalls counts the overlapping pairs that remain when each
 // hold is shortened by the harness's own stalls inside it (or inside the
@@ -31,7 +35,7 @@ func overlapsWithoutStalls(a *analysis) int {
 			// it (seen at load 30: a 1086 ms stall while c11's SET reply
 			// was in flight, then c11 and c12 granted 0.4 ms apart).
 			if h.To > h.From {
-				h.To -= overlap(a.lateFor(h.Client), min(h.invoke, h.From), h.To)
+				h.To -= liveness.Covered(a.lateFor(h.Client), min(h.invoke, h.From), h.To)
 				h.To = max(h.To, h.From)
 			}
 		}
@@ -89,10 +93,10 @@ func (a *analysis) pauseOp(op *Op) {
 		}
 		delete(a.pausing, op.N)
 		if a.paused == nil {
-			a.paused = map[int][]interval{}
+			a.paused = map[int][]liveness.Interval{}
 		}
 		for _, c := range p.clients {
-			a.paused[c] = append(a.paused[c], interval{p.from, op.Time})
+			a.paused[c] = append(a.paused[c], liveness.Interval{From: p.from, To: op.Time})
 		}
 	}
 }
@@ -103,16 +107,16 @@ func (a *analysis) pauseOp(op *Op) {
 // not have run anyway, so such a stall lengthened nothing (a pause past the
 // TTL is the fault under test, not the harness's doing); a stall that
 // reaches the heal may have delayed it, and counts.
-func (a *analysis) outsidePauses(client int, stalls []interval) []interval {
+func (a *analysis) outsidePauses(client int, stalls []liveness.Interval) []liveness.Interval {
 	pauses := a.paused[client]
 	if len(pauses) == 0 {
 		return stalls
 	}
-	out := make([]interval, 0, len(stalls))
+	out := make([]liveness.Interval, 0, len(stalls))
 	for _, s := range stalls {
 		inside := false
 		for _, p := range pauses {
-			if s.from >= p.from && s.to+healSlack <= p.to {
+			if s.From >= p.From && s.To+healSlack <= p.To {
 				inside = true
 				break
 			}

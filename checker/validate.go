@@ -5,6 +5,8 @@ import (
 	"hash/maphash"
 	"io"
 	"os"
+
+	"github.com/lockstorm/lockstorm/checker/internal/ids"
 )
 
 // Problem is one way a history breaks its rules, named by line: the line of
@@ -86,63 +88,6 @@ func isOperation(f string) bool {
 	return false
 }
 
-// byProcess maps process (or client) ids to values: a slice for the small
-// non-negative ids runners use, a map for any other. A map per lookup was
-// a good part of the passes' time, once per entry.
-type byProcess[T any] struct {
-	dense []T
-	has   []bool
-	other map[int]T
-}
-
-// denseProcesses bounds the ids byProcess keeps in its slice.
-const denseProcesses = 1 << 16
-
-func (m *byProcess[T]) get(id int) (T, bool) {
-	if id >= 0 && id < len(m.dense) {
-		return m.dense[id], m.has[id]
-	}
-	v, ok := m.other[id]
-	return v, ok
-}
-
-func (m *byProcess[T]) set(id int, v T) {
-	if id >= 0 && id < denseProcesses {
-		if id >= len(m.dense) {
-			n := max(2*len(m.dense), id+1, 16)
-			m.dense = append(m.dense, make([]T, n-len(m.dense))...)
-			m.has = append(m.has, make([]bool, n-len(m.has))...)
-		}
-		m.dense[id], m.has[id] = v, true
-		return
-	}
-	if m.other == nil {
-		m.other = map[int]T{}
-	}
-	m.other[id] = v
-}
-
-func (m *byProcess[T]) del(id int) {
-	if id >= 0 && id < len(m.dense) {
-		var zero T
-		m.dense[id], m.has[id] = zero, false
-		return
-	}
-	delete(m.other, id)
-}
-
-// each calls f for every id set: the slice's in order, then the map's.
-func (m *byProcess[T]) each(f func(id int, v T)) {
-	for id, ok := range m.has {
-		if ok {
-			f(id, m.dense[id])
-		}
-	}
-	for id, v := range m.other {
-		f(id, v)
-	}
-}
-
 // dupFinder finds an entry's first earlier equal (by every field but
 // the few a runner never sets twice differently: see sameEntry). Equal
 // entries have the same process and time, so in a history ordered by time
@@ -157,7 +102,7 @@ type dupFinder struct {
 	// ordered by time: prev[i] is the entry before i of its process at its
 	// time (-1: none); last is each process's latest entry.
 	prev []int32
-	last byProcess[int32]
+	last ids.Map[int32]
 	// otherwise: an open-addressing table of positions+1 (0: empty).
 	seed  maphash.Seed
 	slots []int32
@@ -193,8 +138,8 @@ func (d *dupFinder) firstOrAdd(i int) int {
 	if d.slots != nil {
 		return d.fromTable(i)
 	}
-	j, ok := d.last.get(op.Process)
-	d.last.set(op.Process, int32(i))
+	j, ok := d.last.Get(op.Process)
+	d.last.Set(op.Process, int32(i))
 	if !ok || d.h[j].Time != op.Time {
 		j = -1
 	}
@@ -225,32 +170,6 @@ func (d *dupFinder) fromTable(i int) int {
 			return j
 		}
 	}
-}
-
-// indexTable is where each index was first used: a slice for the indices a
-// runner's history has (0 to len-1), a map for any other.
-type indexTable struct {
-	dense []int32 // position+1; 0: unused
-	other map[int]int
-}
-
-func (t *indexTable) get(index int) (int, bool) {
-	if index >= 0 && index < len(t.dense) {
-		return int(t.dense[index]) - 1, t.dense[index] != 0
-	}
-	i, ok := t.other[index]
-	return i, ok
-}
-
-func (t *indexTable) set(index, i int) {
-	if index >= 0 && index < len(t.dense) {
-		t.dense[index] = int32(i + 1)
-		return
-	}
-	if t.other == nil {
-		t.other = map[int]int{}
-	}
-	t.other[index] = i
 }
 
 // Validate checks that p's history is one the runner could have written, and
@@ -328,7 +247,7 @@ func validateAs(p Parsed, runner, sorted bool) (well History, problems []Problem
 	v.skip = make([]bool, len(h))
 	v.seen = newDupFinder(h, sorted)
 	if v.runner {
-		v.seenIndex.dense = make([]int32, len(h))
+		v.seenIndex = ids.NewPositions(len(h))
 	}
 	if len(h) > 0 && h[0].Index > 0 {
 		v.bad(0, "the history starts at index %d: entries 0 to %d (its start) are missing", h[0].Index, h[0].Index-1)
@@ -369,8 +288,8 @@ type validator struct {
 	runner    bool // a runner's history: it has indices, a header and an end
 	skip      []bool
 	seen      *dupFinder
-	seenIndex indexTable
-	open      byProcess[inflight] // by value: one allocation per invoke was the next cost
+	seenIndex ids.Positions
+	open      ids.Map[inflight] // by value: one allocation per invoke was the next cost
 	broken    map[int]bool
 	endAt     int // the end record's position (-1: none yet)
 	next      int // the index the next entry should have (runner histories)
@@ -438,11 +357,11 @@ func (v *validator) entry(i int) {
 // index checks a runner's entry index: unused, in order, none missing. It
 // says false for an index already used (the entry is skipped).
 func (v *validator) index(i int, op *Op) bool {
-	if j, ok := v.seenIndex.get(op.Index); ok {
+	if j, ok := v.seenIndex.Get(op.Index); ok {
 		v.bad(i, "index %d already used by line %d", op.Index, v.p.line(j))
 		return false
 	}
-	v.seenIndex.set(op.Index, i)
+	v.seenIndex.Set(op.Index, i)
 	next := v.next
 	switch {
 	case op.Index > next && i > 0:
@@ -463,14 +382,14 @@ func (v *validator) index(i int, op *Op) bool {
 // pair matches an operation's completion with its process's invoke.
 func (v *validator) pair(i int, op *Op) {
 	pid := op.Process
-	cur, inFlight := v.open.get(pid)
+	cur, inFlight := v.open.Get(pid)
 	if op.Type == Invoke {
 		if inFlight {
 			v.bad(i, "process %d invokes %s %s, but its %s %s invoked at line %d never completed",
 				pid, op.F, op.Key, cur.f, cur.key, v.p.line(cur.at))
 			v.broken[pid] = true
 		}
-		v.open.set(pid, inflight{op.F, op.Key, i})
+		v.open.Set(pid, inflight{op.F, op.Key, i})
 		return
 	}
 	switch {
@@ -481,9 +400,9 @@ func (v *validator) pair(i int, op *Op) {
 		v.bad(i, "%s %s of process %d completes (%s), but the operation in flight is %s %s invoked at line %d",
 			op.F, op.Key, pid, op.Type, cur.f, cur.key, v.p.line(cur.at))
 		v.broken[pid] = true
-		v.open.del(pid)
+		v.open.Del(pid)
 	default:
-		v.open.del(pid)
+		v.open.Del(pid)
 	}
 }
 

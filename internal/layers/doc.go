@@ -1,7 +1,10 @@
 // Package layers holds the test that keeps lockstorm's imports pointing
 // down: the intended order of its packages, from the bottom.
 //
-//  0. internal/resp, internal/clock, internal/admission: raw RESP, the clock shim, CPU admission; no lockstorm imports
+//  0. internal/resp, internal/clock, internal/admission: raw RESP, the clock shim, CPU admission, no lockstorm imports;
+//     checker/internal/liveness, checker/internal/ids, checker/internal/keyevents:
+//     the liveness checks' time arithmetic, the tables by id and the judgements
+//     by the servers' key events, below checker
 //  1. checker, lockimpl: histories and their checks; the locks on trial
 //  2. internal/cluster, lockimpl/exec: Redis backends; locks as client processes
 //  3. scenarios/nemesis: faults
@@ -40,4 +43,8 @@ var Order = map[string]int{
 	"internal/bench":     8,
 	"cmd/lockstorm":      9,
 	"internal/layers":    0,
+
+	"checker/internal/liveness":  0,
+	"checker/internal/ids":       0,
+	"checker/internal/keyevents": 0,
 }

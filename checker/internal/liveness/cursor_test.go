@@ -1,4 +1,4 @@
-package checker
+package liveness
 
 import (
 	"math/rand/v2"
@@ -16,7 +16,7 @@ func TestCursorAgreesWithBinarySearch(t *testing.T) {
 			ts[i] = rng.Int64N(int64(n)*3 + 1) // duplicates too
 		}
 		slices.Sort(ts)
-		c := cursor{ts: ts}
+		c := NewCursor(ts)
 		q := int64(-2)
 		for k := 0; k < 4*n+20; k++ {
 			switch r := rng.IntN(10); {
@@ -27,8 +27,8 @@ func TestCursorAgreesWithBinarySearch(t *testing.T) {
 			default: // the same time again
 			}
 			want, _ := slices.BinarySearch(ts, q)
-			if got := c.atOrAfter(q); got != want {
-				t.Fatalf("n %d: atOrAfter(%d) = %d, want %d", n, q, got, want)
+			if got := c.AtOrAfter(q); got != want {
+				t.Fatalf("n %d: AtOrAfter(%d) = %d, want %d", n, q, got, want)
 			}
 		}
 	}

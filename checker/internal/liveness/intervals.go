@@ -1,0 +1,88 @@
+// Package liveness holds the time arithmetic of the checker's liveness
+// checks on plain times: intervals of lateness (the harness's stalls, the
+// clients' own lag) merged and cut, the starvation sweep over a key's wants
+// and holds, and the cursor and percentiles its figures read. It knows no
+// history entry: the checker's pass (checker/analyze.go) gathers the times
+// and the checker reads the figures back.
+package liveness
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Interval is a closed time interval, in ns since the history's start.
+type Interval struct{ From, To int64 }
+
+// Merge sorts ivs by start and merges those that overlap or touch, in
+// place.
+func Merge(ivs []Interval) []Interval {
+	if len(ivs) < 2 {
+		return ivs
+	}
+	slices.SortFunc(ivs, func(x, y Interval) int { return cmp.Compare(x.From, y.From) })
+	out := ivs[:1]
+	for _, iv := range ivs[1:] {
+		last := &out[len(out)-1]
+		if iv.From <= last.To {
+			last.To = max(last.To, iv.To)
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// AppendMinus appends to out the parts of iv that no interval of cut
+// covers (cut in time order, as recorded).
+func AppendMinus(out []Interval, iv Interval, cut []Interval) []Interval {
+	from := iv.From
+	for _, c := range cut {
+		if c.To <= from || c.From >= iv.To {
+			continue
+		}
+		if c.From > from {
+			out = append(out, Interval{from, c.From})
+		}
+		from = max(from, c.To)
+	}
+	if from < iv.To {
+		out = append(out, Interval{from, iv.To})
+	}
+	return out
+}
+
+// Covered is how much of [from, to) the intervals cover (they may overlap
+// each other: the harness's stalls do not).
+func Covered(ivs []Interval, from, to int64) int64 {
+	var n int64
+	for _, iv := range ivs {
+		lo, hi := max(iv.From, from), min(iv.To, to)
+		if hi > lo {
+			n += hi - lo
+		}
+	}
+	return n
+}
+
+// Figures counts intervals (the harness's stalls, a client's lags), the
+// longest and the total (ms).
+func Figures(ivs []Interval) (n int, maxMs, totalMs float64) {
+	for _, iv := range ivs {
+		d := Ms(iv.To - iv.From)
+		maxMs, totalMs = max(maxMs, d), totalMs+d
+	}
+	return len(ivs), maxMs, totalMs
+}
+
+// Ms is ns in milliseconds.
+func Ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// Percentile is the nearest-rank percentile of sorted xs (0 when empty).
+func Percentile(xs []int64, p float64) int64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(xs))+0.999999) - 1
+	return xs[max(0, min(i, len(xs)-1))]
+}
