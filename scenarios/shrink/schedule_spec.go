@@ -50,35 +50,10 @@ func schedSpec(base *scenarios.Spec, w *checker.Witness, lanes []*lane, gates []
 		}
 		s.Failpoints = append(s.Failpoints, scenarios.FailpointSpec{Client: d.replay, Point: at.point, Action: a})
 	}
-	holdOpen(&s, w, renum)
 	for _, l := range lanes {
 		s.Failpoints = append(s.Failpoints, pinned(base, l, h, renum, w.ToNs)...)
 	}
 	return &s, nil
-}
-
-// holdOpen keeps the overlap open once the schedule has made it: the
-// earlier holder, gated in its critical section until the later one holds,
-// then stays there for half the lock's TTL. The history's overlap may have
-// lasted microseconds; one so short the machine's own stalls could explain
-// it is not judged (the checker discounts them), so the replay would be
-// inconclusive whenever the machine is busy. Half a TTL keeps the overlap's
-// start within the lease, as the history's was.
-func holdOpen(s *scenarios.Spec, w *checker.Witness, renum map[int]int) {
-	earlier := w.A
-	if w.B.From < earlier.From {
-		earlier = w.B
-	}
-	c, ok := renum[earlier.Client]
-	if !ok || s.Lock.TTL <= 0 {
-		return
-	}
-	for i, fp := range s.Failpoints {
-		if fp.Client == c && fp.Point == scenarios.PointHold && fp.WaitFor != "" && fp.Sleep == 0 {
-			s.Failpoints[i].Sleep = s.Lock.TTL / 2
-			return
-		}
-	}
 }
 
 // pinned are the crash and the faults that met lane l's client in its
