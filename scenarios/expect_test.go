@@ -18,8 +18,8 @@ import (
 // disagreement means the claims or the rules misread the documents.
 func TestDerivedAgreesWithSpecs(t *testing.T) {
 	pairs := 0
-	for _, n := range Names() {
-		s, err := Load(n)
+	for _, n := range spec.Names() {
+		s, err := spec.Load(n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,8 +45,8 @@ func TestDerivedAgreesWithSpecs(t *testing.T) {
 // lock (and any lock with claims) an expectation with a reason, and
 // nothing to a lock that declares none.
 func TestEverySpecJudgesEveryLock(t *testing.T) {
-	for _, n := range Names() {
-		s, err := Load(n)
+	for _, n := range spec.Names() {
+		s, err := spec.Load(n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,19 +68,19 @@ func TestEverySpecJudgesEveryLock(t *testing.T) {
 				t.Errorf("%s × %s: expectation %+v lacks a verdict or a reason", n, info.Name, e)
 			}
 		}
-		if e := s.ExpectFor("somebody-elses-lock", lockimpl.Claims{}); !reflect.DeepEqual(e, Expectation{}) {
+		if e := s.ExpectFor("somebody-elses-lock", lockimpl.Claims{}); !reflect.DeepEqual(e, spec.Expectation{}) {
 			t.Errorf("%s: a lock without claims is expected %+v", n, e)
 		}
 	}
 }
 
 func TestExpectedReasonIsTheComment(t *testing.T) {
-	s, err := Load("pause-past-ttl")
+	s, err := spec.Load("pause-past-ttl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := s.ExpectFor("fenced", lockimpl.Claims{})
-	if e.Source != FromSpec || !strings.Contains(e.Reason, "refuses C0's write") {
+	if e.Source != spec.FromSpec || !strings.Contains(e.Reason, "refuses C0's write") {
 		t.Errorf("fenced: %+v", e)
 	}
 }
@@ -95,8 +95,8 @@ func TestRulesRejectedAtLoad(t *testing.T) {
 		{"unknown forbidden kind", "derive:\n  - expect: safe\n    because: x\n    forbid: sloth\n", "derive.0.forbid.0", "unknown kind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("x.yaml", []byte(goodSpec+tc.rules))
-			var se *SpecError
+			_, err := spec.Parse("x.yaml", []byte(goodSpec+tc.rules))
+			var se *spec.SpecError
 			if !errors.As(err, &se) || se.Field != tc.field || !strings.Contains(err.Error(), tc.msg) || se.Line == 0 {
 				t.Errorf("err = %v, want %s: %s with a line", err, tc.field, tc.msg)
 			}
@@ -105,7 +105,7 @@ func TestRulesRejectedAtLoad(t *testing.T) {
 }
 
 func TestRuleMatching(t *testing.T) {
-	s, err := Parse("x.yaml", []byte(goodSpec+`derive:
+	s, err := spec.Parse("x.yaml", []byte(goodSpec+`derive:
   - if: {fencing: true}
     expect: safe
     because: fenced
@@ -154,7 +154,7 @@ func TestBaselineRoundTrip(t *testing.T) {
 	if err := NewBaseline(outs).WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	b, err := ReadBaseline(path)
+	b, err := spec.ReadBaseline(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,13 +162,13 @@ func TestBaselineRoundTrip(t *testing.T) {
 		t.Fatalf("entries %+v", b.Entries)
 	}
 	e, ok := b.Expect("b", "mine")
-	if !ok || e.Verdict != checker.Unsafe || e.Source != FromBaseline || !strings.Contains(e.Reason, path) {
+	if !ok || e.Verdict != checker.Unsafe || e.Source != spec.FromBaseline || !strings.Contains(e.Reason, path) {
 		t.Errorf("Expect(b, mine) = %+v, %v", e, ok)
 	}
 	if _, ok := b.Expect("b", "yours"); ok {
 		t.Error("an unrecorded pair has an expectation")
 	}
-	var nilB *Baseline
+	var nilB *spec.Baseline
 	if _, ok := nilB.Expect("a", "mine"); ok {
 		t.Error("nil baseline has an expectation")
 	}
@@ -177,7 +177,7 @@ func TestBaselineRoundTrip(t *testing.T) {
 // TestExtraOptions: lock.extra reaches a user's factory; a variant's extra
 // entries override the spec's and keep the others.
 func TestExtraOptions(t *testing.T) {
-	s, err := Parse("x.yaml", []byte(`name: x
+	s, err := spec.Parse("x.yaml", []byte(`name: x
 duration: 1s
 lock: {ttl: 1s, extra: {tries: "32", drift: "0.01"}}
 variants:
@@ -198,7 +198,7 @@ variants:
 // fall as it will) makes a claims-derived run ungated, as a random mode's
 // is; the spec's own expectations, and rules without the mark, stay gated.
 func TestSearchRuleIsExploratory(t *testing.T) {
-	s, err := Parse("search.yaml", []byte(`name: search
+	s, err := spec.Parse("search.yaml", []byte(`name: search
 mode: scheduled
 duration: 1s
 lock: {ttl: 1s}
@@ -229,7 +229,7 @@ derive:
 			t.Fatal(err)
 		}
 		exp := s.ExpectFor(tc.impl, info.ClaimsUnder(s.Lock))
-		if got := exp.Source == FromClaims; got != tc.fromClaims || exp.Search != tc.search {
+		if got := exp.Source == spec.FromClaims; got != tc.fromClaims || exp.Search != tc.search {
 			t.Errorf("%s: source %s, search %v; want from claims %v, search %v", tc.impl, exp.Source, exp.Search, tc.fromClaims, tc.search)
 		}
 		if gated := gatedRun(s, exp); gated == tc.search {
@@ -246,8 +246,8 @@ derive:
 // claim alone: a rule reasoning with the unstretched times (a 300 ms lock
 // living over a second) misjudges it. Tried on every shipped lock's claims.
 func TestWholeSecondsChangesNoRule(t *testing.T) {
-	for _, n := range Names() {
-		s, err := Load(n)
+	for _, n := range spec.Names() {
+		s, err := spec.Load(n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +268,7 @@ func TestWholeSecondsChangesNoRule(t *testing.T) {
 // TestRulePermitsAndForbids: a rule's permit and forbid lists override the
 // claims' defaults for the locks it matches, with the rule's reason.
 func TestRulePermitsAndForbids(t *testing.T) {
-	s, err := Parse("x.yaml", []byte(goodSpec+"derive:\n  - expect: unsafe\n    because: the pause outlasts the TTL\n    permit: [orphaned-key]\n    forbid: [harm]\n"))
+	s, err := spec.Parse("x.yaml", []byte(goodSpec+"derive:\n  - expect: unsafe\n    because: the pause outlasts the TTL\n    permit: [orphaned-key]\n    forbid: [harm]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestPermissionDefaults(t *testing.T) {
 		{"starvation where deadlock is expected", checker.Deadlock, single, spec.Facts{}, checker.KindStarvation, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, p := range spec.Permissions(Expectation{Verdict: tc.verdict}, tc.c, tc.f) {
+			for _, p := range spec.Permissions(spec.Expectation{Verdict: tc.verdict}, tc.c, tc.f) {
 				if p.Kind == tc.kind {
 					if p.Permitted != tc.want || p.Why == "" {
 						t.Errorf("%s permitted %v (%s), want %v", tc.kind, p.Permitted, p.Why, tc.want)

@@ -2,13 +2,14 @@ package scenarios
 
 import (
 	"context"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"sort"
 	"time"
 )
 
 // Job is one scenario run: a spec and how to run it.
 type Job struct {
-	Spec   *Spec
+	Spec   *spec.Spec
 	Config Config
 }
 

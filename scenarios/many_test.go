@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"testing"
 	"time"
 )
@@ -21,7 +22,7 @@ func TestExpectedLengthIsThePlans(t *testing.T) {
 		{"sentinel-partition", "set-nx-px", 1, sentinelStartUp},
 		{"lua-unlock-stall", "no-such-lock", 1, 0},
 	} {
-		spec, err := Load(tc.scenario)
+		spec, err := spec.Load(tc.scenario)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -42,7 +43,7 @@ func newRun(cfg Config, plan *Plan) *run {
 func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology) error {
 	if len(plan.Failpoints) > 0 || plan.Points.Recorded {
 		r.hub.OnHit = func(client int, point string, fired []int) {
-			if CmdPoint(point) && len(fired) == 0 && !plan.Points.Recorded {
+			if spec.CmdPoint(point) && len(fired) == 0 && !plan.Points.Recorded {
 				return // every command would flood the history; the witness names the lock's steps
 			}
 			c := r.clients[client]

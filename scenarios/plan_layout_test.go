@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"log/slog"
 	"math/rand/v2"
 	"reflect"
@@ -28,7 +29,7 @@ func linkNames(n *nemesis.Network) []string {
 // clients, servers, failover) and a target the run does not have.
 func TestLayoutIsTheTopology(t *testing.T) {
 	cluster.StartForTest(t, 1) // a CI failure without redis-server, a skip elsewhere
-	spec, err := Parse("layout.yaml", []byte(`name: layout
+	spec, err := spec.Parse("layout.yaml", []byte(`name: layout
 nodes: 2
 replicas: 1
 clients: 3

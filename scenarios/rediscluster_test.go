@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"errors"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -31,7 +32,7 @@ duration: 1s
 // data link.
 func TestClusterLayoutIsTheTopology(t *testing.T) {
 	cluster.RequireRedisServer(t)
-	spec, err := Parse("layout.yaml", []byte(clusterLayoutSpec))
+	spec, err := spec.Parse("layout.yaml", []byte(clusterLayoutSpec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestClusterLayoutIsTheTopology(t *testing.T) {
 // and no listening socket (router, link, server) is left behind.
 func TestClusterSetupFailureLeavesNothing(t *testing.T) {
 	cluster.RequireRedisServer(t)
-	spec, err := Parse("setup.yaml", []byte(clusterLayoutSpec))
+	spec, err := spec.Parse("setup.yaml", []byte(clusterLayoutSpec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,8 +210,8 @@ func TestClusterSpecRefused(t *testing.T) {
 		{"quorum lock", base + "cluster: {masters: 3}\nimpls: [redlock]\n", 5, "impls", "single-instance locks only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("x.yaml", []byte(tc.text))
-			var se *SpecError
+			_, err := spec.Parse("x.yaml", []byte(tc.text))
+			var se *spec.SpecError
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want a *SpecError", err)
 			}

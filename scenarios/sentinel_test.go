@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"log/slog"
 	"slices"
 	"strings"
@@ -22,7 +23,7 @@ import (
 // addresses Sentinel hands out map onto the client's links.
 func TestSentinelTopology(t *testing.T) {
 	cluster.StartForTest(t, 1) // a CI failure without redis-server, a skip elsewhere
-	spec, err := Parse("sentinel.yaml", []byte(`name: sentinel
+	spec, err := spec.Parse("sentinel.yaml", []byte(`name: sentinel
 replicas: 1
 sentinel: {sentinels: 3, quorum: 2, down_after: 300ms, failover_timeout: 2s}
 clients: 1

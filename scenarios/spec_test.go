@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"errors"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"strings"
 	"testing"
 )
@@ -36,8 +37,8 @@ func TestParseRejectsBadSpecs(t *testing.T) {
 		{"failpoint client out of range", goodSpec + "failpoints:\n  - {client: 5, point: set-nx-px/before-set, sleep: 1s}\n", 8, "failpoints.0.client", "no client 5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("x.yaml", []byte(tc.text))
-			var se *SpecError
+			_, err := spec.Parse("x.yaml", []byte(tc.text))
+			var se *spec.SpecError
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want a *SpecError", err)
 			}
@@ -58,12 +59,12 @@ func TestParseRejectsBadSpecs(t *testing.T) {
 }
 
 func TestEmbeddedSpecsLoad(t *testing.T) {
-	names := Names()
+	names := spec.Names()
 	if len(names) == 0 {
 		t.Fatal("no embedded scenarios")
 	}
 	for _, n := range names {
-		s, err := Load(n)
+		s, err := spec.Load(n)
 		if err != nil {
 			t.Errorf("%s: %v", n, err)
 			continue

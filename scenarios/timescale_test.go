@@ -3,6 +3,7 @@ package scenarios
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"reflect"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ func TestFitTimeScale(t *testing.T) {
 		{gran: time.Second, ttl: time.Second, factor: 3},
 		{gran: 10 * time.Second, ttl: 3 * time.Second, factor: 10},
 	} {
-		ts := FitTimeScale(tc.gran, tc.ttl)
+		ts := spec.FitTimeScale(tc.gran, tc.ttl)
 		if tc.factor == 0 {
 			if ts != nil {
 				t.Errorf("FitTimeScale(%v, %v) = %s; want none", tc.gran, tc.ttl, ts)
@@ -79,7 +80,7 @@ func durations(v reflect.Value, path string, out map[string]time.Duration) {
 // slices and maps, and the spec scaled from is left as it was.
 func TestSpecScaledEveryTime(t *testing.T) {
 	for _, name := range []string{"getset-overwrite", "pause-past-ttl", "combined-faults", "sentinel-partition-min-replicas", "lua-unlock-stall"} {
-		spec, err := Load(name)
+		spec, err := spec.Load(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,11 +123,11 @@ func TestSpecScaledEveryTime(t *testing.T) {
 // A spec that scaling would push past the duration limit is refused, with
 // the scale in the message.
 func TestSpecScaledLimits(t *testing.T) {
-	spec, err := Parse("long.yaml", []byte("name: long\nduration: 2m\nlock: {ttl: 100ms}\nimpls: [set-nx-px]\n"))
+	sp, err := spec.Parse("long.yaml", []byte("name: long\nduration: 2m\nlock: {ttl: 100ms}\nimpls: [set-nx-px]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = spec.Scaled(FitTimeScale(time.Second, spec.Lock.TTL))
+	_, err = sp.Scaled(spec.FitTimeScale(time.Second, sp.Lock.TTL))
 	if err == nil || !strings.Contains(err.Error(), "above the limit of 10m") || !strings.Contains(err.Error(), "scaled ×30") {
 		t.Fatalf("scaling a 2 m run ×30: %v; want the duration limit refused", err)
 	}
@@ -136,8 +137,8 @@ func TestSpecScaledLimits(t *testing.T) {
 // did before time scales existed: no scale, and every time of the plan is
 // the spec's own; every shipped scenario × every registered lock.
 func TestCompileUnscaledForMillisecondLocks(t *testing.T) {
-	for _, name := range Names() {
-		spec, err := Load(name)
+	for _, name := range spec.Names() {
+		spec, err := spec.Load(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +172,7 @@ func TestCompileUnscaledForMillisecondLocks(t *testing.T) {
 // A whole-second lock's plan shows the scaled schedule: every time ×10 for
 // a 300 ms TTL, the scale's line, and the run-time floors the runner adds.
 func TestCompileScalesWholeSecondLock(t *testing.T) {
-	spec, err := Load("pause-past-ttl")
+	spec, err := spec.Load("pause-past-ttl")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // pythonRelease is getset run as getset-py: seed 003's release (delete only
@@ -147,10 +148,10 @@ func TestClientMatrix(t *testing.T) {
 		}
 		names := mc.specs
 		if all {
-			names = scenarios.Names()
+			names = spec.Names()
 		}
 		for _, n := range names {
-			spec, err := scenarios.Load(n)
+			spec, err := spec.Load(n)
 			if err != nil {
 				t.Fatal(err)
 			}

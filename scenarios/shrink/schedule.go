@@ -11,8 +11,8 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
-	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // A schedule is built from one failing run's history: the order in which
@@ -78,7 +78,7 @@ type gate struct{ d, g, c, x int }
 // that held first; it has base's lock, workload, network and clocks, and
 // none of its faults, failpoints or exploration: those that touched a kept
 // client in its window are pinned to the point it was at.
-func Schedule(base *scenarios.Spec, h checker.History, w *checker.Witness, keep []int) (*scenarios.Spec, error) {
+func Schedule(base *spec.Spec, h checker.History, w *checker.Witness, keep []int) (*spec.Spec, error) {
 	if w == nil {
 		return nil, errors.New("schedule: the run names no witness (two holders of one key)")
 	}
@@ -113,7 +113,7 @@ func Schedule(base *scenarios.Spec, h checker.History, w *checker.Witness, keep 
 	for _, c := range keep {
 		cycle[c], hold[c] = cycleOf(steps[c], anchor[c], end)
 		if cycle[c] < 0 {
-			return nil, fmt.Errorf("schedule: client %d's history has no %s before %v (were its steps recorded?)", c, scenarios.PointBeforeAcquire, time.Duration(anchor[c]))
+			return nil, fmt.Errorf("schedule: client %d's history has no %s before %v (were its steps recorded?)", c, spec.PointBeforeAcquire, time.Duration(anchor[c]))
 		}
 	}
 	order := slices.Clone(keep)
@@ -245,7 +245,7 @@ func landmarks(steps []step, first bool, hold int) ([]stopKind, []int) {
 		for _, s := range steps[hold:] {
 			count[s.point]++
 		}
-		seen := map[string]int{scenarios.PointBeforeAcquire: 1}
+		seen := map[string]int{spec.PointBeforeAcquire: 1}
 		for i := hold; i < len(steps); i++ {
 			p := steps[i].point
 			seen[p]++
@@ -277,7 +277,7 @@ func landmarks(steps []step, first bool, hold int) ([]stopKind, []int) {
 	}
 	for i := tail; i < len(steps); i++ {
 		switch {
-		case steps[i].point == scenarios.PointBeforeAcquire:
+		case steps[i].point == spec.PointBeforeAcquire:
 		case loop[steps[i].point]:
 			out[i] = loopStop
 		default:
@@ -322,7 +322,7 @@ func firstLockStep(steps []step, from, to int64) (int64, bool) {
 func cycleOf(steps []step, anchor, end int64) (int, int64) {
 	cycle := -1
 	for i, s := range steps {
-		if s.point == scenarios.PointBeforeAcquire && s.t <= anchor {
+		if s.point == spec.PointBeforeAcquire && s.t <= anchor {
 			cycle = i
 		}
 	}
@@ -333,7 +333,7 @@ func cycleOf(steps []step, anchor, end int64) (int, int64) {
 		if s.t > end {
 			break
 		}
-		if s.point == scenarios.PointHold {
+		if s.point == spec.PointHold {
 			return cycle, s.t
 		}
 	}
@@ -346,7 +346,7 @@ func cycleOf(steps []step, anchor, end int64) (int, int64) {
 func window(c, replay, cycle int, first bool, steps []step, h checker.History, end int64) (*lane, error) {
 	hold := -1
 	for i := cycle; i < len(steps) && hold < 0; i++ {
-		if steps[i].point == scenarios.PointHold {
+		if steps[i].point == spec.PointHold {
 			hold = i
 		}
 	}
@@ -355,7 +355,7 @@ func window(c, replay, cycle int, first bool, steps []step, h checker.History, e
 		last++
 	}
 	if first && (hold < 0 || hold > last) {
-		return nil, fmt.Errorf("schedule: client %d reached %s only after the overlap", c, scenarios.PointHold)
+		return nil, fmt.Errorf("schedule: client %d reached %s only after the overlap", c, spec.PointHold)
 	}
 	landmark, nth := landmarks(steps[cycle:last+1], first, hold-cycle)
 	from := cycle
@@ -637,7 +637,7 @@ func (g *orderGraph) add(c, x, d, gl int) {
 
 // schedSpec writes the schedule as a spec: base's lock and conditions, the
 // kept clients, the gates, and the crashes and faults pinned to points.
-func schedSpec(base *scenarios.Spec, w *checker.Witness, lanes []*lane, gates []gate, h checker.History) (*scenarios.Spec, error) {
+func schedSpec(base *spec.Spec, w *checker.Witness, lanes []*lane, gates []gate, h checker.History) (*spec.Spec, error) {
 	s := *base
 	s.Mode = "scheduled"
 	s.Clients = len(lanes)
@@ -672,7 +672,7 @@ func schedSpec(base *scenarios.Spec, w *checker.Witness, lanes []*lane, gates []
 		if x.n > 1 {
 			a.WaitCount = x.n
 		}
-		s.Failpoints = append(s.Failpoints, scenarios.FailpointSpec{Client: d.replay, Point: at.point, Action: a})
+		s.Failpoints = append(s.Failpoints, spec.FailpointSpec{Client: d.replay, Point: at.point, Action: a})
 	}
 	for _, l := range lanes {
 		s.Failpoints = append(s.Failpoints, pinned(base, l, h, renum, w.ToNs)...)
@@ -686,12 +686,12 @@ func schedSpec(base *scenarios.Spec, w *checker.Witness, lanes []*lane, gates []
 // crash and every fault naming the client (a pause, the timeline's crash)
 // at the last landmark before it began (the first, for one that began
 // before the window).
-func pinned(base *scenarios.Spec, l *lane, h checker.History, renum map[int]int, end int64) []scenarios.FailpointSpec {
+func pinned(base *spec.Spec, l *lane, h checker.History, renum map[int]int, end int64) []spec.FailpointSpec {
 	if len(l.landmarks) == 0 {
 		return nil
 	}
 	start := l.landmarks[0].t
-	var out []scenarios.FailpointSpec
+	var out []spec.FailpointSpec
 	// A random failpoint's fault (a sleep, a lost reply, a fault placed at
 	// a step) that fired at one of the lane's landmarks: there, once.
 	for _, e := range l.landmarks {
@@ -704,7 +704,7 @@ func pinned(base *scenarios.Spec, l *lane, h checker.History, renum map[int]int,
 			if a.Prob == 0 && fp.Client >= 0 || a.Sleep == 0 && !a.LoseReply && fp.Fault == nil {
 				continue // a schedule's own step, or a crash (pinned below)
 			}
-			p := scenarios.FailpointSpec{Client: l.replay, Point: e.point,
+			p := spec.FailpointSpec{Client: l.replay, Point: e.point,
 				Action: lockimpl.Action{Skip: e.n - 1, Times: 1, Sleep: a.Sleep, LoseReply: a.LoseReply}}
 			if fp.Fault != nil {
 				f := *fp.Fault
@@ -733,7 +733,7 @@ func pinned(base *scenarios.Spec, l *lane, h checker.History, renum map[int]int,
 		switch {
 		case o.F == checker.FCrash && o.Client == l.client && o.Process >= 0 && o.Time >= start && o.Time <= end:
 			e := at(o.Time)
-			out = append(out, scenarios.FailpointSpec{Client: l.replay, Point: e.point, Action: lockimpl.Action{Skip: e.n - 1, Times: 1, Crash: true}})
+			out = append(out, spec.FailpointSpec{Client: l.replay, Point: e.point, Action: lockimpl.Action{Skip: e.n - 1, Times: 1, Crash: true}})
 		case o.F == checker.FStart && o.Type == checker.Ok && o.Targets != nil && firstKept(o.Targets.Clients, renum) == l.client:
 			stop, ok := stops[o.N]
 			if !ok {
@@ -753,7 +753,7 @@ func pinned(base *scenarios.Spec, l *lane, h checker.History, renum map[int]int,
 				}
 			}
 			e := at(o.Time)
-			out = append(out, scenarios.FailpointSpec{Client: l.replay, Point: e.point, Action: lockimpl.Action{Skip: e.n - 1, Times: 1}, Fault: &f})
+			out = append(out, spec.FailpointSpec{Client: l.replay, Point: e.point, Action: lockimpl.Action{Skip: e.n - 1, Times: 1}, Fault: &f})
 		}
 	}
 	return out
