@@ -1,12 +1,12 @@
 package scenarios
 
 import (
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // A spec loaded for a lock given in code may name it, its variants and its

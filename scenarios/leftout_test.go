@@ -3,9 +3,10 @@ package scenarios
 import (
 	"bytes"
 	"fmt"
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"strings"
 	"testing"
+
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestPlanLeavesQuorumFaultsOutOnOneMaster: failover-random's split-votes

@@ -2,9 +2,10 @@ package scenarios
 
 import (
 	"context"
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"sort"
 	"time"
+
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // Job is one scenario run: a spec and how to run it.

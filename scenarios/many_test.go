@@ -1,9 +1,10 @@
 package scenarios
 
 import (
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"testing"
 	"time"
+
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestExpectedLengthIsThePlans: jobs are ordered by what their plans will

@@ -3,13 +3,13 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"sync"
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // eventLog is the order in which the runner called a lock's methods.

@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // The phases of one run (runOnce), each a function of its own.

@@ -3,13 +3,13 @@ package scenarios
 import (
 	"cmp"
 	"fmt"
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"math/rand/v2"
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // Plan is a spec compiled against one lock and config, before anything

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"log/slog"
 	"math/rand/v2"
 	"reflect"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // linkNames are the links a network holds, in the order they were made.

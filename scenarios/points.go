@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"math/rand/v2"
 	"path"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // Command points. Every command a lock sends on Env.Nodes passes two

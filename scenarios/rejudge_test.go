@@ -2,10 +2,10 @@ package scenarios
 
 import (
 	"context"
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // A run the harness's own stalls left inconclusive is run again, up to

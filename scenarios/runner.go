@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // Config is how to run a scenario, beyond the spec itself.

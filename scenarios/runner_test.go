@@ -2,13 +2,13 @@ package scenarios
 
 import (
 	"context"
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestManyClients runs 256 clients (64 hosts, so 4 share each host's

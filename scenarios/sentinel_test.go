@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"log/slog"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestSentinelTopology starts the Sentinel topology on real processes, has a

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // clientLoop runs acquire → critical section → release until the run ends.
