@@ -13,7 +13,7 @@ import (
 func (v *validation) checkFaults() error {
 	s := v.s
 	if s.Network.Latency > 0 || s.Network.Jitter > 0 {
-		if _, err := nemesis.Build(nemesis.Spec{Kind: "latency", Latency: s.Network.Latency, Jitter: s.Network.Jitter}); err != nil {
+		if err := (&nemesis.LatencyParams{Latency: s.Network.Latency, Jitter: s.Network.Jitter}).Validate(); err != nil {
 			var fe *nemesis.FieldError
 			if errors.As(err, &fe) {
 				return v.bad("network."+fe.Field, "%s", fe.Msg)
@@ -113,25 +113,18 @@ func (v *validation) checkFault(at string, f nemesis.Spec, timeline bool) error 
 			return v.bad(fmt.Sprintf("%s.nodes.%d", at, i), "%v", err)
 		}
 	}
-	if f.Kind == "failover" && s.Cluster != nil {
-		return v.bad(at+".kind", "failover is the harness playing Sentinel; in a cluster use kill (the cluster fails over by itself) or cluster-failover")
-	}
-	if strings.HasPrefix(f.Kind, "cluster-") && s.Cluster == nil {
-		return v.bad(at+".kind", "%s acts on a Redis Cluster: set cluster: {masters: 3}", f.Kind)
-	}
-	if f.Kind == "cluster-failover" && s.Cluster.ReplicasPer() == 0 {
-		return v.bad(at+".kind", "cluster-failover promotes a replica: cluster.replicas is 0")
-	}
-	if f.Kind == "kill-synced" && s.Cluster != nil && s.Cluster.ReplicasPer() == 1 {
-		return nil
-	}
-	if f.Kind == "failover" && s.Replicas == 0 {
-		return v.bad(at+".kind", "failover promotes a replica: set replicas: 1")
-	}
-	if f.Kind == "kill-synced" && s.Replicas == 0 {
-		return v.bad(at+".kind", "kill-synced waits for the node's replica: set replicas: 1")
+	if msg := nemesis.Fits(f.Kind, s.servers()); msg != "" {
+		return v.bad(at+".kind", "%s", msg)
 	}
 	return nil
+}
+
+// servers is what the spec's servers offer a fault kind.
+func (s *Spec) servers() nemesis.Servers {
+	if s.Cluster != nil {
+		return nemesis.Servers{Cluster: true, Replicas: s.Cluster.ReplicasPer()}
+	}
+	return nemesis.Servers{Replicas: s.Replicas}
 }
 
 // checkFailpoint validates one failpoint: its point is one that exists,
