@@ -16,6 +16,17 @@ lock:
 impls: [set-nx-px]
 `
 
+// refusal parses text as x.yaml, which must be refused with a *SpecError.
+func refusal(t *testing.T, text string) *SpecError {
+	t.Helper()
+	_, err := Parse("x.yaml", []byte(text))
+	var se *SpecError
+	if !errors.As(err, &se) {
+		t.Fatalf("err = %v, want a *SpecError", err)
+	}
+	return se
+}
+
 func TestParseRejectsBadSpecs(t *testing.T) {
 	for _, tc := range []struct {
 		name, text string
@@ -38,19 +49,15 @@ func TestParseRejectsBadSpecs(t *testing.T) {
 		{"failpoint client out of range", goodSpec + "failpoints:\n  - {client: 5, point: set-nx-px/before-set, sleep: 1s}\n", 8, "failpoints.0.client", "no client 5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("x.yaml", []byte(tc.text))
-			var se *SpecError
-			if !errors.As(err, &se) {
-				t.Fatalf("err = %v, want a *SpecError", err)
+			err := refusal(t, tc.text)
+			if err.File != "x.yaml" {
+				t.Errorf("file = %q", err.File)
 			}
-			if se.File != "x.yaml" {
-				t.Errorf("file = %q", se.File)
+			if tc.line > 0 && err.Line != tc.line {
+				t.Errorf("line = %d, want %d (%v)", err.Line, tc.line, err)
 			}
-			if tc.line > 0 && se.Line != tc.line {
-				t.Errorf("line = %d, want %d (%v)", se.Line, tc.line, err)
-			}
-			if tc.field != "" && se.Field != tc.field {
-				t.Errorf("field = %q, want %q (%v)", se.Field, tc.field, err)
+			if tc.field != "" && err.Field != tc.field {
+				t.Errorf("field = %q, want %q (%v)", err.Field, tc.field, err)
 			}
 			if !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("error %q lacks %q", err, tc.msg)
@@ -103,13 +110,9 @@ func TestClusterSpecRefused(t *testing.T) {
 		{"quorum lock", base + "cluster: {masters: 3}\nimpls: [redlock]\n", 5, "impls", "single-instance locks only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("x.yaml", []byte(tc.text))
-			var se *SpecError
-			if !errors.As(err, &se) {
-				t.Fatalf("err = %v, want a *SpecError", err)
-			}
-			if se.File != "x.yaml" || se.Line != tc.line || se.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
-				t.Errorf("got %v (line %d, field %q), want line %d, field %q, %q", err, se.Line, se.Field, tc.line, tc.field, tc.msg)
+			se := refusal(t, tc.text)
+			if se.File != "x.yaml" || se.Line != tc.line || se.Field != tc.field || !strings.Contains(se.Error(), tc.msg) {
+				t.Errorf("got %v (line %d, field %q), want line %d, field %q, %q", se, se.Line, se.Field, tc.line, tc.field, tc.msg)
 			}
 		})
 	}
