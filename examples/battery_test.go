@@ -8,6 +8,7 @@ import (
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/locktest"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestBattery runs every lockstorm scenario against each library. The
@@ -23,7 +24,7 @@ import (
 // (cluster-*, TestBatteryCluster).
 func TestBattery(t *testing.T) {
 	var names []string
-	for _, n := range scenarios.Names() {
+	for _, n := range spec.Names() {
 		if !strings.HasPrefix(n, "sentinel-") && !strings.HasPrefix(n, "cluster-") {
 			names = append(names, n)
 		}
@@ -42,7 +43,7 @@ func TestBattery(t *testing.T) {
 // "not obtained" (redsync's ErrFailed).
 func TestBatterySentinel(t *testing.T) {
 	var names []string
-	for _, n := range scenarios.Names() {
+	for _, n := range spec.Names() {
 		if strings.HasPrefix(n, "sentinel-") {
 			names = append(names, n)
 		}
@@ -77,7 +78,7 @@ func TestBatteryCluster(t *testing.T) {
 // received after the release began).
 func TestBatterySlowObserver(t *testing.T) {
 	var names []string
-	for _, n := range scenarios.Names() {
+	for _, n := range spec.Names() {
 		if !strings.HasPrefix(n, "sentinel-") {
 			names = append(names, n)
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/locktest"
-	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // A program's own main: the battery against a lock it was never told about.
@@ -77,7 +77,7 @@ func ExampleReport_Baseline() {
 	}
 
 	// Later (in CI): the recorded verdicts are the expectations.
-	if b.Baseline, err = scenarios.ReadBaseline(path); err != nil {
+	if b.Baseline, err = spec.ReadBaseline(path); err != nil {
 		log.Fatal(err)
 	}
 	rep, err = locktest.Check(context.Background(), lock, b)

@@ -48,13 +48,14 @@ import (
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/reports"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // Battery is which scenarios to run and how. The zero value runs every
 // embedded scenario on the default backend with each spec's seed.
 type Battery struct {
 	// Scenarios are embedded names or paths to YAML files; empty: all of
-	// scenarios.Names().
+	// spec.Names().
 	Scenarios []string
 	// Seed overrides every spec's seed when non-zero.
 	Seed uint64
@@ -73,7 +74,7 @@ type Battery struct {
 	Keep string
 	// Baseline, when set, gives the expected verdict of every pair it
 	// recorded (Report.Baseline), ahead of the specs and the claims.
-	Baseline *scenarios.Baseline
+	Baseline *spec.Baseline
 	// Log receives the runs' logs; nil discards them.
 	Log *slog.Logger
 	// ObserverDelay slows the servers' key events on their way to the
@@ -127,7 +128,7 @@ func check(ctx context.Context, lock lockimpl.Info, b Battery, selected func(lab
 	}
 	names := b.Scenarios
 	if len(names) == 0 {
-		names = scenarios.Names()
+		names = spec.Names()
 	}
 	rep := &Report{Lock: lock.Name, RunDirs: map[string]string{}, Skipped: map[string]string{}}
 	var jobs []scenarios.Job
@@ -188,15 +189,15 @@ func check(ctx context.Context, lock lockimpl.Info, b Battery, selected func(lab
 // (by its Info.Name) under impls, expected and variants; an embedded
 // scenario's names are the registered implementations, so a lock sharing
 // one of their names is judged by its claims, not by their entries.
-func load(nameOrPath string, lock lockimpl.Info) (*scenarios.Spec, error) {
+func load(nameOrPath string, lock lockimpl.Info) (*spec.Spec, error) {
 	if embedded(nameOrPath) {
-		return scenarios.Load(nameOrPath)
+		return spec.Load(nameOrPath)
 	}
-	return scenarios.LoadFor(nameOrPath, scenarios.DefaultLimits(), lock)
+	return spec.LoadFor(nameOrPath, spec.DefaultLimits(), lock)
 }
 
 func embedded(nameOrPath string) bool {
-	for _, n := range scenarios.Names() {
+	for _, n := range spec.Names() {
 		if n == nameOrPath {
 			return true
 		}
@@ -207,7 +208,7 @@ func embedded(nameOrPath string) bool {
 // runsOf are the names lock runs under in spec: when the spec names the
 // lock, the lock itself (if listed under impls or expected) and each of the
 // spec's variants of it; otherwise the lock alone.
-func runsOf(spec *scenarios.Spec, lock string) []string {
+func runsOf(spec *spec.Spec, lock string) []string {
 	if !spec.Knows(lock) {
 		return []string{lock}
 	}
@@ -296,7 +297,7 @@ func (r *Report) Unjudged() []*scenarios.Outcome {
 
 // Baseline records the report's verdicts, for Battery.Baseline (and
 // `lockstorm run --baseline`) to gate later runs against.
-func (r *Report) Baseline() *scenarios.Baseline { return scenarios.NewBaseline(r.Outcomes) }
+func (r *Report) Baseline() *spec.Baseline { return scenarios.NewBaseline(r.Outcomes) }
 
 // WriteMatrix prints one line per scenario: mode, verdict, expectation,
 // where it came from, the mark (ok, DIFF, miss, skip for an inconclusive

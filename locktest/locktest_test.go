@@ -16,6 +16,7 @@ import (
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/locktest"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // tokenLock is a user's lock written the way a user writes one: SET NX PX
@@ -103,14 +104,14 @@ func TestBatteryJudgesAUserLock(t *testing.T) {
 		failures int
 	}{
 		{"claims", tokenClaims, false, map[string][3]string{
-			"pause-past-ttl":        {checker.Unsafe, checker.Unsafe, scenarios.FromClaims},
-			"foreign-unlock-random": {checker.Safe, checker.Safe, scenarios.FromClaims}}, 0},
+			"pause-past-ttl":        {checker.Unsafe, checker.Unsafe, spec.FromClaims},
+			"foreign-unlock-random": {checker.Safe, checker.Safe, spec.FromClaims}}, 0},
 		{"no-claims", lockimpl.Claims{}, false, map[string][3]string{
 			"pause-past-ttl":        {checker.Unsafe, "", ""},
 			"foreign-unlock-random": {checker.Safe, "", ""}}, 0},
 		{"false-claims", tokenClaims, true, map[string][3]string{
-			"pause-past-ttl":        {checker.Unsafe, checker.Unsafe, scenarios.FromClaims},
-			"foreign-unlock-random": {checker.Unsafe, checker.Safe, scenarios.FromClaims}}, 1},
+			"pause-past-ttl":        {checker.Unsafe, checker.Unsafe, spec.FromClaims},
+			"foreign-unlock-random": {checker.Unsafe, checker.Safe, spec.FromClaims}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -166,7 +167,7 @@ func TestBaselineGates(t *testing.T) {
 	if err := rep.Baseline().WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	b.Baseline, err = scenarios.ReadBaseline(path)
+	b.Baseline, err = spec.ReadBaseline(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestBaselineGates(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := rep2.Outcomes[0]
-	if o.ExpectedSource != scenarios.FromBaseline || o.Expected != checker.Safe || o.Result.Verdict != checker.Unsafe || len(rep2.Failures()) != 1 {
+	if o.ExpectedSource != spec.FromBaseline || o.Expected != checker.Safe || o.Result.Verdict != checker.Unsafe || len(rep2.Failures()) != 1 {
 		t.Errorf("baseline run: verdict %s expected %q from %q, %d failures", o.Result.Verdict, o.Expected, o.ExpectedSource, len(rep2.Failures()))
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/locktest"
-	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/shrink"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestShrinkAUserLock: a battery's failing run of a lock given in code
@@ -44,7 +44,7 @@ func TestShrinkAUserLock(t *testing.T) {
 	if !strings.Contains(string(b), "Run it with the lock it was shrunk on (my-careless-lock)") {
 		t.Errorf("the header does not say how to run it:\n%s", b)
 	}
-	if _, err := scenarios.Parse("min.yaml", b); err != nil {
+	if _, err := spec.Parse("min.yaml", b); err != nil {
 		t.Errorf("the minimal spec does not load: %v\n%s", err, b)
 	}
 	safe := *o

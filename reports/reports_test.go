@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 func fptr(f float64) *float64 { return &f }
@@ -370,7 +371,7 @@ expected:
 
 const faultDesc = "pause clients=[1] on=clients [1]"
 
-func outcome(t *testing.T, h checker.History, spec *scenarios.Spec, expected string) *scenarios.Outcome {
+func outcome(t *testing.T, h checker.History, spec *spec.Spec, expected string) *scenarios.Outcome {
 	t.Helper()
 	opts := checker.Options{DeadlockBound: 5 * time.Second, Timeout: 2 * time.Second}
 	return &scenarios.Outcome{Scenario: "tiny", Impl: "setnx-del", Seed: 42, Backend: "embedded", Mode: "scheduled",
@@ -379,7 +380,7 @@ func outcome(t *testing.T, h checker.History, spec *scenarios.Spec, expected str
 }
 
 func TestRunDirRoundTrip(t *testing.T) {
-	spec, err := scenarios.Parse("tiny.yaml", []byte(tinySpec))
+	sp, err := spec.Parse("tiny.yaml", []byte(tinySpec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,12 +388,12 @@ func TestRunDirRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		h         checker.History
-		spec      *scenarios.Spec
+		spec      *spec.Spec
 		expected  string
 		verdict   string
 		violation bool
 	}{
-		{"violation with spec and fault", overlap, spec, checker.Unsafe, checker.Unsafe, true},
+		{"violation with spec and fault", overlap, sp, checker.Unsafe, checker.Unsafe, true},
 		{"violation, no spec", readGolden(t, "overlap.jsonl"), nil, "", checker.Unsafe, true},
 		{"safe, no spec", readGolden(t, "good.jsonl"), nil, "", checker.Safe, false},
 	} {
@@ -450,20 +451,20 @@ func TestRunDirRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				back, err := scenarios.Parse(yamlPath, b)
+				back, err := spec.Parse(yamlPath, b)
 				if err != nil {
 					t.Fatalf("%s does not parse back: %v\n%s", ScenarioFile, err, b)
 				}
 				if back.Seed != o.Seed {
 					t.Errorf("seed %d, want the run's %d", back.Seed, o.Seed)
 				}
-				if back.Name != spec.Name || back.Lock.TTL != spec.Lock.TTL || back.Clients != spec.Clients ||
-					back.Duration != spec.Duration || len(back.Failpoints) != 1 || back.Failpoints[0].Fault == nil ||
+				if back.Name != sp.Name || back.Lock.TTL != sp.Lock.TTL || back.Clients != sp.Clients ||
+					back.Duration != sp.Duration || len(back.Failpoints) != 1 || back.Failpoints[0].Fault == nil ||
 					back.Failpoints[0].Fault.For != 300*time.Millisecond || back.Expect("setnx-del") != checker.Unsafe {
 					t.Errorf("resolved spec changed in the round trip:\n%s", b)
 				}
-				if spec.Seed != 7 {
-					t.Errorf("WriteRunDir changed the caller's spec seed to %d", spec.Seed)
+				if sp.Seed != 7 {
+					t.Errorf("WriteRunDir changed the caller's spec seed to %d", sp.Seed)
 				}
 			}
 
@@ -821,7 +822,7 @@ func TestTimelineDrawsServerEvents(t *testing.T) {
 // The replay command of a run whose lock is the spec's client program
 // carries the consent that program needs; a Go lock's does not.
 func TestReplayCommandAllowsExec(t *testing.T) {
-	spec, err := scenarios.Parse("exec.yaml", []byte("name: m\nduration: 1s\nclients: 2\nimpls: [v, set-nx-px]\nvariants:\n  v:\n    exec: [cat]\n"))
+	spec, err := spec.Parse("exec.yaml", []byte("name: m\nduration: 1s\nclients: 2\nimpls: [v, set-nx-px]\nvariants:\n  v:\n    exec: [cat]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

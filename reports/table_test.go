@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 var ansiRE = regexp.MustCompile("\x1b\\[[0-9;]*m")
@@ -77,8 +78,8 @@ func shippedSuiteRows(t *testing.T) []Row {
 	t.Helper()
 	rs := suiteResults(t)
 	var rows []Row
-	for _, name := range scenarios.Names() {
-		spec, err := scenarios.Load(name)
+	for _, name := range spec.Names() {
+		spec, err := spec.Load(name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // shortLease is a test's lock: SET NX PX with compare-and-delete, whose
@@ -71,11 +72,11 @@ func TestCarefulClientAbandons(t *testing.T) {
 		client  string
 		verdict string
 	}{
-		{scenarios.Careful, checker.Safe},
-		{scenarios.Careless, checker.Unsafe},
+		{spec.Careful, checker.Safe},
+		{spec.Careless, checker.Unsafe},
 	} {
 		t.Run(tc.client, func(t *testing.T) {
-			spec, err := scenarios.Parse("careful.yaml", []byte(`name: careful
+			sp, err := spec.Parse("careful.yaml", []byte(`name: careful
 clients: 4
 keys: 1
 duration: 2s
@@ -85,7 +86,7 @@ workload: {cs_min: 400ms, cs_max: 500ms, client: `+tc.client+`}
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := scenarios.Run(context.Background(), spec, scenarios.Config{Info: &info, Backend: cluster.RedisServer, Seed: 3})
+			out, err := scenarios.Run(context.Background(), sp, scenarios.Config{Info: &info, Backend: cluster.RedisServer, Seed: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,10 +109,10 @@ workload: {cs_min: 400ms, cs_max: 500ms, client: `+tc.client+`}
 					afterAbandon++
 				}
 			}
-			if tc.client == scenarios.Careful && (abandons == 0 || abandons < out.Result.Acquired/2) {
+			if tc.client == spec.Careful && (abandons == 0 || abandons < out.Result.Acquired/2) {
 				t.Errorf("%d abandonments for %d acquisitions: a careful client should give up every section longer than its validity", abandons, out.Result.Acquired)
 			}
-			if tc.client == scenarios.Careless && abandons > 0 {
+			if tc.client == spec.Careless && abandons > 0 {
 				t.Errorf("a careless client abandoned %d times", abandons)
 			}
 			if afterAbandon > 0 {
@@ -154,11 +155,11 @@ func TestCarefulStopsAtExtendRefusal(t *testing.T) {
 		client      string
 		writesAfter bool
 	}{
-		{scenarios.Careful, false},
-		{scenarios.Careless, true},
+		{spec.Careful, false},
+		{spec.Careless, true},
 	} {
 		t.Run(tc.client, func(t *testing.T) {
-			spec, err := scenarios.Parse("refused.yaml", []byte(`name: refused
+			sp, err := spec.Parse("refused.yaml", []byte(`name: refused
 clients: 2
 keys: 1
 duration: 1s
@@ -168,7 +169,7 @@ workload: {cs_min: 150ms, cs_max: 150ms, extend_every: 50ms, client: `+tc.client
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := scenarios.Run(context.Background(), spec, scenarios.Config{Info: &info, Backend: cluster.RedisServer, Seed: 1})
+			out, err := scenarios.Run(context.Background(), sp, scenarios.Config{Info: &info, Backend: cluster.RedisServer, Seed: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

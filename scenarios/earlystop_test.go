@@ -7,6 +7,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestEarlyStop: an unsafe run stops a grace after its first overlap and
@@ -14,7 +15,7 @@ import (
 // overlaps (which may be safe) never stop a run. The verdicts are the same.
 func TestEarlyStop(t *testing.T) {
 	cluster.RequireRedisServer(t)
-	spec, err := scenarios.Load("pause-past-ttl")
+	spec, err := spec.Load("pause-past-ttl")
 	if err != nil {
 		t.Fatal(err)
 	}

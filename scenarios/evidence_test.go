@@ -14,6 +14,7 @@ import (
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // wholeSeconds is a user's lock with a common bug: it converts the TTL to
@@ -54,7 +55,7 @@ var wholeSecondsInfo = lockimpl.Info{
 // is inconclusive, not safe; the client backs off instead of flooding.
 func TestErrorRepliesAreDefinite(t *testing.T) {
 	cluster.StartForTest(t, 1)
-	spec, err := scenarios.Parse("refused.yaml", []byte(`name: refused
+	spec, err := spec.Parse("refused.yaml", []byte(`name: refused
 clients: 3
 keys: 1
 duration: 600ms
@@ -112,7 +113,7 @@ failpoints:
 			checker.Inconclusive, "#1 c1 at cs/hold fired 0 of 1 times"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			spec, err := scenarios.Parse("unfired.yaml", []byte(base+tc.extra))
+			spec, err := spec.Parse("unfired.yaml", []byte(base+tc.extra))
 			if err != nil {
 				t.Fatal(err)
 			}

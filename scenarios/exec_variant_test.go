@@ -13,6 +13,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	_ "github.com/lockstorm/lockstorm/lockimpl/exec" // exec variants' client programs
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // needPythonRedis is the runtime of the Python example clients: a skip
@@ -99,27 +100,10 @@ expected:
 }
 
 // parseAllowed parses a spec whose programs the test allows to start.
-func parseAllowed(file string, b []byte) (*Spec, error) {
-	lim := DefaultLimits()
+func parseAllowed(file string, b []byte) (*spec.Spec, error) {
+	lim := spec.DefaultLimits()
 	lim.AllowExec = true
-	return ParseWith(file, b, lim)
-}
-
-// A program that runs but does not speak the protocol is refused at load,
-// at the variant's exec line, when it may start.
-func TestExecVariantNoHello(t *testing.T) {
-	_, err := parseAllowed("exec.yaml", []byte(`name: m
-duration: 1s
-clients: 2
-impls: [v]
-variants:
-  v:
-    exec: [/bin/true]
-`))
-	var se *SpecError
-	if !errors.As(err, &se) || se.Line != 7 || se.Field != "variants.v.exec" || !strings.Contains(se.Msg, "hello") {
-		t.Fatalf("err = %v; want exec.yaml:7: variants.v.exec: ... no hello reply", err)
-	}
+	return spec.ParseWith(file, b, lim)
 }
 
 // A spec is data: without Limits.AllowExec the program an exec variant
@@ -137,30 +121,30 @@ func TestExecVariantNeedsConsent(t *testing.T) {
 	src := []byte(fmt.Sprintf("name: m\nduration: 1s\nclients: 2\nimpls: [v]\nvariants:\n  v:\n    exec: [%s]\n", prog))
 	for _, tc := range []struct {
 		name    string
-		parse   func(string, []byte) (*Spec, error)
+		parse   func(string, []byte) (*spec.Spec, error)
 		started bool
 	}{
-		{"default limits", Parse, false},
+		{"default limits", spec.Parse, false},
 		{"allowed", parseAllowed, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			os.Remove(marker)
-			spec, err := tc.parse("exec.yaml", src)
+			sp, err := tc.parse("exec.yaml", src)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if _, err := os.Stat(marker); (err == nil) != tc.started {
 				t.Fatalf("program started at load: %v, want %v", err == nil, tc.started)
 			}
-			p, err := Compile(spec, Config{Impl: "v"})
+			p, err := Compile(sp, Config{Impl: "v"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if p.Program == nil || len(p.Program.Argv) != 1 || p.Program.Argv[0] != prog || p.Program.Unasked == tc.started {
 				t.Errorf("plan's program %+v, want [%s] unasked %v", p.Program, prog, !tc.started)
 			}
-			err = spec.NeedsConsent("v")
-			var se *SpecError
+			err = sp.NeedsConsent("v")
+			var se *spec.SpecError
 			switch {
 			case tc.started && err != nil:
 				t.Errorf("allowed, yet NeedsConsent = %v", err)
@@ -170,7 +154,7 @@ func TestExecVariantNeedsConsent(t *testing.T) {
 			if tc.started {
 				return
 			}
-			if _, err := Run(context.Background(), spec, Config{Impl: "v", Backend: cluster.Embedded}); !errors.As(err, &se) {
+			if _, err := Run(context.Background(), sp, Config{Impl: "v", Backend: cluster.Embedded}); !errors.As(err, &se) {
 				t.Errorf("Run = %v; want the consent error", err)
 			}
 			if _, err := os.Stat(marker); err == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 var casPexpire = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) end return 0`)
@@ -47,7 +48,7 @@ func (l *bareExtend) Extend(ctx context.Context, lease *lockimpl.Lease, ttl time
 // The compare-and-pexpire extend's late extends fail, and none is false.
 func TestExtendFalseSuccess(t *testing.T) {
 	cluster.StartForTest(t, 1)
-	spec, err := scenarios.Parse("extend-false-success.yaml", []byte(`name: extend-false-success
+	sp, err := spec.Parse("extend-false-success.yaml", []byte(`name: extend-false-success
 clients: 3
 keys: 1
 duration: 2s
@@ -61,7 +62,7 @@ workload: {cs_min: 250ms, cs_max: 300ms, extend_every: 120ms}
 	// lock its holder's for the whole 600-700 ms hold: safe, every extend
 	// ok. Only a stall of the harness over 250 ms could lose it (a busy
 	// machine stalls tens of ms: 60 ms of a 100 ms TTL once did).
-	inTime, err := scenarios.Parse("extend-in-time.yaml", []byte(`name: extend-in-time
+	inTime, err := spec.Parse("extend-in-time.yaml", []byte(`name: extend-in-time
 clients: 3
 keys: 1
 duration: 2500ms
@@ -80,7 +81,7 @@ workload: {cs_min: 600ms, cs_max: 700ms, extend_every: 50ms}
 		}}
 	}
 	for _, bare := range []bool{true, false} {
-		out, err := scenarios.Run(context.Background(), spec, scenarios.Config{Info: newLock(bare), Backend: cluster.RedisServer, Seed: 5})
+		out, err := scenarios.Run(context.Background(), sp, scenarios.Config{Info: newLock(bare), Backend: cluster.RedisServer, Seed: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +134,7 @@ workload: {cs_min: 600ms, cs_max: 700ms, extend_every: 50ms}
 // and a correct watchdog's are neither false nor foreign.
 func TestWatchdogRenewalsRecorded(t *testing.T) {
 	cluster.StartForTest(t, 1)
-	spec, err := scenarios.Parse("watchdog-renewals.yaml", []byte(`name: watchdog-renewals
+	spec, err := spec.Parse("watchdog-renewals.yaml", []byte(`name: watchdog-renewals
 clients: 2
 keys: 1
 duration: 1500ms

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestPlanLeavesQuorumFaultsOutOnOneMaster: failover-random's split-votes
@@ -12,7 +14,7 @@ import (
 // lock's, which the plan text says; the faults before it keep their places
 // for both, so their seeded times are the same.
 func TestPlanLeavesQuorumFaultsOutOnOneMaster(t *testing.T) {
-	spec, err := Load("failover-random")
+	spec, err := spec.Load("failover-random")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,7 @@ func TestPlanLeavesQuorumFaultsOutOnOneMaster(t *testing.T) {
 // left out on one master does not move the faults after it: each keeps its
 // place in the spec's list, which seeds its random times and targets.
 func TestLeftOutFaultKeepsLaterIndexes(t *testing.T) {
-	spec, err := Parse("leftout.yaml", []byte(`name: leftout
+	spec, err := spec.Parse("leftout.yaml", []byte(`name: leftout
 clients: 4
 hosts: 2
 keys: 1

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/internal/admission"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // Job is one scenario run: a spec and how to run it.
 type Job struct {
-	Spec   *Spec
+	Spec   *spec.Spec
 	Config Config
 }
 

@@ -3,6 +3,8 @@ package scenarios
 import (
 	"testing"
 	"time"
+
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestExpectedLengthIsThePlans: jobs are ordered by what their plans will
@@ -21,7 +23,7 @@ func TestExpectedLengthIsThePlans(t *testing.T) {
 		{"sentinel-partition", "set-nx-px", 1, sentinelStartUp},
 		{"lua-unlock-stall", "no-such-lock", 1, 0},
 	} {
-		spec, err := Load(tc.scenario)
+		spec, err := spec.Load(tc.scenario)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // plainDel is a test's lock whose release reports ok without checking
@@ -29,7 +30,7 @@ func (l *plainDel) Release(ctx context.Context, lease *lockimpl.Lease) error {
 // false success (its late releases fail, as they should).
 func TestFalseSuccessDetected(t *testing.T) {
 	cluster.StartForTest(t, 1)
-	spec, err := scenarios.Parse("false-success.yaml", []byte(`name: false-success
+	spec, err := spec.Parse("false-success.yaml", []byte(`name: false-success
 clients: 3
 keys: 1
 duration: 1500ms
@@ -81,7 +82,7 @@ workload: {cs_min: 150ms, cs_max: 200ms}
 // TestObserverOffOnEmbedded: miniredis has no keyspace notifications; the
 // run goes on without the observer and says so.
 func TestObserverOffOnEmbedded(t *testing.T) {
-	spec, err := scenarios.Parse("embedded.yaml", []byte("name: e\nclients: 2\nduration: 300ms\nlock: {ttl: 1s}\n"))
+	spec, err := spec.Parse("embedded.yaml", []byte("name: e\nclients: 2\nduration: 300ms\nlock: {ttl: 1s}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // eventLog is the order in which the runner called a lock's methods.
@@ -60,7 +61,7 @@ func (s *spyLocker) Close() error { s.log.add("close %d", s.client); return nil 
 // as lockimpl.Locker documents.
 func TestOptionalInterfaces(t *testing.T) {
 	cluster.StartForTest(t, 1)
-	spec, err := Parse("optional.yaml", []byte(`name: optional
+	spec, err := spec.Parse("optional.yaml", []byte(`name: optional
 clients: 2
 keys: 1
 duration: 1500ms

@@ -15,6 +15,7 @@ import (
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/client"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 	"github.com/lockstorm/lockstorm/scenarios/topology"
 )
 
@@ -73,7 +74,7 @@ func clientHooks(p *client.Pauser, points func(node string) redis.Hook) topology
 func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology.Topology) error {
 	if len(plan.Failpoints) > 0 || plan.Points.Recorded {
 		r.hub.OnHit = func(client int, point string, fired []int) {
-			if CmdPoint(point) && len(fired) == 0 && !plan.Points.Recorded {
+			if spec.CmdPoint(point) && len(fired) == 0 && !plan.Points.Recorded {
 				return // every command would flood the history; the witness names the lock's steps
 			}
 			c := r.clients[client]

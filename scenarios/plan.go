@@ -9,6 +9,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // Plan is a spec compiled against one lock and config, before anything
@@ -51,9 +52,9 @@ type Plan struct {
 	LeftOut    []string        `json:"left_out,omitempty"`
 	Failpoints []PlanFailpoint `json:"failpoints,omitempty"`
 	// Explore is the spec's exploration with its defaults filled in.
-	Explore     *Explore        `json:"explore,omitempty"`
-	Check       checker.Options `json:"checker_options"`
-	Expectation Expectation     `json:"expectation"`
+	Explore     *spec.Explore    `json:"explore,omitempty"`
+	Check       checker.Options  `json:"checker_options"`
+	Expectation spec.Expectation `json:"expectation"`
 	// TimeScale, when set, says every time of the plan was stretched to
 	// fit a lock whose clock counts in coarse units
 	// (lockimpl.Claims.Granularity): see FitTimeScale.
@@ -75,8 +76,8 @@ type Plan struct {
 	Network PlanNetwork `json:"network"`
 	// Sentinel is the Sentinel set (nil: clients talk to the masters);
 	// MinReplicas the data servers' min-replicas settings (nil: none).
-	Sentinel    *SentinelSpec `json:"sentinel,omitempty"`
-	MinReplicas *MinReplicas  `json:"min_replicas,omitempty"`
+	Sentinel    *spec.SentinelSpec `json:"sentinel,omitempty"`
+	MinReplicas *spec.MinReplicas  `json:"min_replicas,omitempty"`
 	// Cluster is the Redis Cluster (nil: no cluster); the lock then sees
 	// one node, the cluster, through one cluster client per client.
 	Cluster *PlanCluster `json:"cluster,omitempty"`
@@ -149,7 +150,7 @@ type PlanFault struct {
 
 // PlanFailpoint is a spec's failpoint as armed on this lock.
 type PlanFailpoint struct {
-	FailpointSpec `yaml:",inline"`
+	spec.FailpointSpec `yaml:",inline"`
 	// Inert: the point is a step of another lock, which this one never
 	// reaches (ownPoint).
 	Inert bool `json:"inert,omitempty"`
@@ -200,12 +201,12 @@ type PlanProgram struct {
 // Compile turns spec, the lock cfg names and cfg into a plan, or says why
 // it cannot run (an unknown implementation, a lock that refuses the
 // spec's options). Nothing is started.
-func Compile(spec *Spec, cfg Config) (*Plan, error) {
-	name, info, opts, err := cfg.resolve(spec)
+func Compile(sp *spec.Spec, cfg Config) (*Plan, error) {
+	name, info, opts, err := cfg.resolve(sp)
 	if err != nil {
 		return nil, err
 	}
-	seed := spec.Seed
+	seed := sp.Seed
 	if cfg.Seed != 0 {
 		seed = cfg.Seed
 	}
@@ -213,16 +214,16 @@ func Compile(spec *Spec, cfg Config) (*Plan, error) {
 	// A lock that counts time more coarsely than the scenario's TTL runs
 	// the whole scenario stretched by one factor (its order unchanged);
 	// from here on every time comes from the scaled spec.
-	ts := FitTimeScale(claims.Granularity(), opts.TTL)
-	orig := spec
-	if spec, err = spec.Scaled(ts); err != nil {
+	ts := spec.FitTimeScale(claims.Granularity(), opts.TTL)
+	orig := sp
+	if sp, err = sp.Scaled(ts); err != nil {
 		return nil, err
 	}
-	opts = ScaledOptions(opts, ts)
-	p := &Plan{Scenario: spec.Name, File: spec.File, Mode: spec.Mode, Impl: name, Lock: info.Name, Options: opts,
-		Claims: claims, Seed: seed, Nodes: spec.Nodes, Replicas: spec.Replicas, Clients: spec.Clients, Keys: spec.Keys,
-		Hosts: spec.Hosts, Duration: spec.Duration,
-		TimeScale: ts, info: info, ClientTimeout: spec.ClientTimeout, SpecGated: spec.IsGated()}
+	opts = spec.ScaledOptions(opts, ts)
+	p := &Plan{Scenario: sp.Name, File: sp.File, Mode: sp.Mode, Impl: name, Lock: info.Name, Options: opts,
+		Claims: claims, Seed: seed, Nodes: sp.Nodes, Replicas: sp.Replicas, Clients: sp.Clients, Keys: sp.Keys,
+		Hosts: sp.Hosts, Duration: sp.Duration,
+		TimeScale: ts, info: info, ClientTimeout: sp.ClientTimeout, SpecGated: sp.IsGated()}
 	if p.Nodes == 0 {
 		p.Nodes = info.NodesUnder(opts)
 	}
@@ -230,14 +231,14 @@ func Compile(spec *Spec, cfg Config) (*Plan, error) {
 		p.Program = &PlanProgram{Argv: info.Program, Unasked: info.Unasked()}
 	}
 	if p.Hosts == 0 {
-		p.Hosts = min(spec.Clients, 64)
+		p.Hosts = min(sp.Clients, 64)
 	}
-	p.compileTopology(spec)
-	p.compileWorkload(spec)
+	p.compileTopology(sp)
+	p.compileWorkload(sp)
 	stamps := claims.Expiry == lockimpl.ClientClockExpiry || claims.Expiry == lockimpl.NoExpiry || claims.WholeSeconds
-	p.Check = checker.Options{Fenced: p.Workload.Resource == "fenced", DeadlockBound: spec.DeadlockBound, StampTokens: stamps}
-	if spec.Mode == "scheduled" {
-		p.Check.ScheduleLease = spec.Lock.TTL
+	p.Check = checker.Options{Fenced: p.Workload.Resource == "fenced", DeadlockBound: sp.DeadlockBound, StampTokens: stamps}
+	if sp.Mode == "scheduled" {
+		p.Check.ScheduleLease = sp.Lock.TTL
 	}
 	p.Expectation = cfg.expectation(orig, name, claims)
 	if p.Expectation.Verdict != "" {
@@ -246,76 +247,76 @@ func Compile(spec *Spec, cfg Config) (*Plan, error) {
 	}
 	p.Check.Quorum = claims.Topology == lockimpl.Quorum
 	p.Check.OrphanBound = orphanBound(claims, opts.TTL)
-	p.Gated = gatedRun(spec, p.Expectation)
-	p.ClockOffsets = clockOffsets(spec, seed)
-	p.compilePoints(spec)
+	p.Gated = gatedRun(sp, p.Expectation)
+	p.ClockOffsets = clockOffsets(sp, seed)
+	p.compilePoints(sp)
 	p.Points.Recorded = cfg.RecordSteps
-	p.compileFaults(spec)
-	p.compileStop(spec, cfg.FullDuration)
+	p.compileFaults(sp)
+	p.compileStop(sp, cfg.FullDuration)
 	return p, nil
 }
 
 // compileTopology copies what the servers are started with: the Sentinel
 // set (its defaults applied by the spec's validation), min-replicas, the
 // server clock shim, the observers.
-func (p *Plan) compileTopology(spec *Spec) {
-	if spec.Sentinel != nil {
-		sn := *spec.Sentinel
+func (p *Plan) compileTopology(sp *spec.Spec) {
+	if sp.Sentinel != nil {
+		sn := *sp.Sentinel
 		sn.Sentinels = cmp.Or(sn.Sentinels, 3)
 		p.Sentinel, p.Sentinels = &sn, sn.Sentinels
 	}
-	if spec.MinReplicas != nil {
-		m := *spec.MinReplicas
+	if sp.MinReplicas != nil {
+		m := *sp.MinReplicas
 		p.MinReplicas = &m
 	}
-	if c := spec.Cluster; c != nil {
+	if c := sp.Cluster; c != nil {
 		p.Cluster = &PlanCluster{Masters: cmp.Or(c.Masters, 3), Replicas: c.ReplicasPer(), NodeTimeout: cmp.Or(c.NodeTimeout, time.Second)}
 	}
-	p.ServerClock = nemesis.UsesServerClock(spec.AllFaults())
-	p.Observe = spec.Observe == nil || *spec.Observe
-	p.Network = PlanNetwork{Latency: spec.Network.Latency, Jitter: spec.Network.Jitter,
-		RoundTrip: 2 * (spec.Network.Latency + spec.Network.Jitter)}
+	p.ServerClock = nemesis.UsesServerClock(sp.AllFaults())
+	p.Observe = sp.Observe == nil || *sp.Observe
+	p.Network = PlanNetwork{Latency: sp.Network.Latency, Jitter: sp.Network.Jitter,
+		RoundTrip: 2 * (sp.Network.Latency + sp.Network.Jitter)}
 }
 
 // compileWorkload is the clients' loop. The runner's own times that stand
 // in for the scenario's (the backoff's floor) are times of the scenario:
 // stretched with it. The extend TTL and the backoff read the spec's lock
 // block, not a variant's overlay of it.
-func (p *Plan) compileWorkload(spec *Spec) {
-	w := spec.Workload
+func (p *Plan) compileWorkload(sp *spec.Spec) {
+	w := sp.Workload
 	resource := cmp.Or(w.Resource, "counter")
 	if w.Resource == "" && p.Claims.Fencing {
 		resource = "fenced"
 	}
 	p.Workload = PlanWorkload{CSMin: w.CSMin, CSMax: w.CSMax, Client: w.Client, Resource: resource,
-		Ops: spec.Ops, Cycles: w.Cycles, Think: spec.Think, ExtendEvery: w.ExtendEvery,
-		Backoff: max(spec.Think, spec.Lock.RetryDelay, p.Scaled(10*time.Millisecond))}
+		Ops: sp.Ops, Cycles: w.Cycles, Think: sp.Think, ExtendEvery: w.ExtendEvery,
+		Backoff: max(sp.Think, sp.Lock.RetryDelay, p.Scaled(10*time.Millisecond))}
 	if w.ExtendEvery > 0 {
-		p.Workload.ExtendTTL = spec.Lock.TTL
+		p.Workload.ExtendTTL = sp.Lock.TTL
 	}
 }
 
 // compilePoints arms the failpoints (saying which are steps of another
 // lock) and fills in the exploration's defaults, times of the scenario:
 // stretched with it.
-func (p *Plan) compilePoints(spec *Spec) {
-	for _, fp := range spec.Failpoints {
+func (p *Plan) compilePoints(sp *spec.Spec) {
+	for _, fp := range sp.Failpoints {
 		p.Failpoints = append(p.Failpoints, PlanFailpoint{FailpointSpec: fp, Inert: !ownPoint(p.info, fp.Point)})
 	}
-	if spec.Explore != nil {
-		e := *spec.Explore
+	if sp.Explore != nil {
+		e := *sp.Explore
 		e.PerPoint = cmp.Or(e.PerPoint, 1)
 		e.Delay = cmp.Or(e.Delay, p.Scaled(50*time.Millisecond))
 		if e.Pause == 0 {
 			e.Pause = p.Scaled(time.Second)
-			if ttl := spec.Lock.TTL; ttl > 0 {
+			if ttl := sp.Lock.TTL; ttl > 0 {
 				e.Pause = 2 * ttl
 			}
 		}
 		p.Explore = &e
 	}
-	p.Points.Counted = len(spec.Failpoints) > 0 || spec.Explore != nil
-	p.Points.Relayed = p.info.OwnConnections && spec.Sentinel == nil && spec.Cluster == nil && wantsCmdPoints(spec)
+	p.Points.Counted = len(sp.Failpoints) > 0 || sp.Explore != nil
+	p.Points.Relayed = p.info.OwnConnections && sp.Sentinel == nil && sp.Cluster == nil && wantsCmdPoints(sp)
 }
 
 // gatedRun says whether a run's verdict is gated. A random mode is gated on
@@ -326,17 +327,17 @@ func (p *Plan) compilePoints(spec *Spec) {
 // unexpected violation still is. So is a run whose rule says its verdict
 // is a search's (Rule.Search): the spec's schedule does not force it for
 // this lock.
-func gatedRun(spec *Spec, exp Expectation) bool {
-	return spec.IsGated() && !((spec.Mode == "random" || exp.Search) && exp.Source == FromClaims)
+func gatedRun(sp *spec.Spec, exp spec.Expectation) bool {
+	return sp.IsGated() && !((sp.Mode == "random" || exp.Search) && exp.Source == spec.FromClaims)
 }
 
 // wantsCmdPoints says whether spec explores or names a command point.
-func wantsCmdPoints(spec *Spec) bool {
-	if spec.Explore != nil {
+func wantsCmdPoints(sp *spec.Spec) bool {
+	if sp.Explore != nil {
 		return true
 	}
-	for _, f := range spec.Failpoints {
-		if CmdPoint(f.Point) {
+	for _, f := range sp.Failpoints {
+		if spec.CmdPoint(f.Point) {
 			return true
 		}
 	}
@@ -346,9 +347,9 @@ func wantsCmdPoints(spec *Spec) bool {
 // compileFaults resolves the timeline's faults and those placed at
 // failpoints to what they will apply to, where that does not depend on the
 // run (nemesis.Preview: not for a pick).
-func (p *Plan) compileFaults(spec *Spec) {
+func (p *Plan) compileFaults(sp *spec.Spec) {
 	l := p.layout()
-	for i, f := range spec.Faults {
+	for i, f := range sp.Faults {
 		if !nemesis.Applies(f, p.Nodes) {
 			p.LeftOut = append(p.LeftOut, fmt.Sprintf("%s (%d master: nothing to act on)", flow(f), p.Nodes))
 			continue
@@ -371,11 +372,11 @@ func (p *Plan) compileFaults(spec *Spec) {
 
 // compileStop is how the run ends: its grace after the duration, the early
 // stop after a first overlap, and the bound past which Run gives up.
-func (p *Plan) compileStop(spec *Spec, fullDuration bool) {
-	g := spec.Lock.WaitTimeout + spec.Workload.CSMax + 2*spec.ClientTimeout + p.Scaled(time.Second)
+func (p *Plan) compileStop(sp *spec.Spec, fullDuration bool) {
+	g := sp.Lock.WaitTimeout + sp.Workload.CSMax + 2*sp.ClientTimeout + p.Scaled(time.Second)
 	p.Stop.Grace = min(g, p.Scaled(30*time.Second))
 	if !fullDuration && !p.Check.Fenced {
-		p.Stop.EarlyStop = max(2*spec.Lock.TTL, p.Scaled(300*time.Millisecond))
+		p.Stop.EarlyStop = max(2*sp.Lock.TTL, p.Scaled(300*time.Millisecond))
 	}
 	p.Stop.Bound = p.Duration + p.Stop.Grace + 2*time.Minute
 }
@@ -392,13 +393,13 @@ func (p *Plan) Scaled(d time.Duration) time.Duration {
 
 // clockOffsets are the clients' clock offsets: the spec's, else a seeded
 // skew of up to ClockSkew behind for every second client.
-func clockOffsets(spec *Spec, seed uint64) map[int]time.Duration {
+func clockOffsets(sp *spec.Spec, seed uint64) map[int]time.Duration {
 	out := map[int]time.Duration{}
 	skewRng := rand.New(rand.NewPCG(seed, 0x736b6577))
-	for i := 0; i < spec.Clients; i++ {
-		offset, ok := spec.ClockOffsets[i]
-		if !ok && spec.ClockSkew > 0 && i%2 == 1 {
-			offset = -time.Duration(skewRng.Int64N(int64(spec.ClockSkew)))
+	for i := 0; i < sp.Clients; i++ {
+		offset, ok := sp.ClockOffsets[i]
+		if !ok && sp.ClockSkew > 0 && i%2 == 1 {
+			offset = -time.Duration(skewRng.Int64N(int64(sp.ClockSkew)))
 		}
 		if offset != 0 {
 			out[i] = offset
@@ -409,9 +410,9 @@ func clockOffsets(spec *Spec, seed uint64) map[int]time.Duration {
 
 // resolve picks the lock on trial, its options and the name it is reported
 // under.
-func (cfg Config) resolve(spec *Spec) (string, lockimpl.Info, lockimpl.Options, error) {
+func (cfg Config) resolve(sp *spec.Spec) (string, lockimpl.Info, lockimpl.Options, error) {
 	if cfg.Info == nil {
-		info, o, err := spec.Resolve(cfg.Impl)
+		info, o, err := sp.Resolve(cfg.Impl)
 		return cfg.Impl, info, o, err
 	}
 	if err := cfg.Info.Check(); err != nil {
@@ -421,25 +422,25 @@ func (cfg Config) resolve(spec *Spec) (string, lockimpl.Info, lockimpl.Options, 
 	if name == "" {
 		name = cfg.Info.Name
 	}
-	if v, ok := spec.Variants[name]; ok && spec.Knows(cfg.Info.Name) && v.Impl == cfg.Info.Name {
-		return name, *cfg.Info, Overlay(spec.Lock, v.Options), nil
+	if v, ok := sp.Variants[name]; ok && sp.Knows(cfg.Info.Name) && v.Impl == cfg.Info.Name {
+		return name, *cfg.Info, spec.Overlay(sp.Lock, v.Options), nil
 	}
-	return name, *cfg.Info, spec.Lock, nil
+	return name, *cfg.Info, sp.Lock, nil
 }
 
 // expectation is what the run is expected to give: the baseline's verdict,
 // else the spec's, else the one derived from the claims.
-func (cfg Config) expectation(spec *Spec, name string, c lockimpl.Claims) Expectation {
-	if e, ok := cfg.Baseline.Expect(spec.Name, name); ok {
+func (cfg Config) expectation(sp *spec.Spec, name string, c lockimpl.Claims) spec.Expectation {
+	if e, ok := cfg.Baseline.Expect(sp.Name, name); ok {
 		return e
 	}
-	if cfg.Info != nil && !spec.Knows(cfg.Info.Name) {
+	if cfg.Info != nil && !sp.Knows(cfg.Info.Name) {
 		// A lock given in code is the one a spec's expected names only
 		// when the spec was loaded for it (LoadFor): an embedded spec's
 		// entry for a registered lock of the same name is not about it.
-		return spec.Derived(c)
+		return sp.Derived(c)
 	}
-	return spec.ExpectFor(name, c)
+	return sp.ExpectFor(name, c)
 }
 
 // orphanBound is how long a key may outlive its last holder before it is

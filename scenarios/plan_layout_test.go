@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // linkNames are the links a network holds, in the order they were made.
@@ -28,7 +29,7 @@ func linkNames(n *nemesis.Network) []string {
 // clients, servers, failover) and a target the run does not have.
 func TestLayoutIsTheTopology(t *testing.T) {
 	cluster.StartForTest(t, 1) // a CI failure without redis-server, a skip elsewhere
-	spec, err := Parse("layout.yaml", []byte(`name: layout
+	spec, err := spec.Parse("layout.yaml", []byte(`name: layout
 nodes: 2
 replicas: 1
 clients: 3

@@ -12,6 +12,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // runnerPoint says whether point is one of the runner's own (the workload's
@@ -25,7 +26,7 @@ func runnerPoint(point string) bool {
 type explorer struct {
 	r      *run
 	tl     *timeline
-	e      Explore
+	e      spec.Explore
 	mu     sync.Mutex
 	rngs   map[int]*rand.Rand
 	budget map[[2]string]int // (point, action) → faults injected
@@ -39,7 +40,7 @@ type explorer struct {
 }
 
 // newExplorer explores as e says, its defaults filled in by Compile.
-func newExplorer(r *run, tl *timeline, e Explore) *explorer {
+func newExplorer(r *run, tl *timeline, e spec.Explore) *explorer {
 	return &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}, hits: map[string]int{},
 		half: max(1, r.plan.Clients/2)}
 }
@@ -57,13 +58,13 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 	x.r.hub.MarkFaulted(point)
 	x.r.add(c, checker.Ok, checker.FStep, "", func(o *checker.Op) { o.Value = "explore " + act + " at " + point })
 	switch act {
-	case ExploreCrash:
+	case spec.ExploreCrash:
 		return fmt.Errorf("%w %s (explore)", lockimpl.ErrCrashed, point)
-	case ExploreLoseReply:
+	case spec.ExploreLoseReply:
 		return fmt.Errorf("%w %s (explore)", lockimpl.ErrLostReply, point)
-	case ExploreDelay:
+	case spec.ExploreDelay:
 		return c.pause.Sleep(ctx, x.e.Delay)
-	case ExplorePause:
+	case spec.ExplorePause:
 		// Through the timeline, so the pause is a fault window in the
 		// history and heals when the run ends. The world stops for the
 		// thread at the point too: it goes on only when the pause ends (a
@@ -87,7 +88,7 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 // draw decides whether this hit of point by client gets a fault, and which
 // action: "" for none.
 func (x *explorer) draw(client int, point string) string {
-	after := CmdPoint(point) && strings.HasSuffix(point, "/after")
+	after := spec.CmdPoint(point) && strings.HasSuffix(point, "/after")
 	x.mu.Lock()
 	rng := x.rngs[client]
 	if rng == nil {
@@ -106,10 +107,10 @@ func (x *explorer) draw(client int, point string) string {
 	}
 	var open []string
 	for _, a := range x.e.Actions {
-		if a == ExploreLoseReply && !after {
+		if a == spec.ExploreLoseReply && !after {
 			continue // a reply can only be lost once there is one
 		}
-		if a == ExploreCrash && x.crashes >= x.half || a == ExplorePause && x.paused >= x.half {
+		if a == spec.ExploreCrash && x.crashes >= x.half || a == spec.ExplorePause && x.paused >= x.half {
 			continue
 		}
 		if x.budget[[2]string{point, a}] < x.e.PerPoint {
@@ -123,9 +124,9 @@ func (x *explorer) draw(client int, point string) string {
 	act := open[rng.IntN(len(open))]
 	x.budget[[2]string{point, act}]++
 	switch act {
-	case ExploreCrash:
+	case spec.ExploreCrash:
 		x.crashes++
-	case ExplorePause:
+	case spec.ExplorePause:
 		x.paused++
 	}
 	x.mu.Unlock()

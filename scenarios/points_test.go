@@ -15,6 +15,7 @@ import (
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // twoStep is a user's lock that lockstorm has never heard of: no failpoints,
@@ -80,7 +81,7 @@ explore: {actions: [crash], rate: 0.05}
 // verdict comes from the lock, not from the exploration.
 func TestExploreFindsCrashBetweenCommands(t *testing.T) {
 	cluster.StartForTest(t, 1)
-	spec, err := scenarios.Parse("explore.yaml", []byte(exploreSpec))
+	spec, err := spec.Parse("explore.yaml", []byte(exploreSpec))
 	if err != nil {
 		t.Fatal(err)
 	}

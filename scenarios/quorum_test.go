@@ -11,6 +11,7 @@ import (
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestQuorumScenariosCatchBrokenRedlock: each quorum scenario gives the
@@ -41,7 +42,7 @@ func TestQuorumScenariosCatchBrokenRedlock(t *testing.T) {
 			for seed := uint64(1); seed <= seeds; seed++ {
 				name := fmt.Sprintf("%s/broken=%v/seed=%d", tc.scenario, broken, seed)
 				t.Run(name, func(t *testing.T) {
-					spec, err := scenarios.Load(tc.scenario)
+					spec, err := spec.Load(tc.scenario)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 const clusterLayoutSpec = `name: cluster-layout
@@ -31,7 +32,7 @@ duration: 1s
 // data link.
 func TestClusterLayoutIsTheTopology(t *testing.T) {
 	cluster.RequireRedisServer(t)
-	spec, err := Parse("layout.yaml", []byte(clusterLayoutSpec))
+	spec, err := spec.Parse("layout.yaml", []byte(clusterLayoutSpec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestClusterLayoutIsTheTopology(t *testing.T) {
 // and no listening socket (router, link, server) is left behind.
 func TestClusterSetupFailureLeavesNothing(t *testing.T) {
 	cluster.RequireRedisServer(t)
-	spec, err := Parse("setup.yaml", []byte(clusterLayoutSpec))
+	spec, err := spec.Parse("setup.yaml", []byte(clusterLayoutSpec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,38 +186,4 @@ func listeningSockets(t *testing.T) int {
 		}
 	}
 	return n
-}
-
-// TestClusterSpecRefused: a cluster spec's mistakes are refused at load
-// with the file, line and field.
-func TestClusterSpecRefused(t *testing.T) {
-	const base = "name: t\nduration: 2s\nclients: 2\n"
-	for _, tc := range []struct {
-		name, text string
-		line       int
-		field, msg string
-	}{
-		{"two masters", base + "cluster: {masters: 2}\n", 4, "cluster.masters", "want 3..16"},
-		{"two replicas", base + "cluster: {replicas: 2}\n", 4, "cluster.replicas", "0 or 1"},
-		{"coarse timeout", base + "cluster: {node_timeout: 50ms}\n", 4, "cluster.node_timeout", "at least 100ms"},
-		{"with sentinel", base + "replicas: 1\ncluster: {masters: 3}\n", 4, "replicas", "not with cluster"},
-		{"with nodes", base + "nodes: 3\ncluster: {masters: 3}\n", 4, "nodes", "not with cluster"},
-		{"no such node", base + "cluster: {masters: 3}\nfaults:\n  - {at: 1s, kind: kill, nodes: [n4]}\n", 6, "faults.0.nodes.0", "no cluster node n4"},
-		{"no such replica host", base + "cluster: {masters: 3, replicas: 0}\nfaults:\n  - {at: 1s, kind: partition, hosts: [r1], nodes: [n1]}\n", 6, "faults.0.hosts.0", "cluster.replicas is 0"},
-		{"cluster fault without a cluster", base + "faults:\n  - {at: 1s, kind: cluster-migrate}\n", 5, "faults.0.kind", "acts on a Redis Cluster"},
-		{"sentinel failover in a cluster", base + "cluster: {masters: 3}\nfaults:\n  - {at: 1s, kind: failover, nodes: [n1]}\n", 6, "faults.0.kind", "cluster-failover"},
-		{"bad failover mode", base + "cluster: {masters: 3}\nfaults:\n  - {at: 1s, kind: cluster-failover, mode: gently}\n", 6, "faults.0.mode", "want default, force or takeover"},
-		{"quorum lock", base + "cluster: {masters: 3}\nimpls: [redlock]\n", 5, "impls", "single-instance locks only"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("x.yaml", []byte(tc.text))
-			var se *SpecError
-			if !errors.As(err, &se) {
-				t.Fatalf("err = %v, want a *SpecError", err)
-			}
-			if se.File != "x.yaml" || se.Line != tc.line || se.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
-				t.Errorf("got %v (line %d, field %q), want line %d, field %q, %q", err, se.Line, se.Field, tc.line, tc.field, tc.msg)
-			}
-		})
-	}
 }

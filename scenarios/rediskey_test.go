@@ -8,6 +8,7 @@ import (
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // prefixed is a test's lock that, as several libraries do, keeps the
@@ -37,7 +38,7 @@ func (l *prefixed) Release(ctx context.Context, lease *lockimpl.Lease) error {
 // releases in silence.
 func TestRedisKeyObserved(t *testing.T) {
 	cluster.StartForTest(t, 1)
-	spec, err := scenarios.Parse("prefixed.yaml", []byte(`name: prefixed
+	spec, err := spec.Parse("prefixed.yaml", []byte(`name: prefixed
 clients: 3
 keys: 1
 duration: 1500ms

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // A run the harness's own stalls left inconclusive is run again, up to
@@ -12,7 +13,7 @@ import (
 // the earlier runs' reasons; any other verdict, inconclusive ones included,
 // is final at once.
 func TestRejudgeRunsAgainOnlyHarnessInconclusives(t *testing.T) {
-	defer func(f func(context.Context, *Spec, Config) (*Outcome, error)) { runAttempt = f }(runAttempt)
+	defer func(f func(context.Context, *spec.Spec, Config) (*Outcome, error)) { runAttempt = f }(runAttempt)
 	for _, tc := range []struct {
 		name     string
 		rejudge  int
@@ -29,7 +30,7 @@ func TestRejudgeRunsAgainOnlyHarnessInconclusives(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := 0
-			runAttempt = func(context.Context, *Spec, Config) (*Outcome, error) {
+			runAttempt = func(context.Context, *spec.Spec, Config) (*Outcome, error) {
 				v := tc.verdicts[n]
 				n++
 				o := &Outcome{Result: checker.Result{Verdict: v, Reason: v}}
@@ -38,7 +39,7 @@ func TestRejudgeRunsAgainOnlyHarnessInconclusives(t *testing.T) {
 				}
 				return o, nil
 			}
-			o, err := Run(context.Background(), &Spec{Name: "s"}, Config{Rejudge: tc.rejudge})
+			o, err := Run(context.Background(), &spec.Spec{Name: "s"}, Config{Rejudge: tc.rejudge})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/client"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // Config is how to run a scenario, beyond the spec itself.
@@ -36,7 +37,7 @@ type Config struct {
 	Info *lockimpl.Info
 	// Baseline, when set, supplies the expected verdict of every
 	// (scenario, impl) pair it recorded, ahead of the spec and the claims.
-	Baseline *Baseline
+	Baseline *spec.Baseline
 	// Seed overrides the spec's seed when non-zero.
 	Seed uint64
 	// Backend is auto, redis-server or embedded.
@@ -123,7 +124,7 @@ type Outcome struct {
 	Rejudged []string `json:"rejudged,omitempty"`
 	// History is the recorded run (not in JSON summaries: it has its own file).
 	History checker.History `json:"-"`
-	Spec    *Spec           `json:"-"`
+	Spec    *spec.Spec      `json:"-"`
 	// Processes counts the client processes of a lock that runs in them
 	// (lockimpl/exec) and the requests they left unknown by dying, breaking
 	// the protocol or not answering; nil for in-process locks.
@@ -208,7 +209,7 @@ type run struct {
 // plus the grace period plus two minutes for set-up and checking, Run gives
 // up with an error instead of hanging (the stuck goroutines are abandoned;
 // the servers die with the process).
-func Run(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
+func Run(ctx context.Context, spec *spec.Spec, cfg Config) (*Outcome, error) {
 	if cfg.Info == nil {
 		// A spec is data: the program it names starts only with the
 		// user's consent (Limits.AllowExec), whoever calls Run.
@@ -242,7 +243,7 @@ var runAttempt = runBounded
 
 // runBounded compiles spec and runs it once, within a bound past its
 // duration: a run that does not finish by then is the harness's bug.
-func runBounded(ctx context.Context, spec *Spec, cfg Config) (*Outcome, error) {
+func runBounded(ctx context.Context, spec *spec.Spec, cfg Config) (*Outcome, error) {
 	plan, err := Compile(spec, cfg)
 	if err != nil {
 		return nil, err
@@ -393,7 +394,7 @@ func (r *run) meta(backend string) *checker.Meta {
 // implementation is inert by design: one spec forces the interleavings of
 // several algorithms side by side.
 func ownPoint(info lockimpl.Info, point string) bool {
-	if runnerPoint(point) || CmdPoint(point) {
+	if runnerPoint(point) || spec.CmdPoint(point) {
 		return true
 	}
 	prefix, _, _ := strings.Cut(point, "/")

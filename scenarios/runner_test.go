@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestManyClients runs 256 clients (64 hosts, so 4 share each host's
@@ -15,7 +16,7 @@ import (
 // took part and that the verdict for set-nx-px is safe.
 func TestManyClients(t *testing.T) {
 	cluster.StartForTest(t, 1) // a CI failure without redis-server, a skip elsewhere
-	spec, err := Parse("many.yaml", []byte(`name: many
+	spec, err := spec.Parse("many.yaml", []byte(`name: many
 clients: 256
 keys: 16
 duration: 2s
@@ -57,8 +58,8 @@ func TestScheduledCasesReproduce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every scheduled case")
 	}
-	for _, name := range Names() {
-		spec, err := Load(name)
+	for _, name := range spec.Names() {
+		spec, err := spec.Load(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestScheduledCasesReproduce(t *testing.T) {
 // are in the history, in order.
 func TestFaultsInHistory(t *testing.T) {
 	cluster.StartForTest(t, 1)
-	spec, err := Load("combined-faults")
+	spec, err := spec.Load("combined-faults")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestFaultsInHistory(t *testing.T) {
 // releases; the next holder gets the lock only once the TTL has run out.
 func TestCrashedClientLockStaysUntilTTL(t *testing.T) {
 	cluster.StartForTest(t, 1)
-	spec, err := Parse("crash.yaml", []byte(`name: crash
+	spec, err := spec.Parse("crash.yaml", []byte(`name: crash
 clients: 2
 keys: 1
 duration: 1500ms

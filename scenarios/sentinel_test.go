@@ -13,6 +13,7 @@ import (
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios/client"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestSentinelTopology starts the Sentinel topology on real processes, has a
@@ -23,7 +24,7 @@ import (
 // addresses Sentinel hands out map onto the client's links.
 func TestSentinelTopology(t *testing.T) {
 	cluster.StartForTest(t, 1) // a CI failure without redis-server, a skip elsewhere
-	spec, err := Parse("sentinel.yaml", []byte(`name: sentinel
+	spec, err := spec.Parse("sentinel.yaml", []byte(`name: sentinel
 replicas: 1
 sentinel: {sentinels: 3, quorum: 2, down_after: 300ms, failover_timeout: 2s}
 clients: 1

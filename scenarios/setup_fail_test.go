@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestSetupFailureClosesCleanly makes each start-up stage fail in turn
@@ -28,7 +29,7 @@ func TestSetupFailureClosesCleanly(t *testing.T) {
 		{"failover", []string{"backend", "servers", "replicas"}},
 		{"sentinel-kill", []string{"backend", "servers", "replicas", "sentinels", "subscribe", "ready"}},
 	} {
-		spec, err := scenarios.Load(tc.scenario)
+		spec, err := spec.Load(tc.scenario)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestSlowObserver puts every server observer behind a proxy of its own
@@ -49,7 +50,7 @@ func TestSlowObserver(t *testing.T) {
 	} {
 		t.Run(tc.scenario+"/"+tc.impl+"/"+tc.delay.Latency.String(), func(t *testing.T) {
 			t.Parallel()
-			spec, err := scenarios.Load(tc.scenario)
+			spec, err := spec.Load(tc.scenario)
 			if err != nil {
 				t.Fatal(err)
 			}

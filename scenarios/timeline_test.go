@@ -19,10 +19,10 @@ import (
 // fails (a toxic that cannot be removed, a server that does not restart)
 // and an injection that errs, which real faults produce only by accident.
 func init() {
-	nemesis.Register("test-heal-fails", "test only: applies to n1, its heal fails", func(s nemesis.Spec) (nemesis.Fault, error) {
+	nemesis.Register("test-heal-fails", "test only: applies to n1, its heal fails", nemesis.Uses{}, func(nemesis.Spec, *nemesis.NoParams) (nemesis.Fault, error) {
 		return testFault{targets: nemesis.Targets{Nodes: []string{"n1"}}, healErr: errors.New("restart n1: port taken")}, nil
 	})
-	nemesis.Register("test-inject-fails", "test only: its injection errs", func(s nemesis.Spec) (nemesis.Fault, error) {
+	nemesis.Register("test-inject-fails", "test only: its injection errs", nemesis.Uses{}, func(nemesis.Spec, *nemesis.NoParams) (nemesis.Fault, error) {
 		return testFault{injectErr: errors.New("toxiproxy said no")}, nil
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // clientLoop runs acquire → critical section → release until the run ends.
@@ -33,7 +34,7 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 		c.fp.NewCycle()
 		// A client waiting at a barrier for a step that never comes (the
 		// step of another algorithm) is released when the run ends.
-		if err := c.fp.Hit(barrierCtx, PointBeforeAcquire); err != nil {
+		if err := c.fp.Hit(barrierCtx, spec.PointBeforeAcquire); err != nil {
 			r.crashedBy(c, err)
 			return
 		}
@@ -68,7 +69,7 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 		if !r.criticalSection(ctx, c, key, lease, rng) {
 			return
 		}
-		res, err = c.rec.release(ctx, key, lease, func() error { return c.fp.Hit(ctx, PointBeforeRelease) })
+		res, err = c.rec.release(ctx, key, lease, func() error { return c.fp.Hit(ctx, spec.PointBeforeRelease) })
 		if res == unknown {
 			if r.crashedBy(c, err) {
 				return
@@ -94,7 +95,7 @@ func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lea
 	if span := r.plan.Workload.CSMax - r.plan.Workload.CSMin; span > 0 {
 		hold += time.Duration(rng.Int64N(int64(span) + 1))
 	}
-	if err := c.fp.Hit(ctx, PointHold); err != nil {
+	if err := c.fp.Hit(ctx, spec.PointHold); err != nil {
 		return !r.crashedBy(c, err)
 	}
 	refused, err := r.holdExtending(ctx, c, key, lease, hold)
@@ -102,7 +103,7 @@ func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lea
 		r.crashedBy(c, err)
 		return false
 	}
-	if refused && r.plan.Workload.Client == Careful {
+	if refused && r.plan.Workload.Client == spec.Careful {
 		// The lock said, definitely, that the lease is not ours any more:
 		// a careful holder believes it at once (as a redsync user whose
 		// Extend returned ErrExtendFailed stops), writes nothing and goes
@@ -156,7 +157,7 @@ func (r *run) markCrashed(c *runClient, err error) {
 // abandonment is recorded (the hold ends there) and the client goes on to
 // release. A careless client never abandons.
 func (r *run) abandoned(c *runClient, key string, lease *lockimpl.Lease) bool {
-	if r.plan.Workload.Client != Careful {
+	if r.plan.Workload.Client != spec.Careful {
 		return false
 	}
 	why := ""
@@ -207,7 +208,7 @@ func (r *run) holdExtending(ctx context.Context, c *runClient, key string, lease
 			return false, err
 		}
 		if res == failure {
-			if r.plan.Workload.Client == Careful {
+			if r.plan.Workload.Client == spec.Careful {
 				return true, nil
 			}
 			refused = true
@@ -222,7 +223,7 @@ func (r *run) holdExtending(ctx context.Context, c *runClient, key string, lease
 // deadline is Until()): an extend that cannot answer before the lease ends
 // is an unknown outcome, and the holder gives up rather than wait on it.
 func (r *run) extendOnce(ctx context.Context, c *runClient, key string, lease *lockimpl.Lease) (result, error) {
-	if r.plan.Workload.Client == Careful && lease.Validity > 0 {
+	if r.plan.Workload.Client == spec.Careful && lease.Validity > 0 {
 		left := lease.Validity - c.clock.Now().Sub(lease.Acquired)
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, max(left, 0))
@@ -233,7 +234,7 @@ func (r *run) extendOnce(ctx context.Context, c *runClient, key string, lease *l
 
 // leaseOver says a careful client's lease has run out on its own clock.
 func (r *run) leaseOver(c *runClient, lease *lockimpl.Lease) bool {
-	return r.plan.Workload.Client == Careful && lease.Validity > 0 && c.clock.Now().Sub(lease.Acquired) >= lease.Validity
+	return r.plan.Workload.Client == spec.Careful && lease.Validity > 0 && c.clock.Now().Sub(lease.Acquired) >= lease.Validity
 }
 
 // work is the critical section's hold. A careless client holds for d. A
@@ -245,7 +246,7 @@ func (r *run) leaseOver(c *runClient, lease *lockimpl.Lease) bool {
 // the world restarts, which is why careful clients are not safe under pauses
 // past the TTL either.
 func (r *run) work(ctx context.Context, c *runClient, lease *lockimpl.Lease, d time.Duration) error {
-	if r.plan.Workload.Client != Careful {
+	if r.plan.Workload.Client != spec.Careful {
 		return r.sleepOwn(ctx, c, d)
 	}
 	if lease.Validity > 0 {

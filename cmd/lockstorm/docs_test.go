@@ -16,7 +16,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // The docs test (docs/docs-test.md says how to mark a snippet): every
@@ -535,7 +535,7 @@ func TestSpecReferenceComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	fields := map[string]bool{}
-	specFields(reflect.TypeOf(scenarios.Spec{}), "", fields, map[reflect.Type]bool{})
+	specFields(reflect.TypeOf(spec.Spec{}), "", fields, map[reflect.Type]bool{})
 	if len(fields) < 40 {
 		t.Fatalf("only %d fields found: the walk no longer reads the spec's types", len(fields))
 	}

@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/lockstorm/lockstorm/lockimpl"
-	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // cmdList prints what a spec can name: the locks on trial, the embedded
@@ -29,8 +29,8 @@ func cmdList(w io.Writer, args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", i.Name, i.Source, i.Summary)
 	}
 	fmt.Fprintln(tw, "\nSCENARIOS\tMODE\tDESCRIPTION")
-	for _, n := range scenarios.Names() {
-		s, err := scenarios.Load(n)
+	for _, n := range spec.Names() {
+		s, err := spec.Load(n)
 		if err != nil {
 			return err
 		}
@@ -47,7 +47,7 @@ func cmdList(w io.Writer, args []string) error {
 	// Every point a spec's failpoints may name: spec validation accepts
 	// exactly these and the command points.
 	fmt.Fprintln(tw, "\nFAILPOINTS\tPOINTS (and cmd/NODE/COMMAND/before|after around each Redis command, e.g. cmd/n1/SET/after)")
-	fmt.Fprintf(tw, "(runner)\t%s\n", strings.Join(scenarios.RunnerPoints, " "))
+	fmt.Fprintf(tw, "(runner)\t%s\n", strings.Join(spec.RunnerPoints, " "))
 	for _, i := range lockimpl.All() {
 		fmt.Fprintf(tw, "%s\t%s\n", i.Name, strings.Join(i.Points, " "))
 	}

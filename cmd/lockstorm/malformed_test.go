@@ -16,14 +16,14 @@ import (
 )
 
 // TestMalformedSpecsStartNothing runs `lockstorm run` on every spec of
-// scenarios/testdata/malformed. Each spec is valid but for one mistake and
+// scenarios/spec/testdata/malformed. Each spec is valid but for one mistake and
 // says on its first line what the refusal must read (# want: LINE: FIELD:
 // MESSAGE, after the file name). The run must exit 2 with that message and
 // start nothing: while it runs, a watcher samples this process's child
 // processes, its listening sockets and the temp dirs the cluster package
 // creates, and neither --out nor --junit may appear.
 func TestMalformedSpecsStartNothing(t *testing.T) {
-	files, err := filepath.Glob("../../scenarios/testdata/malformed/*.yaml")
+	files, err := filepath.Glob("../../scenarios/spec/testdata/malformed/*.yaml")
 	if err != nil || len(files) < 50 {
 		t.Fatalf("want at least 50 malformed specs, found %d (%v)", len(files), err)
 	}

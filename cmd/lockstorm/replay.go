@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/reports"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // cmdReplay runs a kept run folder again: its scenario as it ran
@@ -40,9 +41,9 @@ func cmdReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return &exitError{2, fmt.Errorf("replay: %s: %w", dir, err)}
 	}
-	lim := scenarios.DefaultLimits()
+	lim := spec.DefaultLimits()
 	lim.AllowExec = *allowExec
-	spec, err := scenarios.LoadWith(filepath.Join(dir, reports.ScenarioFile), lim)
+	spec, err := spec.LoadWith(filepath.Join(dir, reports.ScenarioFile), lim)
 	if err == nil {
 		err = spec.NeedsConsent(sum.Row.Impl)
 	}

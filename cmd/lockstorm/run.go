@@ -17,6 +17,7 @@ import (
 	execlock "github.com/lockstorm/lockstorm/lockimpl/exec"
 	"github.com/lockstorm/lockstorm/reports"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // multi is a repeatable string flag.
@@ -55,7 +56,7 @@ type runFlags struct {
 	full      bool
 	rejudge   int
 	shard     string
-	limits    scenarios.Limits
+	limits    spec.Limits
 }
 
 // rejudgeConfig maps --rejudge (0: never) to scenarios.Config.Rejudge
@@ -94,7 +95,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.shard, "shard", "", "run the K-th of N disjoint slices of the jobs (scenario × impl × seed), e.g. 0/4; also from JOB_COMPLETION_INDEX or LOCKSTORM_SHARD with LOCKSTORM_SHARDS; writes OUT/results.jsonl for lockstorm report")
 	fs.IntVar(&f.rejudge, "rejudge", 2, "run again, up to this many more times, a run that the harness's own stalls (or its clients' own lag) left inconclusive (0: never)")
 	fs.BoolVar(&f.full, "full-duration", false, "run every scenario its whole duration (by default an unsafe run stops two TTLs after its first overlap that holds without the harness's own lateness: its verdict is settled)")
-	f.limits = scenarios.DefaultLimits()
+	f.limits = spec.DefaultLimits()
 	fs.IntVar(&f.limits.MaxNodes, "max-nodes", f.limits.MaxNodes, "refuse specs with more Redis nodes than this")
 	fs.IntVar(&f.limits.MaxHosts, "max-hosts", f.limits.MaxHosts, "refuse specs with more client hosts than this")
 	fs.DurationVar(&f.limits.MaxDuration, "max-duration", f.limits.MaxDuration, "refuse specs that run longer than this")
@@ -156,7 +157,7 @@ func (f *runFlags) check() error {
 	// A dry run starts nothing, programs allowed or not: it shows them.
 	f.limits.AllowExec = f.allowExec && !f.dryRun
 	if f.all {
-		for _, n := range scenarios.Names() {
+		for _, n := range spec.Names() {
 			f.scenarios = append(f.scenarios, n)
 		}
 	}
@@ -167,7 +168,7 @@ func (f *runFlags) check() error {
 }
 
 type job struct {
-	spec *scenarios.Spec
+	spec *spec.Spec
 	impl string
 	seed uint64
 }
@@ -184,9 +185,9 @@ func cmdRun(ctx context.Context, args []string) error {
 		return err
 	}
 	// Everything is loaded and validated before anything starts.
-	var base *scenarios.Baseline
+	var base *spec.Baseline
 	if f.baseline != "" {
-		if base, err = scenarios.ReadBaseline(f.baseline); err != nil {
+		if base, err = spec.ReadBaseline(f.baseline); err != nil {
 			return &exitError{2, err}
 		}
 	}
@@ -284,7 +285,7 @@ func registerExecs(ctx context.Context, f *runFlags) (map[string]bool, error) {
 func loadJobs(f *runFlags, backend string, external map[string]bool) ([]job, error) {
 	var jobs []job
 	for _, name := range f.scenarios {
-		spec, err := scenarios.LoadWith(name, f.limits)
+		spec, err := spec.LoadWith(name, f.limits)
 		if err != nil {
 			return nil, &exitError{2, err}
 		}
@@ -359,7 +360,7 @@ func runLogger(f *runFlags, backend string) *slog.Logger {
 
 // runJobs runs the jobs f.parallel at a time (0: as the load allows), with
 // progress on stderr.
-func runJobs(ctx context.Context, f *runFlags, jobs []job, backend string, base *scenarios.Baseline, log *slog.Logger) ([]*scenarios.Outcome, []error) {
+func runJobs(ctx context.Context, f *runFlags, jobs []job, backend string, base *spec.Baseline, log *slog.Logger) ([]*scenarios.Outcome, []error) {
 	prog := newProgress(isTerminal(os.Stderr), len(jobs))
 	runs := make([]scenarios.Job, len(jobs))
 	for i, j := range jobs {

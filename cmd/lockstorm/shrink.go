@@ -17,6 +17,7 @@ import (
 	"github.com/lockstorm/lockstorm/reports"
 	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/shrink"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 type shrinkFlags struct {
@@ -91,8 +92,8 @@ func parseShrinkFlags(args []string) (*shrinkFlags, error) {
 // anything runs.
 // limits are the spec limits shrink loads and validates every candidate
 // with: the defaults, and the user's consent to start a spec's program.
-func (f *shrinkFlags) limits() scenarios.Limits {
-	lim := scenarios.DefaultLimits()
+func (f *shrinkFlags) limits() spec.Limits {
+	lim := spec.DefaultLimits()
 	lim.AllowExec = f.allowExec
 	return lim
 }
@@ -182,9 +183,9 @@ func cmdShrink(ctx context.Context, args []string) error {
 
 // load reads the input: a run folder (its scenario as run, lock, seed,
 // backend, verdict and history length) or a scenario and the lock flags.
-func (f *shrinkFlags) load(ctx context.Context) (*scenarios.Spec, scenarios.Config, error) {
+func (f *shrinkFlags) load(ctx context.Context) (*spec.Spec, scenarios.Config, error) {
 	var cfg scenarios.Config
-	var spec *scenarios.Spec
+	var sp *spec.Spec
 	var err error
 	impl, backend := f.impl, f.backend
 	if st, serr := os.Stat(f.input); serr == nil && st.IsDir() {
@@ -195,7 +196,7 @@ func (f *shrinkFlags) load(ctx context.Context) (*scenarios.Spec, scenarios.Conf
 		if err != nil {
 			return nil, cfg, &exitError{2, fmt.Errorf("shrink: %s: %w", f.input, err)}
 		}
-		if spec, err = scenarios.LoadWith(filepath.Join(f.input, reports.ScenarioFile), f.limits()); err != nil {
+		if sp, err = spec.LoadWith(filepath.Join(f.input, reports.ScenarioFile), f.limits()); err != nil {
 			return nil, cfg, &exitError{2, fmt.Errorf("shrink: %w", err)}
 		}
 		row := sum.Row
@@ -206,14 +207,14 @@ func (f *shrinkFlags) load(ctx context.Context) (*scenarios.Spec, scenarios.Conf
 		f.shrinkOf = "run folder " + f.input
 		f.out = cmp.Or(f.out, filepath.Join(f.input, "minimal.yaml"))
 	} else {
-		if spec, err = scenarios.LoadWith(f.input, f.limits()); err != nil {
+		if sp, err = spec.LoadWith(f.input, f.limits()); err != nil {
 			return nil, cfg, &exitError{2, fmt.Errorf("shrink: %w", err)}
 		}
 		if impl == "" && f.exec == "" {
-			if len(spec.Impls) != 1 {
-				return nil, cfg, usage("shrink: scenario %s runs %d locks (%s): name one with --impl or --exec", spec.Name, len(spec.Impls), strings.Join(spec.Impls, ", "))
+			if len(sp.Impls) != 1 {
+				return nil, cfg, usage("shrink: scenario %s runs %d locks (%s): name one with --impl or --exec", sp.Name, len(sp.Impls), strings.Join(sp.Impls, ", "))
 			}
-			impl = spec.Impls[0]
+			impl = sp.Impls[0]
 		}
 		f.shrinkOf = "scenario " + f.input
 	}
@@ -223,20 +224,20 @@ func (f *shrinkFlags) load(ctx context.Context) (*scenarios.Spec, scenarios.Conf
 	if cfg.Backend, err = cluster.Resolve(cmp.Or(backend, cluster.Auto)); err != nil {
 		return nil, cfg, usage("shrink: --backend: %v", err)
 	}
-	if why := spec.Unsupported(cfg.Backend); why != "" {
-		return nil, cfg, usage("shrink: %s cannot run on the %s backend: %s", spec.Name, cfg.Backend, why)
+	if why := sp.Unsupported(cfg.Backend); why != "" {
+		return nil, cfg, usage("shrink: %s cannot run on the %s backend: %s", sp.Name, cfg.Backend, why)
 	}
-	if err := f.lock(ctx, spec, &cfg, impl); err != nil {
+	if err := f.lock(ctx, sp, &cfg, impl); err != nil {
 		return nil, cfg, err
 	}
-	f.out = cmp.Or(f.out, strings.ReplaceAll(spec.Name+"-"+cfg.Impl, "/", "_")+"-min.yaml")
-	return spec, cfg, nil
+	f.out = cmp.Or(f.out, strings.ReplaceAll(sp.Name+"-"+cfg.Impl, "/", "_")+"-min.yaml")
+	return sp, cfg, nil
 }
 
 // lock sets the lock on trial: a client program (--exec) is given as the
 // Info it declared, so the minimal spec does not name it under impls (a
 // plain `lockstorm run --scenario` would not know the name).
-func (f *shrinkFlags) lock(ctx context.Context, spec *scenarios.Spec, cfg *scenarios.Config, impl string) error {
+func (f *shrinkFlags) lock(ctx context.Context, spec *spec.Spec, cfg *scenarios.Config, impl string) error {
 	if f.exec != "" {
 		argv, err := execlock.Split(f.exec)
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/lockstorm/lockstorm/lockimpl/exec"
 	"github.com/lockstorm/lockstorm/locktest"
 	"github.com/lockstorm/lockstorm/reports"
-	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // trial is one lock on trial: want is the class its planted bug must be
@@ -113,7 +113,7 @@ func seeds(t *testing.T) []uint64 {
 // it gives): no scenario is chosen for any lock here.
 func battery() []string {
 	var names []string
-	for _, n := range scenarios.Names() {
+	for _, n := range spec.Names() {
 		if !strings.HasPrefix(n, "sentinel-") && !strings.HasPrefix(n, "cluster-") {
 			names = append(names, n)
 		}

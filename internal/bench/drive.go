@@ -24,6 +24,7 @@ import (
 	execlock "github.com/lockstorm/lockstorm/lockimpl/exec"
 	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // Drive-rate goals: lock cycles per second over SET NX PX requests per
@@ -493,7 +494,7 @@ impls: [%s]
 // and counts the cycles (release ok entries) in the history, over the time
 // from the first acquire invoke to the last release completion.
 func DriveRunner(ctx context.Context, impl string, clients, keys int, d time.Duration) (*RunnerStats, error) {
-	spec, err := scenarios.Parse("bench-drive.yaml", []byte(DriveSpec(impl, clients, keys, d)))
+	spec, err := spec.Parse("bench-drive.yaml", []byte(DriveSpec(impl, clients, keys, d)))
 	if err != nil {
 		return nil, err
 	}

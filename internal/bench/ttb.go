@@ -9,6 +9,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TTBConfig sets up TimeToBug.
@@ -31,7 +32,7 @@ type TTBConfig struct {
 // cases); when there are none, every spec with mode random, and fallback
 // says so.
 func RandomSpecs() (names []string, fallback bool, err error) {
-	for _, n := range scenarios.Names() {
+	for _, n := range spec.Names() {
 		if strings.HasSuffix(n, "-random") {
 			names = append(names, n)
 		}
@@ -39,8 +40,8 @@ func RandomSpecs() (names []string, fallback bool, err error) {
 	if len(names) > 0 {
 		return names, false, nil
 	}
-	for _, n := range scenarios.Names() {
-		s, err := scenarios.Load(n)
+	for _, n := range spec.Names() {
+		s, err := spec.Load(n)
 		if err != nil {
 			return nil, true, err
 		}
@@ -93,7 +94,7 @@ func TimeToBug(ctx context.Context, cfg TTBConfig) ([]Row, error) {
 	}
 	n := 0
 	for _, name := range names {
-		spec, err := scenarios.Load(name)
+		spec, err := spec.Load(name)
 		if err != nil {
 			return nil, err
 		}
@@ -111,7 +112,7 @@ func TimeToBug(ctx context.Context, cfg TTBConfig) ([]Row, error) {
 
 // BuggyImpls are the implementations a spec expects to be unsafe; when
 // none, those it expects to deadlock; when none either, every one it lists.
-func BuggyImpls(spec *scenarios.Spec) []string {
+func BuggyImpls(spec *spec.Spec) []string {
 	for _, want := range []string{checker.Unsafe, checker.Deadlock} {
 		var out []string
 		for _, impl := range spec.Impls {
@@ -127,7 +128,7 @@ func BuggyImpls(spec *scenarios.Spec) []string {
 }
 
 // ttbSeeds runs one spec × impl over the seeds, cfg.Parallel at a time.
-func ttbSeeds(ctx context.Context, cfg TTBConfig, spec *scenarios.Spec, impl, backend string) (TTBStats, error) {
+func ttbSeeds(ctx context.Context, cfg TTBConfig, spec *spec.Spec, impl, backend string) (TTBStats, error) {
 	st := TTBStats{Spec: spec.Name, Impl: impl, Expected: spec.Expect(impl), Seeds: cfg.Seeds}
 	jobs := make([]scenarios.Job, cfg.Seeds)
 	for i := range jobs {

@@ -11,6 +11,7 @@ import (
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // pythonRelease is getset run as getset-py: seed 003's release (delete only
@@ -122,7 +123,7 @@ type matrixCell struct {
 // algorithm, and an original's verdict class must agree with its port's,
 // or the difference must be one the note explains (an unfaithful port, or
 // a real effect of the runtime). Whole-second locks run every scenario
-// stretched to their timescale (scenarios.FitTimeScale). By default a few
+// stretched to their timescale (spec.FitTimeScale). By default a few
 // scenarios per client; LOCKSTORM_CLIENT_MATRIX=1 runs every one.
 func TestClientMatrix(t *testing.T) {
 	all := os.Getenv("LOCKSTORM_CLIENT_MATRIX") == "1"
@@ -147,10 +148,10 @@ func TestClientMatrix(t *testing.T) {
 		}
 		names := mc.specs
 		if all {
-			names = scenarios.Names()
+			names = spec.Names()
 		}
 		for _, n := range names {
-			spec, err := scenarios.Load(n)
+			spec, err := spec.Load(n)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,36 +8,58 @@ import "fmt"
 // the fault heals, toxiproxy closes the affected connections and clients
 // reconnect.
 func init() {
-	Register("blackhole", "drop all data on the targeted links, keeping the connections open", newBlackhole(""), linkTargets.with("stream"))
-	Register("partition", "cut the targeted hosts from the targeted nodes (direction: both, to-server or from-server)", newBlackhole("partition"), linkTargets.with("direction"))
-	Register("lost-reply", "deliver commands on the targeted links but drop the replies: the client times out while the command took effect", newBlackhole("downstream"), linkTargets)
-}
-
-func newBlackhole(variant string) Factory {
-	return func(s Spec) (Fault, error) {
-		streams := s.streams()
-		switch variant {
-		case "downstream":
-			// The command reaches Redis and runs; its reply is lost: the
-			// ambiguous outcome the checker must treat as unknown.
-			streams = []string{"downstream"}
-		case "partition":
-			switch s.Direction {
-			case "", "both":
-				streams = []string{"upstream", "downstream"}
-			case "to-server":
-				streams = []string{"upstream"}
-			case "from-server":
-				streams = []string{"downstream"}
-			default:
-				return nil, &FieldError{"direction", fmt.Sprintf("%q: want both, to-server or from-server", s.Direction)}
-			}
+	Register("blackhole", "drop all data on the targeted links, keeping the connections open", linkTargets,
+		func(s Spec, p *BlackholeParams) (Fault, error) { return blackhole(s, streams(p.Stream)), nil })
+	Register("partition", "cut the targeted hosts from the targeted nodes (direction: both, to-server or from-server)", linkTargets,
+		func(s Spec, p *PartitionParams) (Fault, error) {
 			if len(s.Hosts)+len(s.Clients) == 0 && len(s.Nodes) == 0 && s.Pick == "" {
 				return nil, fmt.Errorf("partition: needs hosts, clients, nodes or pick")
 			}
-		}
-		return &toxicFault{spec: s, streams: streams, toxic: func() Toxic {
-			return Toxic{Type: "timeout", Attributes: map[string]any{"timeout": 0}}
-		}}, nil
+			return blackhole(s, p.streams()), nil
+		})
+	// The command reaches Redis and runs; its reply is lost: the ambiguous
+	// outcome the checker must treat as unknown.
+	Register("lost-reply", "deliver commands on the targeted links but drop the replies: the client times out while the command took effect", linkTargets,
+		func(s Spec, _ *NoParams) (Fault, error) { return blackhole(s, []string{"downstream"}), nil })
+}
+
+// BlackholeParams are blackhole's parameters.
+type BlackholeParams struct {
+	// Stream is upstream, downstream or both (the default).
+	Stream string `yaml:"stream"`
+}
+
+// Validate checks the stream.
+func (p *BlackholeParams) Validate() error { return checkStream(p.Stream) }
+
+// PartitionParams are partition's parameters.
+type PartitionParams struct {
+	// Direction is both (the default), to-server or from-server.
+	Direction string `yaml:"direction"`
+}
+
+// Validate checks the direction.
+func (p *PartitionParams) Validate() error {
+	switch p.Direction {
+	case "", "both", "to-server", "from-server":
+		return nil
 	}
+	return &FieldError{"direction", fmt.Sprintf("%q: want both, to-server or from-server", p.Direction)}
+}
+
+// streams is the toxiproxy streams the direction cuts.
+func (p *PartitionParams) streams() []string {
+	switch p.Direction {
+	case "to-server":
+		return []string{"upstream"}
+	case "from-server":
+		return []string{"downstream"}
+	}
+	return []string{"upstream", "downstream"}
+}
+
+func blackhole(s Spec, streams []string) Fault {
+	return &toxicFault{spec: s, streams: streams, toxic: func() Toxic {
+		return Toxic{Type: "timeout", Attributes: map[string]any{"timeout": 0}}
+	}}
 }

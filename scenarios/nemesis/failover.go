@@ -13,13 +13,28 @@ import (
 // acknowledged but had not replicated are gone: seed 002's flaw of the
 // regular scheme. It does not heal; the promoted replica stays master.
 func init() {
-	Register("failover", "kill the targeted masters, promote their replicas and redirect the clients to them (as Sentinel)",
-		func(s Spec) (Fault, error) {
+	Register("failover", "kill the targeted masters, promote their replicas and redirect the clients to them (as Sentinel)", nodesOnly,
+		func(s Spec, _ *FailoverParams) (Fault, error) {
 			if len(s.Nodes) == 0 {
 				return nil, fmt.Errorf("failover: needs nodes")
 			}
 			return &failover{s}, nil
-		}, Uses{Fields: []string{"nodes"}})
+		})
+}
+
+// FailoverParams are failover's parameters: none, but the kind needs a
+// replica to promote, outside a Redis Cluster (which fails over itself).
+type FailoverParams struct{}
+
+// Needs wants replicas and no cluster.
+func (*FailoverParams) Needs(t Servers) string {
+	if t.Cluster {
+		return "failover is the harness playing Sentinel; in a cluster use kill (the cluster fails over by itself) or cluster-failover"
+	}
+	if t.Replicas == 0 {
+		return "failover promotes a replica: set replicas: 1"
+	}
+	return ""
 }
 
 type failover struct{ spec Spec }

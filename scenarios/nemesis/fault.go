@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -41,7 +42,9 @@ type Spec struct {
 	// meets one whenever there is one, not one time in as many clients.
 	Pick string `yaml:"pick" json:"pick,omitempty"`
 
-	// Parameters.
+	// Parameters, as the YAML writes them: each kind reads its own through
+	// its parameter struct (Register), never these fields, and a key the
+	// kind's struct does not name is refused at load.
 	Latency   time.Duration `yaml:"latency" json:"latency,omitempty"`
 	Jitter    time.Duration `yaml:"jitter" json:"jitter,omitempty"`
 	Stream    string        `yaml:"stream" json:"stream,omitempty"` // upstream, downstream or both (default)
@@ -106,14 +109,12 @@ type Fault interface {
 	Inject(ctx context.Context, env *Env) (Heal, Targets, error)
 }
 
-// Factory validates a spec and builds its fault.
-type Factory func(s Spec) (Fault, error)
-
 // Uses is what a fault kind reads from its Spec beside the timing (at,
-// within, for, every, kind): its target and parameter fields, by YAML key,
-// and the pick values it understands. A spec that writes another field for
-// the kind is refused at load: a direction on latency or an offset on a
-// partition would otherwise be silently ignored.
+// within, for, every, kind): its target fields and parameter keys, by YAML
+// key, and the pick values it understands. A spec that writes another
+// field for the kind is refused at load: a direction on latency or an
+// offset on a partition would otherwise be silently ignored. Register
+// takes the targets; KindUses adds the keys of the kind's parameter struct.
 type Uses struct {
 	Fields []string
 	Picks  []string
@@ -131,12 +132,9 @@ var (
 	clientTargets = Uses{Fields: []string{"hosts", "clients", "pick"}, Picks: []string{"client", "holder"}}
 	// nodeTargets select server nodes.
 	nodeTargets = Uses{Fields: []string{"nodes", "pick"}, Picks: []string{"minority", "majority"}}
+	// nodesOnly name their nodes, without picks.
+	nodesOnly = Uses{Fields: []string{"nodes"}}
 )
-
-// with returns u plus parameter fields.
-func (u Uses) with(fields ...string) Uses {
-	return Uses{Fields: append(append([]string(nil), u.Fields...), fields...), Picks: u.Picks, Quorum: u.Quorum}
-}
 
 // Applies says whether fault s belongs in a run on nodes masters: every
 // kind does, except a quorum-only kind (Uses.Quorum) on one master. The
@@ -145,6 +143,97 @@ func (u Uses) with(fields ...string) Uses {
 func Applies(s Spec, nodes int) bool {
 	u, ok := KindUses(s.Kind)
 	return !ok || !u.Quorum || nodes > 1
+}
+
+// kindInfo is a registered kind: its parameter struct's type, the targets
+// it reads, and how it builds a fault from both.
+type kindInfo struct {
+	summary string
+	targets Uses
+	params  reflect.Type
+	build   func(s Spec, p any) (Fault, error)
+}
+
+var (
+	regMu sync.RWMutex
+	kinds = map[string]kindInfo{}
+)
+
+// Register adds a fault kind, as toxiproxy registers its toxics: its
+// parameter struct P (whose fields' yaml tags name the Spec keys it reads;
+// struct{} or NoParams for none), the targets it reads, and build, which
+// gets the parameters once they are valid (P's Validate, when it has one).
+// A parameter key that is not a Spec field of the same type panics: the
+// kind could never be written.
+func Register[P any](kind, summary string, targets Uses, build func(s Spec, p *P) (Fault, error)) {
+	t := reflect.TypeFor[P]()
+	for i := range t.NumField() {
+		key := yamlKey(t.Field(i))
+		sf, ok := specField(key)
+		if !ok || sf.Type != t.Field(i).Type {
+			panic(fmt.Sprintf("nemesis: %s's parameter %s is not a Spec field of type %v", kind, key, t.Field(i).Type))
+		}
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := kinds[kind]; dup {
+		panic("nemesis: duplicate fault kind " + kind)
+	}
+	kinds[kind] = kindInfo{summary, targets, t, func(s Spec, p any) (Fault, error) { return build(s, p.(*P)) }}
+}
+
+// NoParams is the parameter struct of a kind that reads only its timing
+// and targets.
+type NoParams struct{}
+
+// Servers is what the servers of a run offer a fault kind: a kind whose
+// parameter struct has a Needs method says there what it lacks.
+type Servers struct {
+	// Cluster: the run starts a Redis Cluster.
+	Cluster bool
+	// Replicas is the replicas per master (cluster.replicas in a cluster).
+	Replicas int
+}
+
+// needer is a parameter struct whose kind needs something of the servers.
+type needer interface {
+	Needs(Servers) string
+}
+
+// validator is a parameter struct that checks its values (*FieldError).
+type validator interface {
+	Validate() error
+}
+
+// Fits is "" when kind can act on servers, else what it lacks (which the
+// spec reports at the fault's kind).
+func Fits(kind string, servers Servers) string {
+	regMu.RLock()
+	k, ok := kinds[kind]
+	regMu.RUnlock()
+	if !ok {
+		return ""
+	}
+	if n, ok := reflect.New(k.params).Interface().(needer); ok {
+		return n.Needs(servers)
+	}
+	return ""
+}
+
+// KindUses returns what kind reads from its Spec: its targets, then its
+// parameter struct's keys in field order (false for an unknown kind).
+func KindUses(kind string) (Uses, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	k, ok := kinds[kind]
+	if !ok {
+		return Uses{}, false
+	}
+	u := Uses{Fields: append([]string(nil), k.targets.Fields...), Picks: k.targets.Picks, Quorum: k.targets.Quorum}
+	for i := range k.params.NumField() {
+		u.Fields = append(u.Fields, yamlKey(k.params.Field(i)))
+	}
+	return u, true
 }
 
 // TimingFields are the Spec fields every kind accepts.
@@ -158,41 +247,8 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
-type kindInfo struct {
-	factory Factory
-	summary string
-	uses    Uses
-}
-
-var (
-	regMu sync.RWMutex
-	kinds = map[string]kindInfo{}
-)
-
-// Register adds a fault kind; uses declares the fields it reads (at most
-// one Uses; none means timing only).
-func Register(kind, summary string, f Factory, uses ...Uses) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, dup := kinds[kind]; dup {
-		panic("nemesis: duplicate fault kind " + kind)
-	}
-	var u Uses
-	if len(uses) > 0 {
-		u = uses[0]
-	}
-	kinds[kind] = kindInfo{f, summary, u}
-}
-
-// KindUses returns what kind reads from its Spec (false for an unknown kind).
-func KindUses(kind string) (Uses, bool) {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	k, ok := kinds[kind]
-	return k.uses, ok
-}
-
-// Build validates s and returns its fault.
+// Build validates s (its timing, its pick, then its kind's parameters) and
+// returns its fault.
 func Build(s Spec) (Fault, error) {
 	regMu.RLock()
 	k, ok := kinds[s.Kind]
@@ -208,18 +264,48 @@ func Build(s Spec) (Fault, error) {
 			return nil, &FieldError{d.f, fmt.Sprintf("must not be negative, got %v", d.v)}
 		}
 	}
-	if s.Pick != "" && !contains(k.uses.Picks, s.Pick) {
-		if len(k.uses.Picks) == 0 {
+	if s.Pick != "" && !contains(k.targets.Picks, s.Pick) {
+		if len(k.targets.Picks) == 0 {
 			return nil, &FieldError{"pick", fmt.Sprintf("%s picks no targets", s.Kind)}
 		}
-		return nil, &FieldError{"pick", fmt.Sprintf("%q: %s picks %s", s.Pick, s.Kind, strings.Join(k.uses.Picks, ", "))}
+		return nil, &FieldError{"pick", fmt.Sprintf("%q: %s picks %s", s.Pick, s.Kind, strings.Join(k.targets.Picks, ", "))}
 	}
-	switch s.Stream {
-	case "", "upstream", "downstream", "both":
-	default:
-		return nil, &FieldError{"stream", fmt.Sprintf("%q: want upstream, downstream or both", s.Stream)}
+	p := s.paramsAs(k.params)
+	if v, ok := p.(validator); ok {
+		if err := v.Validate(); err != nil {
+			return nil, err
+		}
 	}
-	return k.factory(s)
+	return k.build(s, p)
+}
+
+// paramsAs is a new parameter struct of type t holding s's values of the
+// keys t names.
+func (s Spec) paramsAs(t reflect.Type) any {
+	p := reflect.New(t)
+	sv := reflect.ValueOf(s)
+	for i := range t.NumField() {
+		sf, _ := specField(yamlKey(t.Field(i)))
+		p.Elem().Field(i).Set(sv.FieldByIndex(sf.Index))
+	}
+	return p.Interface()
+}
+
+// specField is the Spec field written under key.
+func specField(key string) (reflect.StructField, bool) {
+	t := reflect.TypeFor[Spec]()
+	for i := range t.NumField() {
+		if yamlKey(t.Field(i)) == key {
+			return t.Field(i), true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// yamlKey is a field's YAML key.
+func yamlKey(f reflect.StructField) string {
+	key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return key
 }
 
 func contains(list []string, s string) bool {
@@ -251,12 +337,21 @@ func Summary(kind string) string {
 }
 
 // streams is the toxiproxy streams a network fault applies to.
-func (s Spec) streams() []string {
-	switch s.Stream {
+func streams(stream string) []string {
+	switch stream {
 	case "upstream", "downstream":
-		return []string{s.Stream}
+		return []string{stream}
 	}
 	return []string{"upstream", "downstream"}
+}
+
+// checkStream refuses a stream other than upstream, downstream or both.
+func checkStream(stream string) error {
+	switch stream {
+	case "", "upstream", "downstream", "both":
+		return nil
+	}
+	return &FieldError{"stream", fmt.Sprintf("%q: want upstream, downstream or both", stream)}
 }
 
 // toxicFault installs one toxic per selected link and stream; it is the

@@ -15,25 +15,68 @@ import (
 // and a lock key's slot moving to another master. Both act through the
 // harness's own connections to the nodes, not through any link.
 func init() {
-	Register("cluster-failover", "CLUSTER FAILOVER [FORCE|TAKEOVER] on the replica of each targeted master (default: the master serving the lock key's slot): the replica takes its slots",
-		func(s Spec) (Fault, error) {
-			switch strings.ToLower(s.Mode) {
-			case "", "default", "force", "takeover":
-			default:
-				return nil, &FieldError{"mode", fmt.Sprintf("%q: want default, force or takeover", s.Mode)}
-			}
-			if s.Key < 0 {
-				return nil, &FieldError{"key", fmt.Sprintf("must not be negative, got %d", s.Key)}
-			}
-			return &clusterFailover{s}, nil
-		}, Uses{Fields: []string{"nodes", "mode", "key"}})
-	Register("cluster-migrate", "move the slot of a lock key (key: its number) to the next master: for `for` the slot is half-moved (the source migrating, the target importing: ASK redirects), then its keys move (MIGRATE) and the slot is the target's",
-		func(s Spec) (Fault, error) {
-			if s.Key < 0 {
-				return nil, &FieldError{"key", fmt.Sprintf("must not be negative, got %d", s.Key)}
-			}
-			return &clusterMigrate{s}, nil
-		}, Uses{Fields: []string{"key"}})
+	Register("cluster-failover", "CLUSTER FAILOVER [FORCE|TAKEOVER] on the replica of each targeted master (default: the master serving the lock key's slot): the replica takes its slots", nodesOnly,
+		func(s Spec, p *ClusterFailoverParams) (Fault, error) { return &clusterFailover{s, *p}, nil })
+	Register("cluster-migrate", "move the slot of a lock key (key: its number) to the next master: for `for` the slot is half-moved (the source migrating, the target importing: ASK redirects), then its keys move (MIGRATE) and the slot is the target's", Uses{},
+		func(s Spec, p *ClusterMigrateParams) (Fault, error) { return &clusterMigrate{s, *p}, nil })
+}
+
+// ClusterFailoverParams are cluster-failover's parameters.
+type ClusterFailoverParams struct {
+	// Mode is CLUSTER FAILOVER's option: default, force or takeover.
+	Mode string `yaml:"mode"`
+	// Key is the lock key (its number: 0 is the first) whose slot's master
+	// fails over when no node is named.
+	Key int `yaml:"key"`
+}
+
+// Validate checks the mode and the key.
+func (p *ClusterFailoverParams) Validate() error {
+	switch strings.ToLower(p.Mode) {
+	case "", "default", "force", "takeover":
+	default:
+		return &FieldError{"mode", fmt.Sprintf("%q: want default, force or takeover", p.Mode)}
+	}
+	return checkKey(p.Key)
+}
+
+// Needs wants a Redis Cluster with replicas.
+func (*ClusterFailoverParams) Needs(t Servers) string {
+	if !t.Cluster {
+		return needsCluster("cluster-failover")
+	}
+	if t.Replicas == 0 {
+		return "cluster-failover promotes a replica: cluster.replicas is 0"
+	}
+	return ""
+}
+
+// ClusterMigrateParams are cluster-migrate's parameters.
+type ClusterMigrateParams struct {
+	// Key is the lock key (its number: 0 is the first) whose slot moves.
+	Key int `yaml:"key"`
+}
+
+// Validate checks the key.
+func (p *ClusterMigrateParams) Validate() error { return checkKey(p.Key) }
+
+// Needs wants a Redis Cluster.
+func (*ClusterMigrateParams) Needs(t Servers) string {
+	if !t.Cluster {
+		return needsCluster("cluster-migrate")
+	}
+	return ""
+}
+
+func needsCluster(kind string) string {
+	return kind + " acts on a Redis Cluster: set cluster: {masters: 3}"
+}
+
+func checkKey(k int) error {
+	if k < 0 {
+		return &FieldError{"key", fmt.Sprintf("must not be negative, got %d", k)}
+	}
+	return nil
 }
 
 // errNoCluster refuses a cluster fault in a run without a Redis Cluster.
@@ -47,7 +90,10 @@ func keySlot(env *Env, k int) (int, error) {
 	return cluster.KeySlot(env.Keys[k]), nil
 }
 
-type clusterFailover struct{ spec Spec }
+type clusterFailover struct {
+	spec Spec
+	p    ClusterFailoverParams
+}
 
 func (f *clusterFailover) Inject(_ context.Context, env *Env) (Heal, Targets, error) {
 	rc := env.RedisCluster
@@ -57,7 +103,7 @@ func (f *clusterFailover) Inject(_ context.Context, env *Env) (Heal, Targets, er
 	t := Targets{}
 	masters := f.spec.Nodes
 	if len(masters) == 0 {
-		slot, err := keySlot(env, f.spec.Key)
+		slot, err := keySlot(env, f.p.Key)
 		if err != nil {
 			return nil, Targets{}, fmt.Errorf("cluster-failover: %w", err)
 		}
@@ -67,7 +113,7 @@ func (f *clusterFailover) Inject(_ context.Context, env *Env) (Heal, Targets, er
 		}
 		masters = []string{owner}
 	}
-	mode := strings.ToUpper(f.spec.Mode)
+	mode := strings.ToUpper(f.p.Mode)
 	if mode == "DEFAULT" {
 		mode = cluster.FailoverDefault
 	}
@@ -86,7 +132,10 @@ func (f *clusterFailover) Inject(_ context.Context, env *Env) (Heal, Targets, er
 	return func() error { return nil }, t, nil
 }
 
-type clusterMigrate struct{ spec Spec }
+type clusterMigrate struct {
+	spec Spec
+	p    ClusterMigrateParams
+}
 
 // migrateLimit bounds the completion of a migration (a lock key or two).
 const migrateLimit = 10 * time.Second
@@ -96,7 +145,7 @@ func (f *clusterMigrate) Inject(_ context.Context, env *Env) (Heal, Targets, err
 	if rc == nil {
 		return nil, Targets{}, fmt.Errorf("cluster-migrate: %w", errNoCluster)
 	}
-	slot, err := keySlot(env, f.spec.Key)
+	slot, err := keySlot(env, f.p.Key)
 	if err != nil {
 		return nil, Targets{}, fmt.Errorf("cluster-migrate: %w", err)
 	}

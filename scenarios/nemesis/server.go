@@ -11,35 +11,60 @@ import (
 
 // Server faults act on the Redis processes themselves.
 func init() {
-	Register("kill", "SIGKILL the targeted nodes; healing restarts them empty (no persistence: the data is gone)",
-		serverFactory(killNode), nodeTargets)
-	Register("kill-synced", "SIGKILL the targeted nodes once their replicas have every write they made (writes paused meanwhile, up to 2 s); healing restarts them empty",
-		func(s Spec) (Fault, error) {
+	Register("kill", "SIGKILL the targeted nodes; healing restarts them empty (no persistence: the data is gone)", nodeTargets,
+		func(s Spec, _ *NoParams) (Fault, error) { return newServerFault(s, killNode) })
+	Register("kill-synced", "SIGKILL the targeted nodes once their replicas have every write they made (writes paused meanwhile, up to 2 s); healing restarts them empty", nodesOnly,
+		func(s Spec, _ *KillSyncedParams) (Fault, error) {
 			if len(s.Nodes) == 0 {
 				return nil, &FieldError{"nodes", "kill-synced needs nodes"}
 			}
 			return killSynced{s}, nil
-		}, Uses{Fields: []string{"nodes"}})
-	Register("server-pause", "freeze the targeted nodes (SIGSTOP) until the fault heals (SIGCONT)",
-		serverFactory(func(sc cluster.ServerControl, i int) (func() error, error) {
-			if err := sc.Pause(i); err != nil {
-				return nil, err
-			}
-			return func() error { return sc.Resume(i) }, nil
-		}), nodeTargets)
-	Register("server-clock", "move the targeted nodes' wall clocks by offset (keys expire by it); healing moves them back",
-		func(s Spec) (Fault, error) {
-			if s.Offset == 0 {
-				return nil, &FieldError{"offset", "server-clock needs offset"}
-			}
-			return serverFactory(func(sc cluster.ServerControl, i int) (func() error, error) {
+		})
+	Register("server-pause", "freeze the targeted nodes (SIGSTOP) until the fault heals (SIGCONT)", nodeTargets,
+		func(s Spec, _ *NoParams) (Fault, error) {
+			return newServerFault(s, func(sc cluster.ServerControl, i int) (func() error, error) {
+				if err := sc.Pause(i); err != nil {
+					return nil, err
+				}
+				return func() error { return sc.Resume(i) }, nil
+			})
+		})
+	Register("server-clock", "move the targeted nodes' wall clocks by offset (keys expire by it); healing moves them back", nodeTargets,
+		func(s Spec, p *ServerClockParams) (Fault, error) {
+			return newServerFault(s, func(sc cluster.ServerControl, i int) (func() error, error) {
 				before := sc.ClockOffset(i)
-				if err := sc.SetClockOffset(i, before+s.Offset); err != nil {
+				if err := sc.SetClockOffset(i, before+p.Offset); err != nil {
 					return nil, err
 				}
 				return func() error { return sc.SetClockOffset(i, before) }, nil
-			})(s)
-		}, nodeTargets.with("offset"))
+			})
+		})
+}
+
+// KillSyncedParams are kill-synced's parameters: none, but the kind needs
+// a replica to wait for.
+type KillSyncedParams struct{}
+
+// Needs wants a replica per master.
+func (*KillSyncedParams) Needs(t Servers) string {
+	if t.Replicas == 0 {
+		return "kill-synced waits for the node's replica: set replicas: 1"
+	}
+	return ""
+}
+
+// ServerClockParams are server-clock's parameters.
+type ServerClockParams struct {
+	// Offset moves the nodes' wall clocks.
+	Offset time.Duration `yaml:"offset"`
+}
+
+// Validate wants an offset.
+func (p *ServerClockParams) Validate() error {
+	if p.Offset == 0 {
+		return &FieldError{"offset", "server-clock needs offset"}
+	}
+	return nil
 }
 
 type serverFault struct {
@@ -47,13 +72,11 @@ type serverFault struct {
 	act  func(sc cluster.ServerControl, i int) (func() error, error)
 }
 
-func serverFactory(act func(sc cluster.ServerControl, i int) (func() error, error)) Factory {
-	return func(s Spec) (Fault, error) {
-		if len(s.Nodes) == 0 && s.Pick != "minority" && s.Pick != "majority" {
-			return nil, fmt.Errorf("%s: needs nodes or pick: minority|majority", s.Kind)
-		}
-		return &serverFault{spec: s, act: act}, nil
+func newServerFault(s Spec, act func(sc cluster.ServerControl, i int) (func() error, error)) (Fault, error) {
+	if len(s.Nodes) == 0 && s.Pick != "minority" && s.Pick != "majority" {
+		return nil, fmt.Errorf("%s: needs nodes or pick: minority|majority", s.Kind)
 	}
+	return &serverFault{spec: s, act: act}, nil
 }
 
 // UsesServerClock says whether any of specs needs the server clock shim.

@@ -40,7 +40,8 @@ import (
 // other faults, unchanged.
 func init() {
 	Register("split-votes", "cut the client hosts (hosts: one side, the others the other) crosswise from the masters other than the targeted ones, so each side can win the targeted masters plus its half of the rest: a bare majority (quorum topologies only)",
-		func(s Spec) (Fault, error) {
+		Uses{Fields: []string{"hosts", "nodes"}, Quorum: true},
+		func(s Spec, _ *NoParams) (Fault, error) {
 			if len(s.Nodes) == 0 {
 				return nil, &FieldError{"nodes", "split-votes needs the masters both sides share (e.g. [n1])"}
 			}
@@ -58,7 +59,7 @@ func init() {
 				}
 			}
 			return splitVotes{s}, nil
-		}, Uses{Fields: []string{"hosts", "nodes"}, Quorum: true})
+		})
 }
 
 type splitVotes struct{ spec Spec }

@@ -5,21 +5,21 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // change is one candidate: what it changes, applied to a copy of the
 // current spec (false: it does not apply to this spec).
 type change struct {
 	desc  string
-	apply func(s *scenarios.Spec) bool
+	apply func(s *spec.Spec) bool
 }
 
 // dimension proposes the candidates of one dimension of the current spec,
 // most ambitious first; attempts are the acquire attempts of the current
 // spec's last failing run.
-type dimension func(cur *scenarios.Spec, attempts int) []change
+type dimension func(cur *spec.Spec, attempts int) []change
 
 // dimensions in the order they are tried. The clients come first, the
 // figure a lock's author reads first and the one a short budget must not
@@ -35,14 +35,14 @@ const granularity = 10 * time.Millisecond
 // mostly its set-up.
 const minDuration = 100 * time.Millisecond
 
-func duration(cur *scenarios.Spec, _ int) []change {
+func duration(cur *spec.Spec, _ int) []change {
 	var out []change
 	for _, d := range []time.Duration{cur.Duration / 2, cur.Duration * 3 / 4} {
 		d = d.Round(granularity)
 		if d < minDuration || d >= cur.Duration {
 			continue
 		}
-		out = append(out, change{fmt.Sprintf("duration %v → %v", cur.Duration, d), func(s *scenarios.Spec) bool {
+		out = append(out, change{fmt.Sprintf("duration %v → %v", cur.Duration, d), func(s *spec.Spec) bool {
 			s.Duration = d
 			return true
 		}})
@@ -54,13 +54,13 @@ func duration(cur *scenarios.Spec, _ int) []change {
 // shrinks with them where a duration cannot (many clients, short critical
 // sections). The first bound is the attempts the last failing run made,
 // its failure included; then half of the bound.
-func ops(cur *scenarios.Spec, attempts int) []change {
+func ops(cur *spec.Spec, attempts int) []change {
 	var out []change
 	for _, n := range []int{attempts, cur.Ops / 2, attempts / 2} {
 		if n < 2 || cur.Ops > 0 && n >= cur.Ops {
 			continue
 		}
-		out = append(out, change{fmt.Sprintf("ops %s → %d", opsText(cur.Ops), n), func(s *scenarios.Spec) bool {
+		out = append(out, change{fmt.Sprintf("ops %s → %d", opsText(cur.Ops), n), func(s *spec.Spec) bool {
 			s.Ops = n
 			return true
 		}})
@@ -104,10 +104,10 @@ func rangeText(c []int) string {
 	return fmt.Sprintf("%d..%d", c[0], c[len(c)-1])
 }
 
-func clients(cur *scenarios.Spec, _ int) []change {
+func clients(cur *spec.Spec, _ int) []change {
 	var out []change
 	for _, c := range chunks(cur.Clients, 1) {
-		out = append(out, change{fmt.Sprintf("clients %d → %d (drop c%s)", cur.Clients, cur.Clients-len(c), rangeText(c)), func(s *scenarios.Spec) bool {
+		out = append(out, change{fmt.Sprintf("clients %d → %d (drop c%s)", cur.Clients, cur.Clients-len(c), rangeText(c)), func(s *spec.Spec) bool {
 			dropClients(s, c)
 			return true
 		}})
@@ -118,7 +118,7 @@ func clients(cur *scenarios.Spec, _ int) []change {
 // dropClients removes the clients in drop and renumbers the others: what
 // named a dropped client (a failpoint of its, or one waiting for it; a
 // clock offset; a fault's only targets) goes with it.
-func dropClients(s *scenarios.Spec, drop []int) {
+func dropClients(s *spec.Spec, drop []int) {
 	renum := func(c int) (int, bool) {
 		if c < 0 {
 			return c, true // -1: every client
@@ -138,7 +138,7 @@ func dropClients(s *scenarios.Spec, drop []int) {
 	if s.Hosts > s.Clients {
 		s.Hosts = s.Clients
 	}
-	var fps []scenarios.FailpointSpec
+	var fps []spec.FailpointSpec
 	for _, fp := range s.Failpoints {
 		c, ok := renum(fp.Client)
 		w, wok := renum(fp.WaitClient)
@@ -198,24 +198,24 @@ func fewer(n int) []int {
 	return out
 }
 
-func keys(cur *scenarios.Spec, _ int) []change {
-	return fewerOf("keys", cur.Keys, func(s *scenarios.Spec, k int) { s.Keys = k })
+func keys(cur *spec.Spec, _ int) []change {
+	return fewerOf("keys", cur.Keys, func(s *spec.Spec, k int) { s.Keys = k })
 }
 
 // nodes proposes fewer masters, where the spec sets them (its nodes, or
 // the lock's nodes option); whether the lock's topology allows as few is
 // for the spec's validation and the run's compilation to say.
-func nodes(cur *scenarios.Spec, _ int) []change {
-	return append(fewerOf("nodes", cur.Nodes, func(s *scenarios.Spec, k int) { s.Nodes = k }),
-		fewerOf("lock.nodes", cur.Lock.Nodes, func(s *scenarios.Spec, k int) { s.Lock.Nodes = k })...)
+func nodes(cur *spec.Spec, _ int) []change {
+	return append(fewerOf("nodes", cur.Nodes, func(s *spec.Spec, k int) { s.Nodes = k }),
+		fewerOf("lock.nodes", cur.Lock.Nodes, func(s *spec.Spec, k int) { s.Lock.Nodes = k })...)
 }
 
 // fewerOf proposes the smaller values fewer gives for a count the spec
 // sets (field names it), set writing one into a candidate.
-func fewerOf(field string, n int, set func(*scenarios.Spec, int)) []change {
+func fewerOf(field string, n int, set func(*spec.Spec, int)) []change {
 	var out []change
 	for _, k := range fewer(n) {
-		out = append(out, change{fmt.Sprintf("%s %d → %d", field, n, k), func(s *scenarios.Spec) bool {
+		out = append(out, change{fmt.Sprintf("%s %d → %d", field, n, k), func(s *spec.Spec) bool {
 			set(s, k)
 			return true
 		}})
@@ -223,16 +223,16 @@ func fewerOf(field string, n int, set func(*scenarios.Spec, int)) []change {
 	return out
 }
 
-func faults(cur *scenarios.Spec, _ int) []change {
+func faults(cur *spec.Spec, _ int) []change {
 	var out []change
 	if cur.Explore != nil {
-		out = append(out, change{"explore removed", func(s *scenarios.Spec) bool {
+		out = append(out, change{"explore removed", func(s *spec.Spec) bool {
 			s.Explore = nil
 			return true
 		}})
 	}
 	for _, c := range chunks(len(cur.Faults), 0) {
-		out = append(out, change{fmt.Sprintf("faults %d → %d (drop faults.%s)", len(cur.Faults), len(cur.Faults)-len(c), rangeText(c)), func(s *scenarios.Spec) bool {
+		out = append(out, change{fmt.Sprintf("faults %d → %d (drop faults.%s)", len(cur.Faults), len(cur.Faults)-len(c), rangeText(c)), func(s *spec.Spec) bool {
 			s.Faults = without(s.Faults, c)
 			return true
 		}})
@@ -240,10 +240,10 @@ func faults(cur *scenarios.Spec, _ int) []change {
 	return out
 }
 
-func failpoints(cur *scenarios.Spec, _ int) []change {
+func failpoints(cur *spec.Spec, _ int) []change {
 	var out []change
 	for _, c := range chunks(len(cur.Failpoints), 0) {
-		out = append(out, change{fmt.Sprintf("failpoints %d → %d (drop failpoints.%s)", len(cur.Failpoints), len(cur.Failpoints)-len(c), rangeText(c)), func(s *scenarios.Spec) bool {
+		out = append(out, change{fmt.Sprintf("failpoints %d → %d (drop failpoints.%s)", len(cur.Failpoints), len(cur.Failpoints)-len(c), rangeText(c)), func(s *spec.Spec) bool {
 			s.Failpoints = without(s.Failpoints, c)
 			return true
 		}})
@@ -263,13 +263,13 @@ func without[T any](xs []T, drop []int) []T {
 
 // windows narrows each fault in time: once instead of repeating, a
 // narrower random window, a later start, a shorter fault.
-func windows(cur *scenarios.Spec, _ int) []change {
+func windows(cur *spec.Spec, _ int) []change {
 	var out []change
 	for i, f := range cur.Faults {
 		at := fmt.Sprintf("faults.%d", i)
 		edit := func(desc string, ok bool, set func(f *nemesis.Spec)) {
 			if ok {
-				out = append(out, change{at + ": " + desc, func(s *scenarios.Spec) bool {
+				out = append(out, change{at + ": " + desc, func(s *spec.Spec) bool {
 					set(&s.Faults[i])
 					return true
 				}})
@@ -286,7 +286,7 @@ func windows(cur *scenarios.Spec, _ int) []change {
 	}
 	for i, fp := range cur.Failpoints {
 		if fp.Fault != nil && fp.Fault.For > 0 {
-			out = append(out, change{fmt.Sprintf("failpoints.%d.fault: for %v → %v", i, fp.Fault.For, shorter(fp.Fault.For)), func(s *scenarios.Spec) bool {
+			out = append(out, change{fmt.Sprintf("failpoints.%d.fault: for %v → %v", i, fp.Fault.For, shorter(fp.Fault.For)), func(s *spec.Spec) bool {
 				f := *s.Failpoints[i].Fault
 				f.For = shorter(f.For)
 				s.Failpoints[i].Fault = &f
@@ -308,16 +308,16 @@ func shorter(d time.Duration) time.Duration {
 
 // rates removes the steady conditions: the network's latency and jitter,
 // and halves the clock skew.
-func rates(cur *scenarios.Spec, _ int) []change {
+func rates(cur *spec.Spec, _ int) []change {
 	var out []change
-	if cur.Network != (scenarios.Network{}) {
-		out = append(out, change{fmt.Sprintf("network latency %v jitter %v removed", cur.Network.Latency, cur.Network.Jitter), func(s *scenarios.Spec) bool {
-			s.Network = scenarios.Network{}
+	if cur.Network != (spec.Network{}) {
+		out = append(out, change{fmt.Sprintf("network latency %v jitter %v removed", cur.Network.Latency, cur.Network.Jitter), func(s *spec.Spec) bool {
+			s.Network = spec.Network{}
 			return true
 		}})
 	}
 	if cur.ClockSkew > 0 {
-		out = append(out, change{fmt.Sprintf("clock_skew %v → %v", cur.ClockSkew, shorter(cur.ClockSkew)), func(s *scenarios.Spec) bool {
+		out = append(out, change{fmt.Sprintf("clock_skew %v → %v", cur.ClockSkew, shorter(cur.ClockSkew)), func(s *spec.Spec) bool {
 			s.ClockSkew = shorter(s.ClockSkew)
 			return true
 		}})

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/lockimpl"
-	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestChunks: delta debugging's removals, halves first, later items first,
@@ -33,12 +33,12 @@ func TestChunks(t *testing.T) {
 // TestDropClients: what named a dropped client goes with it, the others
 // are renumbered, and what named every client stays.
 func TestDropClients(t *testing.T) {
-	fp := func(client int, wait string, waitClient int) scenarios.FailpointSpec {
-		return scenarios.FailpointSpec{Client: client, Point: "cs/hold", Action: lockimpl.Action{WaitFor: wait, WaitClient: waitClient}}
+	fp := func(client int, wait string, waitClient int) spec.FailpointSpec {
+		return spec.FailpointSpec{Client: client, Point: "cs/hold", Action: lockimpl.Action{WaitFor: wait, WaitClient: waitClient}}
 	}
-	s := &scenarios.Spec{
+	s := &spec.Spec{
 		Clients: 4, Hosts: 4,
-		Failpoints: []scenarios.FailpointSpec{
+		Failpoints: []spec.FailpointSpec{
 			fp(0, "", 0),        // kept
 			fp(1, "", 0),        // dropped: its client goes
 			fp(2, "cs/hold", 1), // dropped: it waits for a dropped client

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // Figures are the size of a scenario, as the before/after line shows it.
@@ -23,7 +24,7 @@ type Figures struct {
 	History int
 }
 
-func (s *search) figures(spec *scenarios.Spec, history int) (Figures, error) {
+func (s *search) figures(spec *spec.Spec, history int) (Figures, error) {
 	plan, err := scenarios.Compile(spec, s.config(s.base))
 	if err != nil {
 		return Figures{}, fmt.Errorf("shrink: %w", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // seedsOf are the seeds of the n-th step (0: the original): K to judge it
@@ -203,7 +204,7 @@ const headroom = 0.75
 
 // late says whether o's first violation began too late in spec's run to
 // count as a reproduction.
-func late(o *scenarios.Outcome, spec *scenarios.Spec) bool {
+func late(o *scenarios.Outcome, spec *spec.Spec) bool {
 	at := o.Result.FirstViolationNs
 	return at >= 0 && float64(at) > headroom*float64(spec.Duration)
 }
@@ -213,7 +214,7 @@ func late(o *scenarios.Outcome, spec *scenarios.Spec) bool {
 // replaced by a run on the next spare seed while spares last. With stopEarly and a verdict class to keep, the
 // runs stop as soon as the required share can no longer be reached (the
 // rest are cancelled, not counted).
-func (s *search) judge(ctx context.Context, spec *scenarios.Spec, seeds, spare []uint64, stopEarly bool) trial {
+func (s *search) judge(ctx context.Context, spec *spec.Spec, seeds, spare []uint64, stopEarly bool) trial {
 	var t trial
 	need := s.opts.need()
 	for len(seeds) > 0 && ctx.Err() == nil {
@@ -232,7 +233,7 @@ func (s *search) judge(ctx context.Context, spec *scenarios.Spec, seeds, spare [
 }
 
 // round runs one batch of a trial's seeds and appends their runs.
-func (s *search) round(ctx context.Context, spec *scenarios.Spec, seeds []uint64, t *trial, need int, stopEarly bool) {
+func (s *search) round(ctx context.Context, spec *spec.Spec, seeds []uint64, t *trial, need int, stopEarly bool) {
 	sub, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make([]scenarios.Job, len(seeds))

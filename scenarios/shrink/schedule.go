@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
-	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // A schedule is built from one failing run's history: the order in which
@@ -76,7 +76,7 @@ type gate struct{ d, g, c, x int }
 // that held first; it has base's lock, workload, network and clocks, and
 // none of its faults, failpoints or exploration: those that touched a kept
 // client in its window are pinned to the point it was at.
-func Schedule(base *scenarios.Spec, h checker.History, w *checker.Witness, keep []int) (*scenarios.Spec, error) {
+func Schedule(base *spec.Spec, h checker.History, w *checker.Witness, keep []int) (*spec.Spec, error) {
 	if w == nil {
 		return nil, errors.New("schedule: the run names no witness (two holders of one key)")
 	}
@@ -111,7 +111,7 @@ func Schedule(base *scenarios.Spec, h checker.History, w *checker.Witness, keep 
 	for _, c := range keep {
 		cycle[c], hold[c] = cycleOf(steps[c], anchor[c], end)
 		if cycle[c] < 0 {
-			return nil, fmt.Errorf("schedule: client %d's history has no %s before %v (were its steps recorded?)", c, scenarios.PointBeforeAcquire, time.Duration(anchor[c]))
+			return nil, fmt.Errorf("schedule: client %d's history has no %s before %v (were its steps recorded?)", c, spec.PointBeforeAcquire, time.Duration(anchor[c]))
 		}
 	}
 	order := slices.Clone(keep)
@@ -243,7 +243,7 @@ func landmarks(steps []step, first bool, hold int) ([]stopKind, []int) {
 		for _, s := range steps[hold:] {
 			count[s.point]++
 		}
-		seen := map[string]int{scenarios.PointBeforeAcquire: 1}
+		seen := map[string]int{spec.PointBeforeAcquire: 1}
 		for i := hold; i < len(steps); i++ {
 			p := steps[i].point
 			seen[p]++
@@ -275,7 +275,7 @@ func landmarks(steps []step, first bool, hold int) ([]stopKind, []int) {
 	}
 	for i := tail; i < len(steps); i++ {
 		switch {
-		case steps[i].point == scenarios.PointBeforeAcquire:
+		case steps[i].point == spec.PointBeforeAcquire:
 		case loop[steps[i].point]:
 			out[i] = loopStop
 		default:
@@ -320,7 +320,7 @@ func firstLockStep(steps []step, from, to int64) (int64, bool) {
 func cycleOf(steps []step, anchor, end int64) (int, int64) {
 	cycle := -1
 	for i, s := range steps {
-		if s.point == scenarios.PointBeforeAcquire && s.t <= anchor {
+		if s.point == spec.PointBeforeAcquire && s.t <= anchor {
 			cycle = i
 		}
 	}
@@ -331,7 +331,7 @@ func cycleOf(steps []step, anchor, end int64) (int, int64) {
 		if s.t > end {
 			break
 		}
-		if s.point == scenarios.PointHold {
+		if s.point == spec.PointHold {
 			return cycle, s.t
 		}
 	}
@@ -344,7 +344,7 @@ func cycleOf(steps []step, anchor, end int64) (int, int64) {
 func window(c, replay, cycle int, first bool, steps []step, h checker.History, end int64) (*lane, error) {
 	hold := -1
 	for i := cycle; i < len(steps) && hold < 0; i++ {
-		if steps[i].point == scenarios.PointHold {
+		if steps[i].point == spec.PointHold {
 			hold = i
 		}
 	}
@@ -353,7 +353,7 @@ func window(c, replay, cycle int, first bool, steps []step, h checker.History, e
 		last++
 	}
 	if first && (hold < 0 || hold > last) {
-		return nil, fmt.Errorf("schedule: client %d reached %s only after the overlap", c, scenarios.PointHold)
+		return nil, fmt.Errorf("schedule: client %d reached %s only after the overlap", c, spec.PointHold)
 	}
 	landmark, nth := landmarks(steps[cycle:last+1], first, hold-cycle)
 	from := cycle

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // Keeps are the sets of clients a schedule of w may replay, fewest first:
@@ -193,12 +194,12 @@ func onceStepIn(steps []step, from, to int64) bool {
 			continue
 		}
 		n := 0
-		for j := i; j >= 0 && steps[j].point != scenarios.PointBeforeAcquire; j-- {
+		for j := i; j >= 0 && steps[j].point != spec.PointBeforeAcquire; j-- {
 			if steps[j].point == st.point {
 				n++
 			}
 		}
-		for j := i + 1; j < len(steps) && steps[j].point != scenarios.PointBeforeAcquire; j++ {
+		for j := i + 1; j < len(steps) && steps[j].point != spec.PointBeforeAcquire; j++ {
 			if steps[j].point == st.point {
 				n++
 			}

@@ -7,13 +7,13 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
-	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // schedSpec writes the schedule as a spec: base's lock and conditions, the
 // kept clients, the gates, and the crashes and faults pinned to points.
-func schedSpec(base *scenarios.Spec, w *checker.Witness, lanes []*lane, gates []gate, h checker.History) (*scenarios.Spec, error) {
+func schedSpec(base *spec.Spec, w *checker.Witness, lanes []*lane, gates []gate, h checker.History) (*spec.Spec, error) {
 	s := *base
 	s.Mode = "scheduled"
 	s.Clients = len(lanes)
@@ -48,7 +48,7 @@ func schedSpec(base *scenarios.Spec, w *checker.Witness, lanes []*lane, gates []
 		if x.n > 1 {
 			a.WaitCount = x.n
 		}
-		s.Failpoints = append(s.Failpoints, scenarios.FailpointSpec{Client: d.replay, Point: at.point, Action: a})
+		s.Failpoints = append(s.Failpoints, spec.FailpointSpec{Client: d.replay, Point: at.point, Action: a})
 	}
 	for _, l := range lanes {
 		s.Failpoints = append(s.Failpoints, pinned(base, l, h, renum, w.ToNs)...)
@@ -62,12 +62,12 @@ func schedSpec(base *scenarios.Spec, w *checker.Witness, lanes []*lane, gates []
 // crash and every fault naming the client (a pause, the timeline's crash)
 // at the last landmark before it began (the first, for one that began
 // before the window).
-func pinned(base *scenarios.Spec, l *lane, h checker.History, renum map[int]int, end int64) []scenarios.FailpointSpec {
+func pinned(base *spec.Spec, l *lane, h checker.History, renum map[int]int, end int64) []spec.FailpointSpec {
 	if len(l.landmarks) == 0 {
 		return nil
 	}
 	start := l.landmarks[0].t
-	var out []scenarios.FailpointSpec
+	var out []spec.FailpointSpec
 	// A random failpoint's fault (a sleep, a lost reply, a fault placed at
 	// a step) that fired at one of the lane's landmarks: there, once.
 	for _, e := range l.landmarks {
@@ -80,7 +80,7 @@ func pinned(base *scenarios.Spec, l *lane, h checker.History, renum map[int]int,
 			if a.Prob == 0 && fp.Client >= 0 || a.Sleep == 0 && !a.LoseReply && fp.Fault == nil {
 				continue // a schedule's own step, or a crash (pinned below)
 			}
-			p := scenarios.FailpointSpec{Client: l.replay, Point: e.point,
+			p := spec.FailpointSpec{Client: l.replay, Point: e.point,
 				Action: lockimpl.Action{Skip: e.n - 1, Times: 1, Sleep: a.Sleep, LoseReply: a.LoseReply}}
 			if fp.Fault != nil {
 				f := *fp.Fault
@@ -109,7 +109,7 @@ func pinned(base *scenarios.Spec, l *lane, h checker.History, renum map[int]int,
 		switch {
 		case o.F == checker.FCrash && o.Client == l.client && o.Process >= 0 && o.Time >= start && o.Time <= end:
 			e := at(o.Time)
-			out = append(out, scenarios.FailpointSpec{Client: l.replay, Point: e.point, Action: lockimpl.Action{Skip: e.n - 1, Times: 1, Crash: true}})
+			out = append(out, spec.FailpointSpec{Client: l.replay, Point: e.point, Action: lockimpl.Action{Skip: e.n - 1, Times: 1, Crash: true}})
 		case o.F == checker.FStart && o.Type == checker.Ok && o.Targets != nil && firstKept(o.Targets.Clients, renum) == l.client:
 			stop, ok := stops[o.N]
 			if !ok {
@@ -129,7 +129,7 @@ func pinned(base *scenarios.Spec, l *lane, h checker.History, renum map[int]int,
 				}
 			}
 			e := at(o.Time)
-			out = append(out, scenarios.FailpointSpec{Client: l.replay, Point: e.point, Action: lockimpl.Action{Skip: e.n - 1, Times: 1}, Fault: &f})
+			out = append(out, spec.FailpointSpec{Client: l.replay, Point: e.point, Action: lockimpl.Action{Skip: e.n - 1, Times: 1}, Fault: &f})
 		}
 	}
 	return out

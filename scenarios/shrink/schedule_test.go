@@ -7,8 +7,8 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
-	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // hist builds a history in time order; times are in milliseconds.
@@ -70,9 +70,9 @@ func witnessOf(t *testing.T, h checker.History, a, b int) *checker.Witness {
 	return &checker.Witness{Key: "lock:0", A: *ha, B: *hb, FromNs: max(ha.From, hb.From), ToNs: min(ha.To, hb.To)}
 }
 
-func wait(client int, point string, skip int, waitFor string, waitClient int) scenarios.FailpointSpec {
+func wait(client int, point string, skip int, waitFor string, waitClient int) spec.FailpointSpec {
 	a := lockimpl.Action{Skip: skip, Times: 1, WaitFor: waitFor, WaitClient: waitClient}
-	return scenarios.FailpointSpec{Client: client, Point: point, Action: a}
+	return spec.FailpointSpec{Client: client, Point: point, Action: a}
 }
 
 // TestScheduleFromHistory: a failing run's history becomes the schedule
@@ -80,9 +80,9 @@ func wait(client int, point string, skip int, waitFor string, waitClient int) sc
 // shows, which waits and pinned faults the schedule must hold (it may
 // hold more).
 func TestScheduleFromHistory(t *testing.T) {
-	base := &scenarios.Spec{Name: "x-random", Mode: "random", Clients: 8, Keys: 2, Duration: 2 * time.Second,
+	base := &spec.Spec{Name: "x-random", Mode: "random", Clients: 8, Keys: 2, Duration: 2 * time.Second,
 		Lock:       lockimpl.Options{TTL: 150 * time.Millisecond},
-		Failpoints: []scenarios.FailpointSpec{{Client: -1, Point: "cs/hold", Action: lockimpl.Action{Prob: 0.1, Crash: true}}}}
+		Failpoints: []spec.FailpointSpec{{Client: -1, Point: "cs/hold", Action: lockimpl.Action{Prob: 0.1, Crash: true}}}}
 	for _, tc := range []struct {
 		name    string
 		history func(b *hist)
@@ -92,7 +92,7 @@ func TestScheduleFromHistory(t *testing.T) {
 		// must are failpoints the schedule must have, in replay numbers:
 		// one of each entry's alternatives (an order can be forced at
 		// more than one pair of points).
-		must [][]scenarios.FailpointSpec
+		must [][]spec.FailpointSpec
 	}{
 		{
 			// c3 holds; a pause of 400 ms stops it in its critical
@@ -120,7 +120,7 @@ func TestScheduleFromHistory(t *testing.T) {
 				b.op(3, 406, checker.Invoke, checker.FRelease, "t3")
 			},
 			a: 3, b: 5, keep: []int{3, 5}, clients: 2,
-			must: [][]scenarios.FailpointSpec{
+			must: [][]spec.FailpointSpec{
 				{wait(1, "cycle/before-acquire", 0, "cs/hold", 0)},
 				{{Client: 0, Point: "cs/hold", Action: lockimpl.Action{Times: 1},
 					Fault: &nemesis.Spec{Kind: "pause", Clients: []int{0}, For: 400 * time.Millisecond}}},
@@ -185,7 +185,7 @@ func TestScheduleFromHistory(t *testing.T) {
 				b.op(1, 167, checker.Invoke, checker.FRelease, "s1")
 			},
 			a: 0, b: 1, keep: []int{2, 0, 1}, clients: 3,
-			must: [][]scenarios.FailpointSpec{
+			must: [][]spec.FailpointSpec{
 				// c2 (replayed first) crashes where it did.
 				{{Client: 0, Point: "cs/hold", Action: lockimpl.Action{Times: 1, Crash: true}}},
 				// c1's DEL is sent only once c0 holds (the server ran it
@@ -214,8 +214,8 @@ func TestScheduleFromHistory(t *testing.T) {
 				t.Errorf("mode %s, %d clients, %d keys, %d faults: want scheduled, %d, 1, 0\n%s", s.Mode, s.Clients, s.Keys, len(s.Faults), tc.clients, y)
 			}
 			for _, alts := range tc.must {
-				if !slices.ContainsFunc(alts, func(want scenarios.FailpointSpec) bool {
-					return slices.ContainsFunc(s.Failpoints, func(fp scenarios.FailpointSpec) bool { return sameFailpoint(fp, want) })
+				if !slices.ContainsFunc(alts, func(want spec.FailpointSpec) bool {
+					return slices.ContainsFunc(s.Failpoints, func(fp spec.FailpointSpec) bool { return sameFailpoint(fp, want) })
 				}) {
 					t.Errorf("none of %+v in\n%s", alts, y)
 				}
@@ -231,7 +231,7 @@ func TestScheduleFromHistory(t *testing.T) {
 
 // sameFailpoint compares failpoints, times loop passes included ("every
 // pass" has Times 0: a wait at a loop's point is as good as at its first).
-func sameFailpoint(got, want scenarios.FailpointSpec) bool {
+func sameFailpoint(got, want spec.FailpointSpec) bool {
 	if got.Fault != nil || want.Fault != nil {
 		if got.Fault == nil || want.Fault == nil || got.Fault.Kind != want.Fault.Kind || got.Fault.For != want.Fault.For ||
 			!slices.Equal(got.Fault.Clients, want.Fault.Clients) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // search is one shrink in progress: the current (smallest accepted) spec
@@ -23,8 +24,8 @@ type search struct {
 	nameable bool
 	verdict  string
 	base     uint64 // the original's seed
-	orig     *scenarios.Spec
-	cur      *scenarios.Spec // the smallest spec accepted so far
+	orig     *spec.Spec
+	cur      *spec.Spec // the smallest spec accepted so far
 	// accepted are the specs accepted so far, the original first, each
 	// with the history length and acquire attempts of its first failing
 	// run.
@@ -44,12 +45,12 @@ type search struct {
 }
 
 type accepted struct {
-	spec              *scenarios.Spec
+	spec              *spec.Spec
 	seeds             []uint64
 	history, attempts int
 }
 
-func newSearch(spec *scenarios.Spec, cfg scenarios.Config, opts Options) (*search, error) {
+func newSearch(spec *spec.Spec, cfg scenarios.Config, opts Options) (*search, error) {
 	s := &search{cfg: cfg, opts: opts, name: cfg.Impl, tried: map[string]bool{}}
 	if s.name == "" && cfg.Info != nil {
 		s.name = cfg.Info.Name
@@ -71,41 +72,41 @@ func newSearch(spec *scenarios.Spec, cfg scenarios.Config, opts Options) (*searc
 	return s, nil
 }
 
-// narrow is spec for the one lock on trial: its impls, expected entry and
+// narrow is sp for the one lock on trial: its impls, expected entry and
 // variant only (the others' topologies must not stop a candidate from
 // validating).
-func (s *search) narrow(spec *scenarios.Spec) (*scenarios.Spec, error) {
-	c, err := s.clone(spec)
+func (s *search) narrow(sp *spec.Spec) (*spec.Spec, error) {
+	c, err := s.clone(sp)
 	if err != nil {
 		return nil, fmt.Errorf("shrink: the original spec does not round-trip: %w", err)
 	}
 	c.Impls, c.Expected, c.Variants = nil, nil, nil
 	if s.nameable {
 		c.Impls = []string{s.name}
-		if v, ok := spec.Expected[s.name]; ok {
+		if v, ok := sp.Expected[s.name]; ok {
 			c.Expected = map[string]string{s.name: v}
 		}
-		if v, ok := spec.Variants[s.name]; ok {
-			c.Variants = map[string]scenarios.Variant{s.name: v}
+		if v, ok := sp.Variants[s.name]; ok {
+			c.Variants = map[string]spec.Variant{s.name: v}
 		}
 	}
 	return s.parse(c)
 }
 
 // clone is a deep copy of spec, through its YAML.
-func (s *search) clone(spec *scenarios.Spec) (*scenarios.Spec, error) { return s.parse(spec) }
+func (s *search) clone(spec *spec.Spec) (*spec.Spec, error) { return s.parse(spec) }
 
-// parse writes spec as YAML and reads it back through the spec's own
+// parse writes sp as YAML and reads it back through the spec's own
 // validation: the one gate every candidate passes before it may run.
-func (s *search) parse(spec *scenarios.Spec) (*scenarios.Spec, error) {
-	b, err := spec.YAML()
+func (s *search) parse(sp *spec.Spec) (*spec.Spec, error) {
+	b, err := sp.YAML()
 	if err != nil {
 		return nil, err
 	}
-	return scenarios.ParseFor(spec.Name+".yaml", b, *s.opts.Limits, s.locks...)
+	return spec.ParseFor(sp.Name+".yaml", b, *s.opts.Limits, s.locks...)
 }
 
-func mustYAML(spec *scenarios.Spec) string {
+func mustYAML(spec *spec.Spec) string {
 	b, err := spec.YAML()
 	if err != nil {
 		return ""
@@ -161,7 +162,7 @@ func (s *search) establish(ctx context.Context) error {
 }
 
 // try runs spec as step n on the step's seeds.
-func (s *search) try(ctx context.Context, n int, spec *scenarios.Spec, stopEarly bool) (trial, time.Duration) {
+func (s *search) try(ctx context.Context, n int, spec *spec.Spec, stopEarly bool) (trial, time.Duration) {
 	start := time.Now()
 	seeds, spare := s.seedsOf(n)
 	return s.judge(ctx, spec, seeds, spare, stopEarly), time.Since(start)
@@ -251,7 +252,7 @@ func (s *search) tryDimension(ctx context.Context, dim dimension, rejected map[s
 // build applies a change to a copy of the current spec and validates it:
 // nil and why when it does not apply ("" : silently), does not validate
 // or compile, or was judged before.
-func (s *search) build(ch change) (*scenarios.Spec, string) {
+func (s *search) build(ch change) (*spec.Spec, string) {
 	c, err := s.clone(s.cur)
 	if err != nil || !ch.apply(c) {
 		return nil, ""

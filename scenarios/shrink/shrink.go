@@ -18,7 +18,7 @@
 //
 // From Go (a lock given to locktest, or any registered one):
 //
-//	spec, _ := scenarios.Load("del-race")
+//	spec, _ := spec.Load("del-race")
 //	res, err := shrink.Shrink(ctx, spec, scenarios.Config{Impl: "my-lock", Info: &myLockInfo}, shrink.Options{})
 //	if err == nil {
 //		b, _ := res.File("del-race × my-lock", "")
@@ -35,6 +35,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // Options say how hard to look and how sure to be.
@@ -54,8 +55,8 @@ type Options struct {
 	// Budget bounds the search's wall time (default 5 minutes); when it is
 	// spent the smallest spec accepted so far is the result.
 	Budget time.Duration
-	// Limits validate every candidate (default scenarios.DefaultLimits()).
-	Limits *scenarios.Limits
+	// Limits validate every candidate (default spec.DefaultLimits()).
+	Limits *spec.Limits
 	// Verdict, when set, is the verdict class the original was seen to
 	// give (a run folder's); the original is still run on the K seeds
 	// first, and must give it at the required share.
@@ -89,7 +90,7 @@ func (o Options) withDefaults() Options {
 		o.Budget = 5 * time.Minute
 	}
 	if o.Limits == nil {
-		l := scenarios.DefaultLimits()
+		l := spec.DefaultLimits()
 		o.Limits = &l
 	}
 	return o
@@ -156,8 +157,8 @@ type Result struct {
 	// Impl is the lock as the runs named it; Verdict the class kept.
 	Impl, Verdict string
 	// Original and Minimal are the specs before and after; Minimal loads
-	// with scenarios.Parse (File writes it with its header).
-	Original, Minimal *scenarios.Spec
+	// with spec.Parse (File writes it with its header).
+	Original, Minimal *spec.Spec
 	// Before and After are their figures (After's history from the
 	// minimal spec's confirmation runs).
 	Before, After Figures
@@ -205,7 +206,7 @@ var NotFailing = errors.New("nothing to shrink")
 // found is run again on K fresh seeds and given up for the spec accepted
 // before it while it fails there below the share. A returned error is
 // otherwise a setup failure or the context's.
-func Shrink(ctx context.Context, spec *scenarios.Spec, cfg scenarios.Config, opts Options) (*Result, error) {
+func Shrink(ctx context.Context, spec *spec.Spec, cfg scenarios.Config, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
 	start := time.Now()
 	s, err := newSearch(spec, cfg, opts)

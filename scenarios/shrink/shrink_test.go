@@ -16,6 +16,7 @@ import (
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/shrink"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestShrinkShippedFailures: a scheduled bug (del-race × setnx-del: the
@@ -53,7 +54,7 @@ func TestShrinkShippedFailures(t *testing.T) {
 			if !tc.always && !full {
 				t.Skip("LOCKSTORM_TEST_SEEDS=K runs it (cmd/lockstorm's TestShrinkCommand shrinks it by default)")
 			}
-			spec, err := scenarios.Load(tc.scenario)
+			spec, err := spec.Load(tc.scenario)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +102,7 @@ func checkFile(t *testing.T, res *shrink.Result, scenario, impl string) {
 	if !strings.HasPrefix(string(b), "# Minimal witness written by lockstorm shrink, shrunk from "+scenario+" × "+impl) {
 		t.Errorf("header:\n%s", b)
 	}
-	loaded, err := scenarios.Load(path)
+	loaded, err := spec.Load(path)
 	if err != nil {
 		t.Fatalf("the written spec does not load: %v\n%s", err, b)
 	}
@@ -119,7 +120,7 @@ func checkFile(t *testing.T, res *shrink.Result, scenario, impl string) {
 // not fail; the refusal says so, and runs nothing when the verdict is known.
 func TestShrinkRefusesASafeRun(t *testing.T) {
 	cluster.RequireRedisServer(t)
-	spec, err := scenarios.Load("del-race")
+	spec, err := spec.Load("del-race")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,14 +143,14 @@ func TestShrinkRefusesASafeRun(t *testing.T) {
 // at and makes the other client wait for that hold.
 func TestScheduleReproduces(t *testing.T) {
 	cluster.RequireRedisServer(t)
-	spec, err := scenarios.Load("pause-past-ttl-random")
+	sp, err := spec.Load("pause-past-ttl-random")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	var o *scenarios.Outcome
 	for seed := uint64(1); seed <= 5 && (o == nil || o.Result.Witness == nil); seed++ {
-		if o, err = scenarios.Run(ctx, spec, scenarios.Config{Impl: "set-nx-px", Seed: seed, Backend: cluster.RedisServer, RecordSteps: true}); err != nil {
+		if o, err = scenarios.Run(ctx, sp, scenarios.Config{Impl: "set-nx-px", Seed: seed, Backend: cluster.RedisServer, RecordSteps: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -160,13 +161,13 @@ func TestScheduleReproduces(t *testing.T) {
 	// the first whose schedule fails on every seed passes.
 	var tried []string
 	for _, keep := range shrink.Keeps(o.History, o.Result.Witness) {
-		sched, err := shrink.Schedule(spec, o.History, o.Result.Witness, keep)
+		sched, err := shrink.Schedule(sp, o.History, o.Result.Witness, keep)
 		if err != nil {
 			tried = append(tried, fmt.Sprintf("clients %v: %v", keep, err))
 			continue
 		}
 		y, _ := sched.YAML()
-		if sched, err = scenarios.Parse("schedule.yaml", y); err != nil {
+		if sched, err = spec.Parse("schedule.yaml", y); err != nil {
 			t.Fatalf("the schedule does not load: %v\n%s", err, y)
 		}
 		var verdicts []string

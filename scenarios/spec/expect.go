@@ -102,34 +102,35 @@ func (r Rule) Matches(c lockimpl.Claims) bool {
 
 // validateRules checks the derive rules: known claims and values, a known
 // verdict and a reason for each.
-func (s *Spec) validateRules(bad func(field, msg string, args ...any) error) error {
+func (v *validation) validateRules() error {
+	s := v.s
 	for i, r := range s.Derive {
 		at := fmt.Sprintf("derive.%d", i)
 		for name, vals := range r.If {
 			_, allowed, ok := lockimpl.Claims{}.ClaimField(name)
 			if !ok {
-				return bad(at+".if."+name, "unknown claim (known: %s)", strings.Join(lockimpl.ClaimNames(), ", "))
+				return v.bad(at+".if."+name, "unknown claim (known: %s)", strings.Join(lockimpl.ClaimNames(), ", "))
 			}
 			if len(vals) == 0 {
-				return bad(at+".if."+name, "no value")
+				return v.bad(at+".if."+name, "no value")
 			}
-			for _, v := range vals {
-				if !slices.Contains(allowed, v) {
-					return bad(at+".if."+name, "%q: want one of %s", v, strings.Join(allowed, ", "))
+			for _, val := range vals {
+				if !slices.Contains(allowed, val) {
+					return v.bad(at+".if."+name, "%q: want one of %s", val, strings.Join(allowed, ", "))
 				}
 			}
 		}
 		if !validVerdict(r.Expect) {
-			return bad(at+".expect", "verdict must be safe, unsafe, deadlock or inconclusive, got %q", r.Expect)
+			return v.bad(at+".expect", "verdict must be safe, unsafe, deadlock or inconclusive, got %q", r.Expect)
 		}
-		if err := validateKinds(at+".permit", r.Permit, bad); err != nil {
+		if err := v.validateKinds(at+".permit", r.Permit); err != nil {
 			return err
 		}
-		if err := validateKinds(at+".forbid", r.Forbid, bad); err != nil {
+		if err := v.validateKinds(at+".forbid", r.Forbid); err != nil {
 			return err
 		}
 		if strings.TrimSpace(r.Because) == "" {
-			return bad(at+".because", "missing: say which part of the fault leads to the verdict")
+			return v.bad(at+".because", "missing: say which part of the fault leads to the verdict")
 		}
 	}
 	return nil

@@ -57,33 +57,35 @@ const (
 	ExploreLoseReply = "lose-reply"
 )
 
-func (e *Explore) validate(field func(string) string, bad func(f, msg string, args ...any) error) error {
+// checkExplore checks the exploration block: its actions, rate, calls and
+// point patterns.
+func (v *validation) checkExplore(e *Explore) error {
 	if len(e.Actions) == 0 {
-		return bad(field("actions"), "missing: want some of crash, pause, delay, lose-reply")
+		return v.bad("explore.actions", "missing: want some of crash, pause, delay, lose-reply")
 	}
 	for i, a := range e.Actions {
 		switch a {
 		case ExploreCrash, ExplorePause, ExploreDelay, ExploreLoseReply:
 		default:
-			return bad(field(fmt.Sprintf("actions.%d", i)), "want crash, pause, delay or lose-reply, got %q", a)
+			return v.bad(fmt.Sprintf("explore.actions.%d", i), "want crash, pause, delay or lose-reply, got %q", a)
 		}
 	}
 	if e.Rate <= 0 || e.Rate > 1 {
-		return bad(field("rate"), "want a probability in (0, 1], got %v", e.Rate)
+		return v.bad("explore.rate", "want a probability in (0, 1], got %v", e.Rate)
 	}
 	if e.PerPoint < 0 || e.Delay < 0 || e.Pause < 0 {
-		return bad(field("per_point"), "per_point, delay and pause must not be negative")
+		return v.bad("explore.per_point", "per_point, delay and pause must not be negative")
 	}
 	for i, c := range e.During {
 		switch c {
 		case "acquire", "release", "extend":
 		default:
-			return bad(field(fmt.Sprintf("during.%d", i)), "want acquire, release or extend, got %q", c)
+			return v.bad(fmt.Sprintf("explore.during.%d", i), "want acquire, release or extend, got %q", c)
 		}
 	}
 	for i, p := range e.Points {
 		if _, err := path.Match(p, ""); err != nil {
-			return bad(field(fmt.Sprintf("points.%d", i)), "bad pattern %q: %v", p, err)
+			return v.bad(fmt.Sprintf("explore.points.%d", i), "bad pattern %q: %v", p, err)
 		}
 	}
 	return nil

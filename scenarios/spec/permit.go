@@ -118,14 +118,14 @@ func withRule(ps []checker.Permission, r *Rule) []checker.Permission {
 }
 
 // validateKinds checks a rule's permit or forbid list.
-func validateKinds(field string, ks OneOf, bad func(field, msg string, args ...any) error) error {
+func (v *validation) validateKinds(field string, ks OneOf) error {
 	for i, k := range ks {
 		if !checker.KnownKind(k) {
 			names := make([]string, len(checker.Kinds))
 			for j, kk := range checker.Kinds {
 				names[j] = string(kk)
 			}
-			return bad(fmt.Sprintf("%s.%d", field, i), "unknown kind %q (known: %s)", k, strings.Join(names, ", "))
+			return v.bad(fmt.Sprintf("%s.%d", field, i), "unknown kind %q (known: %s)", k, strings.Join(names, ", "))
 		}
 	}
 	return nil

@@ -258,14 +258,26 @@ func yamlFields(t reflect.Type) []yamlField {
 	return out
 }
 
+// node is one YAML node checked against a Go type: its document, the node
+// and its field path; bad refuses it at the node's line, so the checks
+// below carry no error closure.
+type node struct {
+	d    *yamlDoc
+	n    ast.Node
+	path string
+}
+
+// bad is the refusal of the node: the file, its line, its field path.
+func (x node) bad(format string, args ...any) error {
+	return &SpecError{File: x.d.file, Line: nodeLine(x.n), Field: x.path, Msg: fmt.Sprintf(format, args...)}
+}
+
 // check walks node n against Go type t at path.
 func (d *yamlDoc) check(n ast.Node, t reflect.Type, path string) error {
 	n = d.resolve(n)
-	bad := func(format string, args ...any) error {
-		return &SpecError{File: d.file, Line: nodeLine(n), Field: path, Msg: fmt.Sprintf(format, args...)}
-	}
+	x := node{d, n, path}
 	if n == nil {
-		return bad("alias to an unknown anchor")
+		return x.bad("alias to an unknown anchor")
 	}
 	if t.Kind() == reflect.Pointer {
 		if n.Type() == ast.NullType {
@@ -278,27 +290,28 @@ func (d *yamlDoc) check(n ast.Node, t reflect.Type, path string) error {
 		case reflect.Struct, reflect.Slice, reflect.Map:
 			return nil
 		}
-		return bad("no value (remove the line to use the default)")
+		return x.bad("no value (remove the line to use the default)")
 	}
 	switch {
 	case t == oneOfType:
-		return d.checkOneOf(n, bad)
+		return x.checkOneOf()
 	case t == durationType:
-		return checkDuration(n, bad)
+		return x.checkDuration()
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		return d.checkStruct(n, t, path, bad)
+		return x.checkStruct(t)
 	case reflect.Slice:
-		return d.checkSlice(n, t, path, bad)
+		return x.checkSlice(t)
 	case reflect.Map:
-		return d.checkMap(n, t, path, bad)
+		return x.checkMap(t)
 	}
-	return checkScalar(n, t, bad)
+	return x.checkScalar(t)
 }
 
 // checkOneOf accepts one scalar or a list of scalars (a rule's claim values).
-func (d *yamlDoc) checkOneOf(n ast.Node, bad func(format string, args ...any) error) error {
+func (x node) checkOneOf() error {
+	d, n := x.d, x.n
 	items := []ast.Node{n}
 	if seq, ok := n.(*ast.SequenceNode); ok {
 		items = seq.Values
@@ -307,7 +320,7 @@ func (d *yamlDoc) checkOneOf(n ast.Node, bad func(format string, args ...any) er
 		switch d.resolve(it).Type() {
 		case ast.StringType, ast.BoolType, ast.LiteralType:
 		default:
-			return bad("cannot use %s here: want a value or a list of values", describeNode(d.resolve(it)))
+			return x.bad("cannot use %s here: want a value or a list of values", describeNode(d.resolve(it)))
 		}
 	}
 	return nil
@@ -315,25 +328,27 @@ func (d *yamlDoc) checkOneOf(n ast.Node, bad func(format string, args ...any) er
 
 // checkDuration wants a string Go parses as a duration; a bare number has no
 // unit, so it is refused with the unit to add.
-func checkDuration(n ast.Node, bad func(format string, args ...any) error) error {
+func (x node) checkDuration() error {
+	n := x.n
 	s, ok := n.(*ast.StringNode)
 	if !ok {
 		if n.Type() == ast.IntegerType || n.Type() == ast.FloatType {
-			return bad("cannot use %s as a duration: give a unit (e.g. %ss or %sms)", scalarText(n), scalarText(n), scalarText(n))
+			return x.bad("cannot use %s as a duration: give a unit (e.g. %ss or %sms)", scalarText(n), scalarText(n), scalarText(n))
 		}
-		return bad("cannot use %s as a duration (e.g. 500ms, 2s, 1m)", describeNode(n))
+		return x.bad("cannot use %s as a duration (e.g. 500ms, 2s, 1m)", describeNode(n))
 	}
 	if _, err := time.ParseDuration(s.Value); err != nil {
-		return bad("cannot use %q as a duration (e.g. 500ms, 2s, 1m)", s.Value)
+		return x.bad("cannot use %q as a duration (e.g. 500ms, 2s, 1m)", s.Value)
 	}
 	return nil
 }
 
 // checkStruct walks a mapping's fields against the struct's YAML fields,
 // recording each field's line; an unknown field is refused with a suggestion.
-func (d *yamlDoc) checkStruct(n ast.Node, t reflect.Type, path string, bad func(format string, args ...any) error) error {
+func (x node) checkStruct(t reflect.Type) error {
+	d, n, path := x.d, x.n, x.path
 	if n.Type() != ast.MappingType && n.Type() != ast.MappingValueType {
-		return bad("cannot use %s here: want a mapping of fields", describeNode(n))
+		return x.bad("cannot use %s here: want a mapping of fields", describeNode(n))
 	}
 	fields := yamlFields(t)
 	for _, mv := range d.entries(n) {
@@ -365,10 +380,11 @@ func (d *yamlDoc) checkStruct(n ast.Node, t reflect.Type, path string, bad func(
 }
 
 // checkSlice walks a list's items against the element type.
-func (d *yamlDoc) checkSlice(n ast.Node, t reflect.Type, path string, bad func(format string, args ...any) error) error {
+func (x node) checkSlice(t reflect.Type) error {
+	d, n, path := x.d, x.n, x.path
 	seq, ok := n.(*ast.SequenceNode)
 	if !ok {
-		return bad("cannot use %s here: want a list", describeNode(n))
+		return x.bad("cannot use %s here: want a list", describeNode(n))
 	}
 	for i, v := range seq.Values {
 		p := join(path, strconv.Itoa(i))
@@ -381,9 +397,10 @@ func (d *yamlDoc) checkSlice(n ast.Node, t reflect.Type, path string, bad func(f
 }
 
 // checkMap walks a mapping's keys and values against the map's types.
-func (d *yamlDoc) checkMap(n ast.Node, t reflect.Type, path string, bad func(format string, args ...any) error) error {
+func (x node) checkMap(t reflect.Type) error {
+	d, n, path := x.d, x.n, x.path
 	if n.Type() != ast.MappingType && n.Type() != ast.MappingValueType {
-		return bad("cannot use %s here: want a mapping", describeNode(n))
+		return x.bad("cannot use %s here: want a mapping", describeNode(n))
 	}
 	for _, mv := range d.entries(n) {
 		k := d.resolve(mv.Key)
@@ -401,17 +418,18 @@ func (d *yamlDoc) checkMap(n ast.Node, t reflect.Type, path string, bad func(for
 
 // checkScalar checks text, booleans, integers (in range for their Go type)
 // and numbers.
-func checkScalar(n ast.Node, t reflect.Type, bad func(format string, args ...any) error) error {
+func (x node) checkScalar(t reflect.Type) error {
+	n := x.n
 	switch t.Kind() {
 	case reflect.String:
 		switch n.Type() {
 		case ast.StringType, ast.LiteralType:
 			return nil
 		}
-		return bad("cannot use %s as text (quote it)", describeNode(n))
+		return x.bad("cannot use %s as text (quote it)", describeNode(n))
 	case reflect.Bool:
 		if n.Type() != ast.BoolType {
-			return bad("cannot use %s as true or false", describeNode(n))
+			return x.bad("cannot use %s as true or false", describeNode(n))
 		}
 		return nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -419,30 +437,30 @@ func checkScalar(n ast.Node, t reflect.Type, bad func(format string, args ...any
 		in, ok := n.(*ast.IntegerNode)
 		if !ok {
 			if s, isStr := n.(*ast.StringNode); isStr && allDigits.MatchString(s.Value) {
-				return bad("%s is out of range for an integer", s.Value)
+				return x.bad("%s is out of range for an integer", s.Value)
 			}
-			return bad("cannot use %s as an integer", describeNode(n))
+			return x.bad("cannot use %s as an integer", describeNode(n))
 		}
 		v := reflect.New(t).Elem()
-		switch x := in.Value.(type) {
+		switch iv := in.Value.(type) {
 		case int64:
-			if v.CanInt() && !v.OverflowInt(x) || v.CanUint() && x >= 0 && !v.OverflowUint(uint64(x)) {
+			if v.CanInt() && !v.OverflowInt(iv) || v.CanUint() && iv >= 0 && !v.OverflowUint(uint64(iv)) {
 				return nil
 			}
 		case uint64:
-			if v.CanUint() && !v.OverflowUint(x) || v.CanInt() && x <= math.MaxInt64 && !v.OverflowInt(int64(x)) {
+			if v.CanUint() && !v.OverflowUint(iv) || v.CanInt() && iv <= math.MaxInt64 && !v.OverflowInt(int64(iv)) {
 				return nil
 			}
 		}
-		return bad("%s is out of range for an integer", scalarText(n))
+		return x.bad("%s is out of range for an integer", scalarText(n))
 	case reflect.Float32, reflect.Float64:
 		switch n.Type() {
 		case ast.IntegerType, ast.FloatType:
 			return nil
 		}
-		return bad("cannot use %s as a number", describeNode(n))
+		return x.bad("cannot use %s as a number", describeNode(n))
 	}
-	return bad("unsupported field type %s", t)
+	return x.bad("unsupported field type %s", t)
 }
 
 func join(path, key string) string {

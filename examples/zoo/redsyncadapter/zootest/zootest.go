@@ -25,7 +25,7 @@ import (
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/locktest"
 	"github.com/lockstorm/lockstorm/reports"
-	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // Seeds are the seeds the zoo runs: LOCKSTORM_ZOO_SEEDS, else 1, 2 and 3.
@@ -53,7 +53,7 @@ func Battery() []string {
 		return strings.Split(s, ",")
 	}
 	var names []string
-	for _, n := range scenarios.Names() {
+	for _, n := range spec.Names() {
 		if !strings.HasPrefix(n, "sentinel-") {
 			names = append(names, n)
 		}

@@ -1,0 +1,254 @@
+package spec
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/lockimpl"
+)
+
+// TestDerivedAgreesWithSpecs: on every (scenario, implementation or
+// variant) pair a shipped spec writes an expectation for, the expectation
+// derived from the lock's claims by the spec's rules must be the same. A
+// disagreement means the claims or the rules misread the documents.
+func TestDerivedAgreesWithSpecs(t *testing.T) {
+	pairs := 0
+	for _, n := range Names() {
+		s, err := Load(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, want := range s.Expected {
+			info, o, err := s.Resolve(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := info.ClaimsUnder(o)
+			got := s.Derived(c)
+			pairs++
+			if got.Verdict != want {
+				t.Errorf("%s × %s: spec says %s, claims (%s) derive %q (%s)", n, name, want, c, got.Verdict, got.Reason)
+			}
+		}
+	}
+	if pairs < 40 {
+		t.Errorf("only %d pairs checked", pairs)
+	}
+}
+
+// TestEverySpecJudgesEveryLock: every shipped scenario gives every shipped
+// lock (and any lock with claims) an expectation with a reason, and
+// nothing to a lock that declares none.
+func TestEverySpecJudgesEveryLock(t *testing.T) {
+	for _, n := range Names() {
+		s, err := Load(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, info := range lockimpl.All() {
+			if !info.Claims.Declared() {
+				t.Errorf("%s declares no claims", info.Name)
+			}
+			_, o, _ := s.Resolve(info.Name)
+			if s.Cluster != nil && info.NodesUnder(o) > 1 {
+				// A cluster gives a lock one client: a quorum lock is
+				// refused at load and skipped by the battery, never run.
+				if err := s.CheckImpl(info.Name); err == nil {
+					t.Errorf("%s × %s: a lock needing %d masters is not refused on a cluster", n, info.Name, info.NodesUnder(o))
+				}
+				continue
+			}
+			e := s.ExpectFor(info.Name, info.ClaimsUnder(o))
+			if e.Verdict == "" || e.Reason == "" {
+				t.Errorf("%s × %s: expectation %+v lacks a verdict or a reason", n, info.Name, e)
+			}
+		}
+		if e := s.ExpectFor("somebody-elses-lock", lockimpl.Claims{}); !reflect.DeepEqual(e, Expectation{}) {
+			t.Errorf("%s: a lock without claims is expected %+v", n, e)
+		}
+	}
+}
+
+func TestExpectedReasonIsTheComment(t *testing.T) {
+	s, err := Load("pause-past-ttl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := s.ExpectFor("fenced", lockimpl.Claims{})
+	if e.Source != FromSpec || !strings.Contains(e.Reason, "refuses C0's write") {
+		t.Errorf("fenced: %+v", e)
+	}
+}
+
+func TestRulesRejectedAtLoad(t *testing.T) {
+	for _, tc := range []struct{ name, rules, field, msg string }{
+		{"unknown claim", "derive:\n  - if: {colour: red}\n    expect: safe\n    because: x\n", "derive.0.if.colour", "unknown claim"},
+		{"bad value", "derive:\n  - if: {expiry: sometimes}\n    expect: safe\n    because: x\n", "derive.0.if.expiry", "want one of"},
+		{"bad verdict", "derive:\n  - expect: fine\n    because: x\n", "derive.0.expect", "verdict must be"},
+		{"no reason", "derive:\n  - expect: safe\n", "derive.0.because", "missing"},
+		{"unknown kind", "derive:\n  - expect: safe\n    because: x\n    permit: [two-holders, lies]\n", "derive.0.permit.1", "unknown kind"},
+		{"unknown forbidden kind", "derive:\n  - expect: safe\n    because: x\n    forbid: sloth\n", "derive.0.forbid.0", "unknown kind"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte(goodSpec+tc.rules))
+			var se *SpecError
+			if !errors.As(err, &se) || se.Field != tc.field || !strings.Contains(err.Error(), tc.msg) || se.Line == 0 {
+				t.Errorf("err = %v, want %s: %s with a line", err, tc.field, tc.msg)
+			}
+		})
+	}
+}
+
+func TestRuleMatching(t *testing.T) {
+	s, err := Parse("x.yaml", []byte(goodSpec+`derive:
+  - if: {fencing: true}
+    expect: safe
+    because: fenced
+  - if: {expiry: [server, client-clock], topology: single}
+    expect: unsafe
+    because: expires
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		c    lockimpl.Claims
+		want string
+	}{
+		{lockimpl.Claims{}, ""},
+		{lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease, Fencing: true}, checker.Safe},
+		{lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ClientClockExpiry, Release: lockimpl.OwnerCheckedRelease}, checker.Unsafe},
+		{lockimpl.Claims{Topology: lockimpl.Quorum, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}, ""},
+		{lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.NoExpiry, Release: lockimpl.OwnerCheckedRelease}, ""},
+	} {
+		if got := s.Derived(tc.c).Verdict; got != tc.want {
+			t.Errorf("%s: derived %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}
+
+// TestExtraOptions: lock.extra reaches a user's factory; a variant's extra
+// entries override the spec's and keep the others.
+func TestExtraOptions(t *testing.T) {
+	s, err := Parse("x.yaml", []byte(`name: x
+duration: 1s
+lock: {ttl: 1s, extra: {tries: "32", drift: "0.01"}}
+variants:
+  v: {impl: set-nx-px, extra: {tries: "3"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, base, _ := s.Resolve("set-nx-px")
+	_, v, _ := s.Resolve("v")
+	if base.Extra["tries"] != "32" || v.Extra["tries"] != "3" || v.Extra["drift"] != "0.01" || s.Lock.Extra["tries"] != "32" {
+		t.Errorf("spec extra %v, variant extra %v", base.Extra, v.Extra)
+	}
+}
+
+// TestWholeSecondsChangesNoRule: a lock whose clock counts whole seconds
+// runs every scenario stretched until its TTL spans TimeScaleUnits of them
+// (Compile), so it faces the schedule the scenario was written for, in
+// proportion; the rounding it adds is inside the margins the scenarios
+// leave. No rule may then expect something else of it because of the
+// claim alone: a rule reasoning with the unstretched times (a 300 ms lock
+// living over a second) misjudges it. Tried on every shipped lock's claims.
+func TestWholeSecondsChangesNoRule(t *testing.T) {
+	for _, n := range Names() {
+		s, err := Load(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, info := range lockimpl.All() {
+			c := info.Claims
+			if !c.Declared() {
+				continue
+			}
+			ms, ws := c, c
+			ms.WholeSeconds, ws.WholeSeconds = false, true
+			if a, b := s.Derived(ms), s.Derived(ws); a.Verdict != b.Verdict {
+				t.Errorf("%s: %s's claims derive %s in milliseconds but %s in whole seconds (%s)", n, info.Name, a.Verdict, b.Verdict, b.Reason)
+			}
+		}
+	}
+}
+
+// TestRulePermitsAndForbids: a rule's permit and forbid lists override the
+// claims' defaults for the locks it matches, with the rule's reason.
+func TestRulePermitsAndForbids(t *testing.T) {
+	s, err := Parse("x.yaml", []byte(goodSpec+"derive:\n  - expect: unsafe\n    because: the pause outlasts the TTL\n    permit: [orphaned-key]\n    forbid: [harm]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
+	got := map[checker.Kind]bool{}
+	for _, p := range s.PermissionsFor(s.Derived(c), c) {
+		got[p.Kind] = p.Permitted
+	}
+	want := map[checker.Kind]bool{checker.KindTwoHolders: true, checker.KindHarm: false, checker.KindOrphanedKey: true,
+		checker.KindReleaseFalseSuccess: false, checker.KindLostAcquireUnknown: true, checker.KindStarvation: false}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s permitted %v, want %v", k, got[k], w)
+		}
+	}
+}
+
+// TestPermissionDefaults: what a lock's claims and a scenario's facts let
+// it show, without a word in the spec.
+func TestPermissionDefaults(t *testing.T) {
+	single := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
+	plainDel := single
+	plainDel.Release = lockimpl.UnconditionalRelease
+	expiredOnly := single
+	expiredOnly.Release = lockimpl.ExpiredOnlyRelease
+	quorum := single
+	quorum.Topology = lockimpl.Quorum
+	separate := plainDel
+	separate.Expiry = lockimpl.SeparateExpiry
+	fenced := single
+	fenced.Fencing = true
+	absentOK := single
+	absentOK.AbsentReleaseOK = true
+	for _, tc := range []struct {
+		name    string
+		verdict string
+		c       lockimpl.Claims
+		f       Facts
+		kind    checker.Kind
+		want    bool
+	}{
+		{"an expected overlap", checker.Unsafe, single, Facts{}, checker.KindTwoHolders, true},
+		{"an overlap where safe is expected", checker.Safe, single, Facts{}, checker.KindTwoHolders, false},
+		{"a fenced lock's overlap", checker.Safe, fenced, Facts{}, checker.KindTwoHolders, true},
+		{"harm to a fenced lock's resource", checker.Safe, fenced, Facts{}, checker.KindHarm, false},
+		{"a lying owner-checked release inside an expected overlap", checker.Unsafe, single, Facts{}, checker.KindReleaseFalseSuccess, false},
+		{"a plain DEL's late release", checker.Unsafe, plainDel, Facts{}, checker.KindReleaseFalseSuccess, true},
+		{"seed 002's Redisson unlock of an absent key", checker.Unsafe, absentOK, Facts{}, checker.KindReleaseFalseSuccess, true},
+		{"a foreign renewal by an owner-checked lock", checker.Unsafe, single, Facts{}, checker.KindExtendFalseSuccess, false},
+		{"an owner-checked release that freed nothing", checker.Safe, single, Facts{}, checker.KindReleaseNotFreed, false},
+		{"seed 000's expired-only release", checker.Deadlock, expiredOnly, Facts{}, checker.KindReleaseNotFreed, true},
+		{"a single-instance lost acquire", checker.Safe, single, Facts{Network: true}, checker.KindLostAcquire, false},
+		{"a quorum lock's lost acquire", checker.Safe, quorum, Facts{}, checker.KindLostAcquire, true},
+		{"an unknown acquire's leak", checker.Safe, single, Facts{}, checker.KindLostAcquireUnknown, true},
+		{"an orphan with crashes and a TTL set with the lock", checker.Safe, single, Facts{Crashes: true}, checker.KindOrphanedKey, false},
+		{"an orphan with crashes and the TTL set apart", checker.Deadlock, separate, Facts{Crashes: true}, checker.KindOrphanedKey, true},
+		{"an orphan while a server's clock is stopped", checker.Safe, single, Facts{ServerTime: true}, checker.KindOrphanedKey, true},
+		{"starvation where deadlock is expected", checker.Deadlock, single, Facts{}, checker.KindStarvation, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, p := range Permissions(Expectation{Verdict: tc.verdict}, tc.c, tc.f) {
+				if p.Kind == tc.kind {
+					if p.Permitted != tc.want || p.Why == "" {
+						t.Errorf("%s permitted %v (%s), want %v", tc.kind, p.Permitted, p.Why, tc.want)
+					}
+					return
+				}
+			}
+			t.Errorf("no permission for %s", tc.kind)
+		})
+	}
+}
