@@ -70,6 +70,49 @@ type witnessRun struct {
 	// removal is how the earlier holder's key changed before the later
 	// one acquired (removal).
 	removal string
+	// overruns are the holds that outlasted their lease up to the
+	// overlap (overruns).
+	overruns int
+}
+
+// overruns counts the holds of o's history that began before its witness
+// overlap and outlasted the lock's TTL (as the run scaled it) before they
+// ended or the overlap began. In a spec that pauses nobody, such a hold is
+// the machine holding a client up: a failure that needed one is the
+// lease's, which every lock with a TTL shares, not the lock's own race.
+func overruns(o *scenarios.Outcome) int {
+	w := o.Result.Witness
+	if w == nil || o.Spec == nil || o.Spec.Lock.TTL <= 0 {
+		return 0
+	}
+	ttl := int64(o.Spec.Lock.TTL)
+	if o.TimeScale.Scaled() {
+		ttl = int64(float64(ttl) * o.TimeScale.Factor)
+	}
+	from := map[int]int64{} // process → its open hold's start
+	n := 0
+	for _, op := range o.History {
+		if op.Time > w.FromNs {
+			break
+		}
+		switch {
+		case op.F == checker.FAcquire && op.Type == checker.Ok:
+			from[op.Process] = op.Time
+		case op.F == checker.FRelease && op.Type == checker.Invoke, op.F == checker.FCrash, op.F == checker.FAbandon:
+			if t, ok := from[op.Process]; ok {
+				if op.Time-t > ttl {
+					n++
+				}
+				delete(from, op.Process)
+			}
+		}
+	}
+	for _, t := range from {
+		if w.FromNs-t > ttl {
+			n++
+		}
+	}
+	return n
 }
 
 // removal says how the key changed between the earlier witness holder's
@@ -255,7 +298,7 @@ func (s *search) round(ctx context.Context, spec *spec.Spec, seeds []uint64, t *
 			runs[i] = run{seed: seeds[i], verdict: o.Result.Verdict, late: late(o, spec), unjudged: unjudged(o), history: len(o.History), attempts: o.Result.Attempts}
 			runs[i].other = s.same != nil && runs[i].verdict == s.verdict && !s.same(o)
 			if s.recordSteps && runs[i].verdict == s.verdict && !runs[i].late && o.Result.Witness != nil && len(t.wits) < maxWitnesses {
-				t.wits = append(t.wits, witnessRun{seeds[i], o.History, o.Result.Witness, withinLease(o), removal(o.History, o.Result.Witness)})
+				t.wits = append(t.wits, witnessRun{seeds[i], o.History, o.Result.Witness, withinLease(o), removal(o.History, o.Result.Witness), overruns(o)})
 			}
 		}
 		if !stopEarly || s.verdict == "" {

@@ -1,6 +1,7 @@
 package shrink
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -211,22 +212,25 @@ func onceStepIn(steps []step, from, to int64) bool {
 	return false
 }
 
-// liveFirst orders the failing runs to build schedules from: those whose
-// overlap began while the earlier holder was within its lease come first.
-// A race between live holders is the lock's own; an overlap past a lease,
-// in a spec with no pause, is a holder the machine held up, and any lock
-// with a TTL fails its schedule, so it is tried only when no run shows a
-// live race (pause-past-ttl's runs all do).
+// liveFirst orders the failing runs to build schedules from: first those
+// whose overlap began while the earlier holder was within its lease, then
+// those with fewer holds that outlasted their lease before it (overruns).
+// A race between live holders is the lock's own; one that needed a holder
+// past its lease, in a spec that pauses nobody, is the machine holding a
+// client up, and any lock with a TTL fails its schedule (del-race-random x
+// setnx-del: a release of an overrun holder deleting the next one's key;
+// getset failed that schedule too). The others are tried only when no run
+// shows a live race (pause-past-ttl's runs all overrun).
 func liveFirst(wits []witnessRun) []witnessRun {
 	out := slices.Clone(wits)
 	slices.SortStableFunc(out, func(a, b witnessRun) int {
 		switch {
-		case a.within == b.within:
-			return 0
-		case a.within:
+		case a.within != b.within && a.within:
 			return -1
+		case a.within != b.within:
+			return 1
 		}
-		return 1
+		return cmp.Compare(a.overruns, b.overruns)
 	})
 	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/lockimpl"
+	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
@@ -244,4 +245,62 @@ func sameFailpoint(got, want spec.FailpointSpec) bool {
 	}
 	return got.Client == want.Client && got.Point == want.Point && g.Skip == want.Skip && g.Times == want.Times &&
 		g.WaitFor == want.WaitFor && g.WaitClient == want.WaitClient && g.Crash == want.Crash && g.Sleep == want.Sleep
+}
+
+// TestLiveFirst: schedules are built first from races between live holders,
+// then from runs that needed fewer holds past their lease; overruns counts
+// a hold that outlasted the TTL before the overlap (released late, or still
+// open when it began) and nothing else.
+func TestLiveFirst(t *testing.T) {
+	const ttl = 100 * time.Millisecond
+	run := func(build func(b *hist)) *scenarios.Outcome {
+		var b hist
+		build(&b)
+		h := b.sorted()
+		return &scenarios.Outcome{Spec: &spec.Spec{Lock: lockimpl.Options{TTL: ttl}}, History: h, Result: checker.Result{Witness: witnessOf(t, h, 1, 2)}}
+	}
+	// c0 holds 150 ms (past its TTL) and releases; c1 takes over at 120,
+	// c2 acquires at 160 while c1 holds: one overrun.
+	late := run(func(b *hist) {
+		b.op(0, 0, checker.Invoke, checker.FAcquire, "")
+		b.op(0, 1, checker.Ok, checker.FAcquire, "t0")
+		b.op(1, 110, checker.Invoke, checker.FAcquire, "")
+		b.op(1, 120, checker.Ok, checker.FAcquire, "t1")
+		b.op(0, 150, checker.Invoke, checker.FRelease, "t0")
+		b.op(0, 151, checker.Ok, checker.FRelease, "t0")
+		b.op(2, 155, checker.Invoke, checker.FAcquire, "")
+		b.op(2, 160, checker.Ok, checker.FAcquire, "t2")
+		b.op(1, 170, checker.Invoke, checker.FRelease, "t1")
+		b.op(2, 175, checker.Invoke, checker.FRelease, "t2")
+	})
+	// c0 crashes holding; c1 and c2 take it over 120 and 125 ms in: none.
+	live := run(func(b *hist) {
+		b.op(0, 0, checker.Invoke, checker.FAcquire, "")
+		b.op(0, 1, checker.Ok, checker.FAcquire, "t0")
+		b.op(0, 2, checker.Info, checker.FCrash, "")
+		b.op(1, 110, checker.Invoke, checker.FAcquire, "")
+		b.op(1, 120, checker.Ok, checker.FAcquire, "t1")
+		b.op(2, 111, checker.Invoke, checker.FAcquire, "")
+		b.op(2, 125, checker.Ok, checker.FAcquire, "t2")
+		b.op(1, 170, checker.Invoke, checker.FRelease, "t1")
+		b.op(2, 175, checker.Invoke, checker.FRelease, "t2")
+	})
+	if got := overruns(late); got != 1 {
+		t.Errorf("overruns(late) = %d, want 1", got)
+	}
+	if got := overruns(live); got != 0 {
+		t.Errorf("overruns(live) = %d, want 0", got)
+	}
+	wits := []witnessRun{
+		{seed: 1, within: true, overruns: overruns(late)},
+		{seed: 2, within: false},
+		{seed: 3, within: true, overruns: overruns(live)},
+	}
+	var got []uint64
+	for _, w := range liveFirst(wits) {
+		got = append(got, w.seed)
+	}
+	if !slices.Equal(got, []uint64{3, 1, 2}) {
+		t.Errorf("liveFirst order = %v, want [3 1 2]", got)
+	}
 }
