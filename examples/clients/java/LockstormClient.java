@@ -29,6 +29,8 @@ final class LockstormClient {
 
     /** A definite no: every reply was received; nothing was taken. */
     static final class Fail extends Exception {
+        private static final long serialVersionUID = 1L;
+
         Fail(String msg) {
             super(msg);
         }

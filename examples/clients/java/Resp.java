@@ -23,6 +23,8 @@ import java.util.List;
 final class Resp implements AutoCloseable {
     /** An error reply (-ERR ...): the command reached the server and was refused. */
     static final class ErrorReply extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
         ErrorReply(String msg) {
             super(msg);
         }
