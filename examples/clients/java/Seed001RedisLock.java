@@ -3,7 +3,7 @@ import java.util.Map;
 
 /**
  * Seed 001 (锁, MissionLee; the code by zhengcanrui,
- * /work/shared/seeds/001_02106470133db1ed.txt, §五 代码实现, explained in §四):
+ * seeds/001_02106470133db1ed.txt, §五 代码实现, explained in §四):
  * its Java RedisLock as the document writes it, bugs included, with Spring's
  * RedisTemplate replaced by {@link Resp} (no Java Redis library is installed
  * here) and the lockstorm protocol around it ({@link LockstormClient}):
