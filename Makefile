@@ -9,7 +9,7 @@ SHIM := build/clockshim.so
 # build it themselves into the user's cache.
 export LOCKSTORM_CLOCKSHIM := $(CURDIR)/$(SHIM)
 
-.PHONY: all build scenarios test docs planted gate bench-gate noisy redis-server stress-ng chromium clients vet clean zoo zoo-quick zoo-clients
+.PHONY: all build scenarios test docs planted gate bench-gate noisy redis-server stress-ng chromium clients vet clean zoo zoo-quick zoo-clients seed001
 
 all: build
 
@@ -56,16 +56,17 @@ stress-ng:
 
 # The example client processes (examples/clients, lockimpl/exec): seed 000's
 # PHP lock needs php-cli and php-redis, the Python ones python3-redis (for
-# /usr/bin/python3), node-redlock node, npm and its lockfile's packages.
-# Installed when missing and root, like redis-server; the tests fail under
-# CI=true without them.
-CLIENT_DEBS := php-cli php-redis python3-redis nodejs npm
+# /usr/bin/python3), node-redlock node, npm and its lockfile's packages, seed
+# 001's Java lock a JDK (compiled into build/java). Installed when missing and
+# root, like redis-server; the tests fail under CI=true without them.
+CLIENT_DEBS := php-cli php-redis python3-redis nodejs npm default-jdk-headless
 clients:
 	@missing=""; \
 	command -v php >/dev/null 2>&1 && php -r 'exit(class_exists("Redis") ? 0 : 1);' || missing="$$missing php-cli php-redis"; \
 	/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || missing="$$missing python3-redis"; \
 	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
 	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
+	command -v javac >/dev/null 2>&1 || missing="$$missing default-jdk-headless"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing$$missing (apt-get)"; \
@@ -76,6 +77,18 @@ clients:
 	  fi; \
 	fi
 	@examples/clients/node-redlock/install.sh
+	@examples/clients/java/build.sh
+
+# Seed 001's Java client (examples/clients/java) on the whole battery, every
+# scenario a client process can run (a process is handed node addresses: no
+# Sentinel discovery, no Redis Cluster), on seeds 1-3 (SEED001_SEEDS), beside
+# its Go port getset; the client matrix in `make test` runs three of them.
+SEED001_SEEDS ?= 3
+SEED001 := java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp build/java Seed001RedisLock
+SEED001_SCENARIOS := $(filter-out cluster-% sentinel-%,$(basename $(notdir $(wildcard scenarios/spec/specs/*.yaml))))
+seed001: build redis-server clients
+	./$(BIN) run $(addprefix --scenario ,$(SEED001_SCENARIOS)) --exec '$(SEED001)' --impl getset \
+	  --seed 1 --seeds $(SEED001_SEEDS) --backend redis-server --out build/seed001
 
 # The report tests render the suite page and a timeline in headless
 # Chromium (Debian's package) and fail on a page error; under CI=true a

@@ -299,6 +299,26 @@ func (r *Report) Unjudged() []*scenarios.Outcome {
 // `lockstorm run --baseline`) to gate later runs against.
 func (r *Report) Baseline() *spec.Baseline { return scenarios.NewBaseline(r.Outcomes) }
 
+// Rows are the report's runs as `lockstorm run --format json` prints them
+// (reports.FromOutcome), in scenario order, each with the run folder kept
+// for it (RunDir, empty when none was kept): a program's own main can hand
+// them to the same tools as the CLI's rows (reports.Aggregate, a results
+// file).
+func (r *Report) Rows() []reports.Row {
+	rows := make([]reports.Row, len(r.Outcomes))
+	for i, o := range r.Outcomes {
+		rows[i] = reports.FromOutcome(o)
+		rows[i].RunDir = r.RunDirs[r.label(o)]
+	}
+	return rows
+}
+
+// WriteJSON writes Rows as JSON lines, one object per run on a line of its
+// own (not an array), as `lockstorm run --format json` does.
+func (r *Report) WriteJSON(w io.Writer) error {
+	return reports.Write(w, r.Rows(), reports.FormatJSON, false)
+}
+
 // WriteMatrix prints one line per scenario: mode, verdict, expectation,
 // where it came from, the mark (ok, DIFF, miss, skip for an inconclusive
 // run, or — without an expectation) and the reason for the expectation.

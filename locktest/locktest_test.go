@@ -1,11 +1,14 @@
 package locktest_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/locktest"
+	"github.com/lockstorm/lockstorm/reports"
 	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
@@ -179,6 +183,44 @@ func TestBaselineGates(t *testing.T) {
 	o := rep2.Outcomes[0]
 	if o.ExpectedSource != spec.FromBaseline || o.Expected != checker.Safe || o.Result.Verdict != checker.Unsafe || len(rep2.Failures()) != 1 {
 		t.Errorf("baseline run: verdict %s expected %q from %q, %d failures", o.Result.Verdict, o.Expected, o.ExpectedSource, len(rep2.Failures()))
+	}
+}
+
+// TestReportJSONRows: WriteJSON writes one JSON object per run, a line
+// each, with the run's verdict and expectation as its outcome has them and
+// the folder kept for it, as `lockstorm run --format json` prints its rows.
+func TestReportJSONRows(t *testing.T) {
+	cluster.StartForTest(t, 1)
+	t.Parallel()
+	b := locktest.Battery{Scenarios: []string{"foreign-unlock", "del-race"}, Backend: cluster.RedisServer, Keep: "all", Out: t.TempDir()}
+	rep, err := locktest.Check(t.Context(), tokenInfo("token-json", tokenClaims, false), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := rep.WriteJSON(&out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != len(rep.Outcomes) || len(lines) != 2 {
+		t.Fatalf("%d lines for %d runs, want one per run:\n%s", len(lines), len(rep.Outcomes), out.String())
+	}
+	for i, line := range lines {
+		var row reports.Row
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("line %d is not one JSON row: %v: %s", i+1, err, line)
+		}
+		o := rep.Outcomes[i]
+		if row.Scenario != o.Scenario || row.Impl != "token-json" || row.Seed != o.Seed || row.Verdict != o.Result.Verdict ||
+			row.Expected != o.Expected || row.ExpectedSource != scenarios.FromClaims || row.AsExpected != o.AsExpected() {
+			t.Errorf("line %d: %+v, want the outcome's %s × %s seed %d: %s expected %s (%s)", i+1, row, o.Scenario, o.Impl, o.Seed,
+				o.Result.Verdict, o.Expected, o.ExpectedSource)
+		}
+		if row.RunDir == "" || row.RunDir != rep.RunDirs[o.Scenario] {
+			t.Errorf("line %d: run_dir %q, want the kept folder %q", i+1, row.RunDir, rep.RunDirs[o.Scenario])
+		} else if _, err := os.Stat(filepath.Join(row.RunDir, "history.jsonl")); err != nil {
+			t.Errorf("line %d: %v", i+1, err)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -42,11 +43,18 @@ type matrixClient struct {
 	client []string
 	// probe is the runtime check (needRuntime's program and arguments).
 	probe []string
-	// install, when set, is the program's own set-up (its packages), run
-	// before the probe: the test prepares what it needs instead of
-	// depending on a make step having run first.
-	install []string
-	port    func(t *testing.T) *lockimpl.Info
+	// install, when set, is the program's own set-up (its packages, its
+	// compilation), run before the probe: the test prepares what it needs
+	// instead of depending on a make step having run first. installer is
+	// the tool install needs (npm, javac).
+	install   []string
+	installer string
+	port      func(t *testing.T) *lockimpl.Info
+	// claimed says the original's verdict in every scheduled scenario must
+	// be the one its hello's claims derive (the scenario's rules): the
+	// client is tested against what its document claims, not only against
+	// its port.
+	claimed bool
 	// specs are the scenarios run by default: few, as a whole-second
 	// client runs each stretched to seconds-long TTLs (LOCKSTORM_CLIENT_MATRIX=1:
 	// every shipped scenario a client process can run).
@@ -100,11 +108,32 @@ func matrixClients() []matrixClient {
 		probe:  py,
 		specs:  []string{"pause-past-ttl"},
 	}, {
-		client:  []string{"node", example("node-redlock/redlock.js")},
-		install: []string{"sh", example("node-redlock/install.sh")},
-		probe:   []string{"node", "-e", "require(process.argv[1])", example("node-redlock/node_modules/redlock")},
-		specs:   []string{"pause-past-ttl"},
+		client:    []string{"node", example("node-redlock/redlock.js")},
+		install:   []string{"sh", example("node-redlock/install.sh")},
+		installer: "npm",
+		probe:     []string{"node", "-e", "require(process.argv[1])", example("node-redlock/node_modules/redlock")},
+		specs:     []string{"pause-past-ttl"},
+	}, {
+		// Seed 001's Java RedisLock, compiled by its build.sh: the two
+		// scenarios its claims derive unsafe (a clock behind, a late
+		// unconditional DEL) and the one they derive safe (one GETSET
+		// winner), a few seconds each; `make seed001` runs every scenario.
+		client:    javaSeed001(),
+		install:   []string{"sh", example("java/build.sh")},
+		installer: "javac",
+		probe:     []string{"java", "-version"},
+		port:      func(t *testing.T) *lockimpl.Info { i, _ := lockimpl.Lookup("getset"); return &i },
+		specs:     []string{"getset-overwrite", "foreign-unlock", "del-race"},
+		claimed:   true,
 	}}
+}
+
+// javaSeed001 is the command line of seed 001's Java client: the classes
+// build.sh compiles into build/java, on a JVM that starts fast (a client
+// process is started per client and again after every crash).
+func javaSeed001() []string {
+	classes, _ := filepath.Abs(filepath.Join("..", "..", "build", "java"))
+	return []string{"java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classes, "Seed001RedisLock"}
 }
 
 // matrixCell is one scenario × client, with its port's run when it has one.
@@ -117,7 +146,7 @@ type matrixCell struct {
 }
 
 // TestClientMatrix runs the shipped client programs (seed 000's PHP, seed
-// 003's Python, redis-py's Lock, node-redlock) on the shipped scenarios,
+// 003's Python, redis-py's Lock, node-redlock, seed 001's Java) on the shipped scenarios,
 // and the documents' own locks beside their Go ports on the same seeds:
 // no cell may be inconclusive unless its note explains it by the lock's
 // algorithm, and an original's verdict class must agree with its port's,
@@ -134,7 +163,7 @@ func TestClientMatrix(t *testing.T) {
 	for k := range clients {
 		mc := &clients[k]
 		if mc.install != nil {
-			needRuntime(t, "npm")
+			needRuntime(t, mc.installer)
 			needRuntime(t, mc.install[0], mc.install[1:]...)
 		}
 		needRuntime(t, mc.probe[0], mc.probe[1:]...)
@@ -220,6 +249,9 @@ func (c *matrixCell) judge(t *testing.T) {
 	orig, ported := o.Result.Verdict, c.ported.Result.Verdict
 	if _, may := c.mc.inconclusive[c.spec]; may && (orig == checker.Inconclusive || ported == checker.Inconclusive) {
 		return // the note says either run may prove nothing: nothing to compare
+	}
+	if c.mc.claimed && o.Mode != "random" && !o.AsExpected() {
+		t.Errorf("%s × %s: %s, but its claims derive %s (%s)", c.spec, c.client, o.Result.Verdict, o.Expected, o.ExpectedReason)
 	}
 	note, known := c.mc.known[c.spec]
 	report := t.Errorf
