@@ -212,7 +212,7 @@ func TestReportJSONRows(t *testing.T) {
 		}
 		o := rep.Outcomes[i]
 		if row.Scenario != o.Scenario || row.Impl != "token-json" || row.Seed != o.Seed || row.Verdict != o.Result.Verdict ||
-			row.Expected != o.Expected || row.ExpectedSource != scenarios.FromClaims || row.AsExpected != o.AsExpected() {
+			row.Expected != o.Expected || row.ExpectedSource != spec.FromClaims || row.AsExpected != o.AsExpected() {
 			t.Errorf("line %d: %+v, want the outcome's %s × %s seed %d: %s expected %s (%s)", i+1, row, o.Scenario, o.Impl, o.Seed,
 				o.Result.Verdict, o.Expected, o.ExpectedSource)
 		}
