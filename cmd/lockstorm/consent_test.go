@@ -89,3 +89,26 @@ func TestSpecProgramNeedsConsent(t *testing.T) {
 		})
 	}
 }
+
+// TestClientProcessSkipsTopologies: a client process is handed node
+// addresses, so the scenarios that need Sentinel discovery or a cluster's
+// redirects are skipped for it, each named (the program is asked only its
+// hello); the rest of the run goes on (nothing is left here: exit 2).
+func TestClientProcessSkipsTopologies(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "started")
+	client := filepath.Join(dir, "client.sh")
+	if err := os.WriteFile(client, []byte(fmt.Sprintf(markerClient, marker)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI(t, bin, "run", "--scenario", "cluster-failover", "--scenario", "sentinel-kill", "--exec", client, "--keep", "none")
+	for _, want := range []string{"skipping cluster-failover × marker-lock", "not a cluster", "skipping sentinel-kill × marker-lock", "not Sentinels"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if code != 2 {
+		t.Errorf("exit %d, want 2 (nothing left to run)", code)
+	}
+}

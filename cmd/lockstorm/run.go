@@ -317,6 +317,12 @@ func loadJobs(f *runFlags, backend string, external map[string]bool) ([]job, err
 				fmt.Fprintf(os.Stderr, "lockstorm: skipping %s × %s: a client process is given node addresses, not Sentinels (the protocol has no Sentinel discovery)\n", spec.Name, impl)
 				continue
 			}
+			// Nor a cluster's slot map: a key on another master would be a
+			// MOVED error, not the lock's answer.
+			if external[impl] && spec.Cluster != nil {
+				fmt.Fprintf(os.Stderr, "lockstorm: skipping %s × %s: a client process is given node addresses, not a cluster (the protocol has no cluster redirects)\n", spec.Name, impl)
+				continue
+			}
 			if _, _, err := spec.Resolve(impl); err != nil {
 				return nil, usage("run: --impl: %v", err)
 			}
