@@ -38,7 +38,7 @@ const oneLine = (e) => String((e && e.message) || e).replace(/\s+/g, " ").trim()
 class Definite extends Error {}
 
 // serve answers the harness. lib: {hello: string, acquire(key) → {token,
-// validity?}, release(key, token) → true | false | undefined, extend?(key,
+// fence?, validity?}, release(key, token) → true | false | undefined, extend?(key,
 // token, ttlMs) → {validity?} | false, definite?(err) → bool, close?()}.
 // release's false is a definite no, undefined a library that says nothing
 // (unknown). A token names the lease the library handed out.
@@ -49,8 +49,9 @@ function serve(lib) {
       case "hello":
         return lib.hello;
       case "acquire": {
-        const { token, validity } = await lib.acquire(f[1]);
-        return `ok ${token}` + (validity > 0 ? ` validity=${Math.round(validity)}` : "");
+        const { token, fence, validity } = await lib.acquire(f[1]);
+        return `ok ${token}` + (fence !== undefined ? ` fence=${fence}` : "") +
+          (validity > 0 ? ` validity=${Math.round(validity)}` : "");
       }
       case "release": {
         const r = await lib.release(f[1], f[2]);

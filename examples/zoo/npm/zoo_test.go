@@ -27,6 +27,11 @@ var clients = []struct {
 	{"@sesamecare-oss/redlock", "1.4.0", []string{"node", "redlock-v5.js", "@sesamecare-oss/redlock", "5"}},
 	{"redis-semaphore Mutex", "5.8.0", []string{"node", "redis-semaphore.js", "mutex"}},
 	{"redis-semaphore RedlockMutex", "5.8.0", []string{"node", "redis-semaphore.js", "redlock", "5"}},
+	{"ioredis-lock", "4.0.0", []string{"node", "ioredis-lock.js"}},
+	{"redis-lock", "1.0.0", []string{"node", "redis-lock.js"}},
+	{"simple-redis-mutex", "3.0.0", []string{"node", "simple-redis-mutex.js"}},
+	{"redlock-universal SimpleLock", "0.8.5", []string{"node", "redlock-universal.js"}},
+	{"redlock-universal RedLock", "0.8.5", []string{"node", "redlock-universal.js", "5"}},
 }
 
 // TestZoo runs the battery against every client under LOCKSTORM_ZOO=1
