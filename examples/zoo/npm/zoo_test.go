@@ -7,11 +7,26 @@ package npm
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/lockstorm/lockstorm/examples/zoo/redsyncadapter/zootest"
 	lockexec "github.com/lockstorm/lockstorm/lockimpl/exec"
 )
+
+// battery is the zoo's battery less the Redis Cluster scenarios: a client
+// process is told its nodes' addresses, and a cluster node has none to
+// tell (lockexec.New refuses it), so each of those runs ends in an error
+// that stops the whole battery.
+func battery() []string {
+	var names []string
+	for _, n := range zootest.Battery() {
+		if !strings.HasPrefix(n, "cluster-") {
+			names = append(names, n)
+		}
+	}
+	return names
+}
 
 // clients are the client processes, each with the package and version
 // the matrix names (the version its hello reports is checked against it).
@@ -57,7 +72,7 @@ func TestZoo(t *testing.T) {
 			if os.Getenv("LOCKSTORM_ZOO") == "" {
 				return
 			}
-			reps := zootest.Run(t, info, seeds, zootest.Battery())
+			reps := zootest.Run(t, info, seeds, battery())
 			zootest.Write(t, c.library, c.version, info, reps)
 		})
 	}
