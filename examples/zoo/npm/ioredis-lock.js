@@ -19,11 +19,10 @@
 "use strict";
 const Redis = require("ioredis-4");
 const redislock = require("ioredis-lock");
-const { serve, env, nodes, hello, version, lockName, Leases } = require("./protocol");
+const { serve, env, ioredisClients, hello, version, lockName, Leases } = require("./protocol");
 
 const v = version("ioredis-lock");
-const client = new Redis({ ...nodes(1)[0], commandTimeout: 1000, connectTimeout: 1000, maxRetriesPerRequest: 0 });
-client.on("error", () => {});
+const [client] = ioredisClients(Redis, 1);
 const leases = new Leases();
 const refused = /^Could not acquire lock on |had expired$|^Lock has not been acquired$/;
 
@@ -40,8 +39,7 @@ serve({
     return { token: lock._id };
   },
   async release(_key, token) {
-    const lock = leases.take(token);
-    leases.delete(token);
+    const lock = leases.pop(token);
     await lock.release();
     return true;
   },
@@ -51,5 +49,5 @@ serve({
   },
   definite: (err) => err instanceof redislock.LockAcquisitionError || err instanceof redislock.LockReleaseError ||
     err instanceof redislock.LockExtendError ? refused.test(err.message) : false,
-  close: () => client.disconnect(),
+  close: () => client && client.disconnect(),
 });

@@ -1,14 +1,12 @@
 package npm
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/examples/zoo/redsyncadapter/zootest"
-	lockexec "github.com/lockstorm/lockstorm/lockimpl/exec"
 )
 
 // The zoo's own scenarios (testdata), general schedules that name no
@@ -58,19 +56,10 @@ var known = []struct {
 // TestKnownBugs asserts the npm redlock bugs at their releases and their
 // absence where they were fixed, on each of the zoo's seeds (1-3).
 func TestKnownBugs(t *testing.T) {
-	if _, err := os.Stat("node_modules"); err != nil {
-		t.Fatalf("node_modules missing: run make zoo-clients (npm ci): %v", err)
-	}
-	seeds, err := zootest.Seeds()
-	if err != nil {
-		t.Fatal(err)
-	}
+	seeds := installed(t)
 	paths := []string{filepath.Join("testdata", splitFirstTry+".yaml"), filepath.Join("testdata", grantAfterTTL+".yaml")}
 	for _, k := range known {
-		info, err := lockexec.Describe(context.Background(), k.argv)
-		if err != nil {
-			t.Fatalf("%v: %v", k.argv, err)
-		}
+		info := describe(t, k.argv)
 		t.Run(info.Name, func(t *testing.T) {
 			if k.zoo && os.Getenv("LOCKSTORM_ZOO") == "" {
 				t.Skip("runs under make zoo (LOCKSTORM_ZOO=1)")

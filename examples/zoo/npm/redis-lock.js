@@ -57,8 +57,7 @@ serve({
     return { token };
   },
   async release(_key, token) {
-    const done = leases.take(token);
-    leases.delete(token);
+    const done = leases.pop(token);
     await done();
     return undefined; // "unknown"
   },

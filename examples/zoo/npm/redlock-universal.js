@@ -23,15 +23,11 @@
 "use strict";
 const Redis = require("ioredis");
 const rl = require("redlock-universal");
-const { serve, env, nodes, hello, version, lockName, Definite, Leases } = require("./protocol");
+const { serve, env, ioredisClients, hello, version, lockName, Definite, Leases } = require("./protocol");
 
 const n = Number(process.argv[2] || 1);
 const v = version("redlock-universal");
-const adapters = nodes(n).map((a) => {
-  const c = new Redis({ ...a, commandTimeout: 1000, connectTimeout: 1000, maxRetriesPerRequest: 0 });
-  c.on("error", () => {});
-  return new rl.IoredisAdapter(c);
-});
+const adapters = ioredisClients(Redis, n).map((c) => new rl.IoredisAdapter(c));
 const locks = new Map();
 const lockFor = (key) => {
   if (!locks.has(key)) {
@@ -59,8 +55,7 @@ serve({
     return { token: handle.value };
   },
   async release(key, token) {
-    const handle = leases.take(token);
-    leases.delete(token);
+    const handle = leases.pop(token);
     return (await lockFor(key).release(handle)) || no("release");
   },
   async extend(key, token, ttl) {

@@ -51,8 +51,7 @@ serve({
     return { token, fence: release.fencingToken };
   },
   async release(_key, token) {
-    const release = leases.take(token);
-    leases.delete(token);
+    const release = leases.pop(token);
     await release();
     return undefined; // "unknown"
   },

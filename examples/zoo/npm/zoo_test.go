@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/examples/zoo/redsyncadapter/zootest"
+	"github.com/lockstorm/lockstorm/lockimpl"
 	lockexec "github.com/lockstorm/lockstorm/lockimpl/exec"
 )
 
@@ -53,18 +54,9 @@ var clients = []struct {
 // (make zoo); without it, each client's hello is checked (installed, and
 // at the version the matrix names).
 func TestZoo(t *testing.T) {
-	if _, err := os.Stat("node_modules"); err != nil {
-		t.Fatalf("node_modules missing: run make zoo-clients (npm ci): %v", err)
-	}
-	seeds, err := zootest.Seeds()
-	if err != nil {
-		t.Fatal(err)
-	}
+	seeds := installed(t)
 	for _, c := range clients {
-		info, err := lockexec.Describe(context.Background(), c.argv)
-		if err != nil {
-			t.Fatalf("%v: %v", c.argv, err)
-		}
+		info := describe(t, c.argv)
 		t.Run(info.Name, func(t *testing.T) {
 			if !zootest.NamesVersion(info.Name, c.version) {
 				t.Fatalf("%s: its hello names another version than %s", info.Name, c.version)
@@ -76,4 +68,28 @@ func TestZoo(t *testing.T) {
 			zootest.Write(t, c.library, c.version, info, reps)
 		})
 	}
+}
+
+// installed fails the test when the packages are not installed, and
+// returns the zoo's seeds.
+func installed(t *testing.T) []uint64 {
+	t.Helper()
+	if _, err := os.Stat("node_modules"); err != nil {
+		t.Fatalf("node_modules missing: run make zoo-clients (npm ci): %v", err)
+	}
+	seeds, err := zootest.Seeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seeds
+}
+
+// describe is the lock a client process says it is (its hello).
+func describe(t *testing.T, argv []string) lockimpl.Info {
+	t.Helper()
+	info, err := lockexec.Describe(context.Background(), argv)
+	if err != nil {
+		t.Fatalf("%v: %v", argv, err)
+	}
+	return info
 }
