@@ -17,6 +17,17 @@ const nodes = (n) =>
     return { host: a.slice(0, i), port: Number(a.slice(i + 1)) };
   });
 
+// ioredisClients are one client of the ioredis class Redis (the zoo has
+// ioredis 4 and 5) per node, as every ioredis-based client here makes them:
+// a command fails after 1 s and is not retried by ioredis, which
+// reconnects on its own; failures surface on the commands, not as events.
+const ioredisClients = (Redis, n) =>
+  nodes(n).map((a) => {
+    const c = new Redis({ ...a, commandTimeout: 1000, connectTimeout: 1000, maxRetriesPerRequest: 0 });
+    c.on("error", () => {});
+    return c;
+  });
+
 // hello is the hello line: name, summary (spaces allowed) and claims.
 const hello = (name, summary, claims) =>
   `hello 1 name=${name} summary=${encodeURIComponent(summary)} ` +
@@ -38,7 +49,7 @@ const oneLine = (e) => String((e && e.message) || e).replace(/\s+/g, " ").trim()
 class Definite extends Error {}
 
 // serve answers the harness. lib: {hello: string, acquire(key) → {token,
-// validity?}, release(key, token) → true | false | undefined, extend?(key,
+// fence?, validity?}, release(key, token) → true | false | undefined, extend?(key,
 // token, ttlMs) → {validity?} | false, definite?(err) → bool, close?()}.
 // release's false is a definite no, undefined a library that says nothing
 // (unknown). A token names the lease the library handed out.
@@ -49,8 +60,9 @@ function serve(lib) {
       case "hello":
         return lib.hello;
       case "acquire": {
-        const { token, validity } = await lib.acquire(f[1]);
-        return `ok ${token}` + (validity > 0 ? ` validity=${Math.round(validity)}` : "");
+        const { token, fence, validity } = await lib.acquire(f[1]);
+        return `ok ${token}` + (fence !== undefined ? ` fence=${fence}` : "") +
+          (validity > 0 ? ` validity=${Math.round(validity)}` : "");
       }
       case "release": {
         const r = await lib.release(f[1], f[2]);
@@ -94,6 +106,13 @@ class Leases extends Map {
     if (l === undefined) throw new Definite("unknown lock value");
     return l;
   }
+
+  // pop is take, forgetting the lease: for a release.
+  pop(token) {
+    const l = this.take(token);
+    this.delete(token);
+    return l;
+  }
 }
 
-module.exports = { serve, env, nodes, hello, version, lockName, lost, Definite, Leases };
+module.exports = { serve, env, nodes, ioredisClients, hello, version, lockName, lost, Definite, Leases };

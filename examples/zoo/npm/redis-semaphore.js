@@ -18,16 +18,12 @@
 "use strict";
 const Redis = require("ioredis");
 const { Mutex, RedlockMutex } = require("redis-semaphore");
-const { serve, env, nodes, hello, version, lockName, lost, Definite, Leases } = require("./protocol");
+const { serve, env, ioredisClients, hello, version, lockName, lost, Definite, Leases } = require("./protocol");
 
 const kind = process.argv[2] || "mutex";
 const n = kind === "redlock" ? Number(process.argv[3] || 3) : 1;
 const v = version("redis-semaphore");
-const clients = nodes(n).map((a) => {
-  const c = new Redis({ ...a, commandTimeout: 1000, connectTimeout: 1000, maxRetriesPerRequest: 0 });
-  c.on("error", () => {});
-  return c;
-});
+const clients = ioredisClients(Redis, n);
 // The identifier is the lock's own (a UUID) but made here, so that the
 // onLockLost of this lease can name it.
 const options = (identifier) => ({
@@ -53,8 +49,7 @@ serve({
     return { token: m.identifier };
   },
   async release(_key, token) {
-    const m = leases.take(token);
-    leases.delete(token);
+    const m = leases.pop(token);
     await m.release();
     return undefined; // "unknown"
   },

@@ -14,15 +14,11 @@
 "use strict";
 const Redis = require("ioredis");
 const Redlock = require("redlock-4.2.0");
-const { serve, env, nodes, hello, version, lockName, Leases } = require("./protocol");
+const { serve, env, ioredisClients, hello, version, lockName, Leases } = require("./protocol");
 
 const n = Number(process.argv[2] || 1);
 const v = version("redlock-4.2.0");
-const clients = nodes(n).map((a) => {
-  const c = new Redis({ ...a, commandTimeout: 1000, connectTimeout: 1000, maxRetriesPerRequest: 0 });
-  c.on("error", () => {});
-  return c;
-});
+const clients = ioredisClients(Redis, n);
 const redlock = clients.length
   ? new Redlock(clients, { retryCount: env("RETRY_COUNT", 10), retryDelay: env("RETRY_DELAY_MS", 200) })
   : null;
@@ -39,8 +35,7 @@ serve({
     return { token: lock.value, validity: lock.expiration - Date.now() };
   },
   async release(_key, token) {
-    const lock = leases.take(token);
-    leases.delete(token);
+    const lock = leases.pop(token);
     await lock.unlock();
     return true;
   },

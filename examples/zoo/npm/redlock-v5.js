@@ -12,7 +12,7 @@
 // extends, not used here).
 "use strict";
 const Redis = require("ioredis");
-const { serve, env, nodes, hello, version, lockName, Leases } = require("./protocol");
+const { serve, env, ioredisClients, hello, version, lockName, Leases } = require("./protocol");
 
 const pkg = process.argv[2];
 const n = Number(process.argv[3] || 1);
@@ -20,11 +20,7 @@ const lib = require(pkg);
 // redlock 5 exports the class as default, the fork as Redlock.
 const Redlock = lib.default || lib.Redlock;
 const { ResourceLockedError, ExecutionError } = lib;
-const clients = nodes(n).map((a) => {
-  const c = new Redis({ ...a, commandTimeout: 1000, connectTimeout: 1000, maxRetriesPerRequest: 0 });
-  c.on("error", () => {}); // reconnects on its own; failed commands reject
-  return c;
-});
+const clients = ioredisClients(Redis, n);
 const redlock = clients.length
   ? new Redlock(clients, { retryCount: env("RETRY_COUNT", 10), retryDelay: env("RETRY_DELAY_MS", 200) })
   : null;
@@ -43,8 +39,7 @@ serve({
     return { token: lock.value, validity: lock.expiration - Date.now() };
   },
   async release(_key, token) {
-    const lock = leases.take(token);
-    leases.delete(token);
+    const lock = leases.pop(token);
     await redlock.release(lock);
     return true;
   },
