@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // The mutex model encodes the belief model: a client holds a key only from
@@ -231,7 +232,7 @@ func clientIDs() func(int) int {
 // Infinity; release: end of the critical section → release completion),
 // unsplit. Check splits them instead; this is the reference it is tested
 // against, and what small histories can be checked with directly.
-func MutexOperations(h History) []porcupine.Operation {
+func MutexOperations(h history.History) []porcupine.Operation {
 	return analyze(h).operations()
 }
 
@@ -249,3 +250,8 @@ func (a *analysis) operations() []porcupine.Operation {
 	}
 	return ops
 }
+
+// Infinity is the return time of an operation whose outcome is unknown: it
+// may take effect at any moment after its invocation, even after the client
+// gave up (a SET NX stuck in a delayed link lands later).
+const Infinity = int64(math.MaxInt64)

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/scenarios"
 )
 
@@ -105,7 +106,7 @@ type Row struct {
 	// TimeScale, when set, says every time of the run was stretched to fit
 	// a lock whose clock counts in coarse units (whole seconds); the
 	// evidence ends with the same sentence.
-	TimeScale *checker.TimeScale `json:"time_scale,omitempty"`
+	TimeScale *history.TimeScale `json:"time_scale,omitempty"`
 	// Phases is where the run's wall time went (set-up, traffic, drain,
 	// check, teardown), in ns.
 	Phases *scenarios.Phases `json:"phases,omitempty"`
@@ -166,7 +167,7 @@ func FromOutcome(o *scenarios.Outcome) Row {
 
 // FromMeta is the row of a history's header, before any figure: what
 // `lockstorm check` knows of a run from its history alone.
-func FromMeta(m *checker.Meta) Row {
+func FromMeta(m *history.Meta) Row {
 	row := Row{Scenario: m.Scenario, Impl: m.Impl, Seed: m.Seed, Backend: m.Backend, Mode: m.Mode, Client: m.Client,
 		Gated: m.Gated, Expected: m.Expected, ExpectedReason: m.ExpectedReason, ExpectedSource: m.ExpectedSource,
 		TimeScale: m.TimeScale}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/scenarios"
 )
 
@@ -14,12 +15,12 @@ import (
 // the run, and from its history's header alone, as `check` reads it), in
 // the JSON row and in the suite page's cell; an unscaled run says nothing.
 func TestTimeScaleIsTold(t *testing.T) {
-	ts := &checker.TimeScale{Factor: 10, Granularity: time.Second, TTL: 300 * time.Millisecond}
+	ts := &history.TimeScale{Factor: 10, Granularity: time.Second, TTL: 300 * time.Millisecond}
 	brief := "scaled ×10 for whole-second expiry: TTL 300ms → 3s"
 	for _, tc := range []struct {
 		name string
 		res  checker.Result
-		ts   *checker.TimeScale
+		ts   *history.TimeScale
 		want string
 	}{
 		{name: "clean", res: checker.Result{Verdict: checker.Safe, FirstViolationNs: -1}, ts: ts, want: brief},
@@ -32,7 +33,7 @@ func TestTimeScaleIsTold(t *testing.T) {
 		if row.Evidence != tc.want {
 			t.Errorf("%s: evidence %q; want %q", tc.name, row.Evidence, tc.want)
 		}
-		offline := FromMeta(&checker.Meta{Scenario: "s", Impl: "l", TimeScale: tc.ts})
+		offline := FromMeta(&history.Meta{Scenario: "s", Impl: "l", TimeScale: tc.ts})
 		offline.SetResult(tc.res)
 		if offline.Evidence != row.Evidence {
 			t.Errorf("%s: check's evidence %q differs from run's %q", tc.name, offline.Evidence, row.Evidence)

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/client"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
@@ -106,7 +107,7 @@ type Outcome struct {
 	Result  checker.Result  `json:"result"`
 	Elapsed time.Duration   `json:"elapsed_ns"`
 	// CheckOptions are the checker settings the verdict was reached with.
-	CheckOptions checker.Options `json:"checker_options"`
+	CheckOptions history.Options `json:"checker_options"`
 	// StoppedAfter, when set, says the run stopped this long after its
 	// first overlap instead of running its whole duration (the verdict was
 	// settled; Config.FullDuration).
@@ -123,7 +124,7 @@ type Outcome struct {
 	// harness's own stalls left inconclusive (Config.Rejudge), oldest first.
 	Rejudged []string `json:"rejudged,omitempty"`
 	// History is the recorded run (not in JSON summaries: it has its own file).
-	History checker.History `json:"-"`
+	History history.History `json:"-"`
 	Spec    *spec.Spec      `json:"-"`
 	// Processes counts the client processes of a lock that runs in them
 	// (lockimpl/exec) and the requests they left unknown by dying, breaking
@@ -131,7 +132,7 @@ type Outcome struct {
 	Processes *lockimpl.ProcessStats `json:"processes,omitempty"`
 	// TimeScale, when set, says the run's times were stretched to fit the
 	// lock's clock (Plan.TimeScale); Spec is the spec as written.
-	TimeScale *checker.TimeScale `json:"time_scale,omitempty"`
+	TimeScale *history.TimeScale `json:"time_scale,omitempty"`
 	// Phases is where the run's wall time went (set-up, traffic, check,
 	// teardown...).
 	Phases *Phases `json:"phases,omitempty"`
@@ -184,7 +185,7 @@ func (c *runClient) callNow() string {
 type run struct {
 	cfg     Config
 	info    lockimpl.Info
-	rec     *checker.Recorder
+	rec     *history.Recorder
 	res     *resource
 	clients []*runClient
 	nextPID atomic.Int64
@@ -368,9 +369,9 @@ func (r *run) processStats() *lockimpl.ProcessStats {
 }
 
 // meta is the history's header: what this run was asked to exercise.
-func (r *run) meta(backend string) *checker.Meta {
+func (r *run) meta(backend string) *history.Meta {
 	p, exp := r.plan, r.plan.Expectation
-	m := &checker.Meta{Scenario: p.Scenario, Impl: r.cfg.Impl, Seed: p.Seed, Backend: backend, Mode: p.Mode,
+	m := &history.Meta{Scenario: p.Scenario, Impl: r.cfg.Impl, Seed: p.Seed, Backend: backend, Mode: p.Mode,
 		Client: p.Workload.Client, Gated: p.SpecGated, Expected: exp.Verdict, ExpectedReason: exp.Reason,
 		ExpectedSource: exp.Source, Options: p.Check, TimeScale: p.TimeScale}
 	if p.File != "" && !strings.HasPrefix(p.File, "specs/") {
@@ -380,7 +381,7 @@ func (r *run) meta(backend string) *checker.Meta {
 		m.Keys = append(m.Keys, keyName(k))
 	}
 	for i, fp := range p.Failpoints {
-		m.Failpoints = append(m.Failpoints, checker.Armed{Index: i, Client: fp.Client, Point: fp.Point,
+		m.Failpoints = append(m.Failpoints, history.Armed{Index: i, Client: fp.Client, Point: fp.Point,
 			Skip: fp.Skip, Times: fp.Times, Prob: fp.Prob, Inert: fp.Inert})
 	}
 	return m
@@ -431,8 +432,8 @@ func (r *run) closeClients() {
 	}
 }
 
-func (r *run) add(c *runClient, t checker.Type, f, key string, mod func(*checker.Op)) {
-	op := checker.Op{Type: t, Process: int(c.process.Load()), Client: c.id, F: f, Key: key}
+func (r *run) add(c *runClient, t history.Type, f, key string, mod func(*history.Op)) {
+	op := history.Op{Type: t, Process: int(c.process.Load()), Client: c.id, F: f, Key: key}
 	if mod != nil {
 		mod(&op)
 	}

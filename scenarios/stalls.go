@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
@@ -20,7 +20,7 @@ const (
 )
 
 // watchStalls records the harness's stalls in rec until stop is called.
-func watchStalls(rec *checker.Recorder) (stop func()) {
+func watchStalls(rec *history.Recorder) (stop func()) {
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -34,7 +34,7 @@ func watchStalls(rec *checker.Recorder) (stop func()) {
 			case <-t.C:
 				now := time.Now()
 				if gap := now.Sub(last); gap > stallMin {
-					rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStall,
+					rec.Add(history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: -1, F: history.FStall,
 						N: int64(gap - stallTick)})
 				}
 				last = now
@@ -91,6 +91,6 @@ func (r *run) lateSince(due int64, clients ...int) {
 		return
 	}
 	for _, c := range clients {
-		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: c, F: checker.FStall, N: late})
+		r.rec.Add(history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: c, F: history.FStall, N: late})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/reports"
 )
 
@@ -49,7 +50,7 @@ func cmdCheck(args []string) error {
 		// and how to check it, and every figure is recomputed from its
 		// entries. summary.json is read only for a history without a header
 		// (written before headers existed), and then only for who ran what.
-		opts := checker.Options{Fenced: *fenced}
+		opts := history.Options{Fenced: *fenced}
 		row := reports.Row{Scenario: path, Impl: "-", Backend: "-", Expected: checker.Safe}
 		switch m := p.Meta(); {
 		case m != nil:
@@ -80,7 +81,7 @@ func cmdCheck(args []string) error {
 }
 
 // firstProblem is the first unreadable line of p, for the error message.
-func firstProblem(p checker.Parsed) string {
+func firstProblem(p history.Parsed) string {
 	if len(p.Problems) == 0 {
 		return ": the file is empty"
 	}

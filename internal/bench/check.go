@@ -11,6 +11,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // Check-rate goals.
@@ -128,7 +129,7 @@ func checkOne(cfg CheckConfig, ops, keys int, viol bool, id string) Row {
 		kind, want = "violation", checker.Unsafe
 	}
 	cfg.Progress.say("check: %s ops, %d keys, %s", sizeName(ops), keys, kind)
-	h := checker.Synthetic(checker.SynthConfig{Ops: ops, Keys: keys, Unknown: cfg.Unknown, Violation: viol, Seed: cfg.Seed})
+	h := history.Synthetic(history.SynthConfig{Ops: ops, Keys: keys, Unknown: cfg.Unknown, Violation: viol, Seed: cfg.Seed})
 	runtime.GC()
 	histMB := mb(liveHeap())
 	res, el, peak, raw := bestOf(cfg, h, ops, keys)
@@ -196,7 +197,7 @@ func repeats(ops int) int {
 
 // bestOf measures Check and raw porcupine repeats(ops) times, alternating,
 // and returns Check's result with each one's median time and peak.
-func bestOf(cfg CheckConfig, h checker.History, ops, keys int) (checker.Result, time.Duration, uint64, RawResult) {
+func bestOf(cfg CheckConfig, h history.History, ops, keys int) (checker.Result, time.Duration, uint64, RawResult) {
 	var (
 		res           checker.Result
 		els, rawTimes []time.Duration
@@ -206,7 +207,7 @@ func bestOf(cfg CheckConfig, h checker.History, ops, keys int) (checker.Result, 
 	)
 	for i := 0; i < repeats(ops); i++ {
 		runtime.GC()
-		e, p := PeakHeap(func() { res = checker.Check(h, checker.Options{}) })
+		e, p := PeakHeap(func() { res = checker.Check(h, history.Options{}) })
 		els, peaks = append(els, e), append(peaks, p)
 		rr := rawPorcupine(cfg, h, ops, keys)
 		if i == 0 {
@@ -231,7 +232,7 @@ func middle[T cmp.Ordered](xs []T) T {
 }
 
 // rawPorcupine runs porcupine on the whole history within the guard.
-func rawPorcupine(cfg CheckConfig, h checker.History, ops, keys int) RawResult {
+func rawPorcupine(cfg CheckConfig, h history.History, ops, keys int) RawResult {
 	if ops/keys > cfg.RawMaxPerKey {
 		return RawResult{Skipped: fmt.Sprintf("skipped (> %s ops per key: memory guard)", sizeName(cfg.RawMaxPerKey))}
 	}

@@ -2,7 +2,7 @@
 // down: the intended order of its packages, from the bottom.
 //
 //  0. internal/resp, internal/clock, internal/admission: raw RESP, the clock shim, CPU admission, no lockstorm imports;
-//     checker/internal/liveness, checker/internal/ids, checker/internal/keyevents:
+//     checker/internal/liveness, internal/ids, checker/internal/keyevents:
 //     the liveness checks' time arithmetic, the tables by id and the judgements
 //     by the servers' key events, below checker
 //  1. checker, lockimpl: histories and their checks; the locks on trial
@@ -27,7 +27,8 @@ var Order = map[string]int{
 	"internal/resp":      0,
 	"internal/clock":     0,
 	"internal/admission": 0,
-	"checker":            1,
+	"history":            1,
+	"checker":            2,
 	"lockimpl":           1,
 	"internal/cluster":   2,
 	"lockimpl/exec":      2,
@@ -45,6 +46,6 @@ var Order = map[string]int{
 	"internal/layers":    0,
 
 	"checker/internal/liveness":  0,
-	"checker/internal/ids":       0,
+	"internal/ids":               0,
 	"checker/internal/keyevents": 0,
 }

@@ -1,4 +1,4 @@
-package checker
+package history
 
 import (
 	"reflect"
@@ -11,7 +11,7 @@ import (
 // entries, every one.
 func TestRecorderCodes(t *testing.T) {
 	for i, ty := range recTypes {
-		if c := typeCode(ty); int(c) != i {
+		if c := TypeCode(ty); int(c) != i {
 			t.Errorf("type %q: code %d, want %d", ty, c, i)
 		}
 	}
@@ -20,7 +20,7 @@ func TestRecorderCodes(t *testing.T) {
 			t.Errorf("function %q: code %d, want %d", f, c, i)
 		}
 	}
-	if typeCode("weird") != noCode || funcCode("custom") != noCode {
+	if TypeCode("weird") != noCode || funcCode("custom") != noCode {
 		t.Error("a string outside the tables got a code")
 	}
 }

@@ -1,15 +1,15 @@
-// Package checker turns a recorded history into verdicts: mutual exclusion
-// (a porcupine mutex model partitioned per key, plus a linear overlap pass
-// that names the witness), lost updates on the counter resource, fencing and
-// liveness.
-package checker
+// Package history is a run's record: its entries (Op, one per line of
+// history.jsonl), their types and functions, the header that says what the
+// run was asked to do (Meta), the Recorder that appends them as the run
+// goes, the JSONL form, the rules a well-formed history keeps (Validate)
+// and synthetic histories for benchmarks and tests.
+package history
 
 import (
 	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 )
 
@@ -223,11 +223,6 @@ func (t *FaultTargets) Count() int {
 
 // History is a recorded run.
 type History []Op
-
-// Infinity is the return time of an operation whose outcome is unknown: it
-// may take effect at any moment after its invocation, even after the client
-// gave up (a SET NX stuck in a delayed link lands later).
-const Infinity = int64(math.MaxInt64)
 
 // WriteJSONL writes h, one entry per line.
 func WriteJSONL(w io.Writer, h History) error {
