@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/lockstorm/lockstorm/checker/mutex"
 	"github.com/lockstorm/lockstorm/history"
 )
 
@@ -306,7 +307,7 @@ func Violation(h history.History, o history.Options) (porcupine.Model, porcupine
 			best, bestKey = w, k
 		}
 	}
-	model := MutexModel()
+	model := mutex.Model()
 	if best == nil {
 		return model, porcupine.LinearizationInfo{}, porcupine.Ok, ErrNoViolation
 	}
@@ -347,7 +348,7 @@ func Visualize(h history.History, o history.Options, w io.Writer) error {
 // contextPiece is the piece of the starved key that contains the start of
 // its longest starvation, or the first piece of the first key with holds.
 func contextPiece(h history.History, o history.Options) (porcupine.Model, porcupine.LinearizationInfo) {
-	model := MutexModel()
+	model := mutex.Model()
 	a := analyze(h)
 	lv := checkLiveness(a, int64(o.DeadlockBound))
 	k := -1

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/lockstorm/lockstorm/checker/mutex"
 	"github.com/lockstorm/lockstorm/history"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkCheckVsPorcupine(b *testing.B) {
 		b.Run(fmt.Sprintf("porcupine/violation=%v", viol), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if r := porcupine.CheckOperationsTimeout(MutexModel(), MutexOperations(h), 0); r != raw {
+				if r := porcupine.CheckOperationsTimeout(mutex.Model(), MutexOperations(h), 0); r != raw {
 					b.Fatalf("porcupine says %v", r)
 				}
 			}

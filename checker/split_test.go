@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/lockstorm/lockstorm/checker/mutex"
 	"github.com/lockstorm/lockstorm/history"
 )
 
 // unsplit checks the whole history with porcupine, intervals as recorded.
 func unsplit(t testing.TB, h history.History) string {
 	t.Helper()
-	switch porcupine.CheckOperationsTimeout(MutexModel(), MutexOperations(h), 20*time.Second) {
+	switch porcupine.CheckOperationsTimeout(mutex.Model(), MutexOperations(h), 20*time.Second) {
 	case porcupine.Ok:
 		return LinOK
 	case porcupine.Illegal:
@@ -326,7 +327,7 @@ func TestOverlapWithManyUnknowns(t *testing.T) {
 // every piece without an overlap that porcupine accepts, so porcupine's
 // search is left only to the pieces with an overlap.
 func TestReplayMatchesPorcupine(t *testing.T) {
-	model := MutexModel()
+	model := mutex.Model()
 	model.Partition = nil
 	replayed, illegal := 0, 0
 	for i := range 1500 {

@@ -11,6 +11,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/checker/mutex"
 	"github.com/lockstorm/lockstorm/history"
 )
 
@@ -239,7 +240,7 @@ func rawPorcupine(cfg CheckConfig, h history.History, ops, keys int) RawResult {
 	runtime.GC()
 	var cr porcupine.CheckResult
 	el, peak := PeakHeap(func() {
-		cr = porcupine.CheckOperationsTimeout(checker.MutexModel(), checker.MutexOperations(h), cfg.RawTimeout)
+		cr = porcupine.CheckOperationsTimeout(mutex.Model(), checker.MutexOperations(h), cfg.RawTimeout)
 	})
 	// The history stays live through the measurement, as it does through
 	// Check's (the caller holds it, and so does Check): once MutexOperations
