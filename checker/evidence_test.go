@@ -62,7 +62,7 @@ func twoHolds(b *builder) {
 func TestEvidence(t *testing.T) {
 	one := []string{k0}
 	sched := func(fps ...history.Armed) history.Meta {
-		return history.Meta{Mode: "scheduled", Keys: one, Failpoints: fps}
+		return history.Meta{Identity: history.Identity{Mode: "scheduled"}, Keys: one, Failpoints: fps}
 	}
 	cases := []struct {
 		name    string
@@ -231,13 +231,13 @@ func TestEvidence(t *testing.T) {
 		},
 		{
 			name:    "a random failpoint that never fired",
-			meta:    history.Meta{Mode: "random", Keys: one, Failpoints: []history.Armed{{Index: 0, Client: -1, Point: "cs/hold", Prob: 0.02}}},
+			meta:    history.Meta{Identity: history.Identity{Mode: "random"}, Keys: one, Failpoints: []history.Armed{{Index: 0, Client: -1, Point: "cs/hold", Prob: 0.02}}},
 			hist:    twoHolds,
 			verdict: Inconclusive, reason: []string{"#0 every client at cs/hold never fired"},
 		},
 		{
 			name: "a random failpoint reports how often it fired",
-			meta: history.Meta{Mode: "random", Keys: one, Failpoints: []history.Armed{{Index: 0, Client: -1, Point: "cs/hold", Prob: 0.02}}},
+			meta: history.Meta{Identity: history.Identity{Mode: "random"}, Keys: one, Failpoints: []history.Armed{{Index: 0, Client: -1, Point: "cs/hold", Prob: 0.02}}},
 			hist: func(b *builder) {
 				twoHolds(b)
 				b.add(1.5, history.Ok, 1, 1, history.FStep, "", val("cs/hold"), fired(0))

@@ -20,7 +20,7 @@ import (
 // From >= t. Operations that straddle t are narrowed to it — an acquire of
 // a later hold gets the call max(invoke, t) <= From, a release of an
 // earlier hold the return min(return, t) >= To — which by the theorem in
-// mutex.go (only From and To decide) changes no verdict. After narrowing,
+// checker/mutex (only From and To decide) changes no verdict. After narrowing,
 // every operation of the earlier piece returns no later than every
 // operation of the later piece is called, and every hold of the earlier
 // piece is released in it, so a linearization of the whole is one of the

@@ -145,35 +145,55 @@ type Op struct {
 	Meta *Meta `json:"meta,omitempty"`
 }
 
-// Meta is the header of a runner's history: what the run was asked to do,
-// so that `lockstorm check` judges a history file alone, and can tell what
-// the run was supposed to exercise (every key, every armed failpoint).
-type Meta struct {
+// Identity is a run's identity: which scenario, lock and seed, where and
+// how it ran, and what it was expected to give. It is defined once and
+// carried, embedded, by the history's header (Meta), the runner's outcome
+// and the report's row, so the data moves one way, from the plan through
+// the history to the row, without a copy field by field.
+type Identity struct {
 	Scenario string `json:"scenario"`
 	Impl     string `json:"impl"`
 	Seed     uint64 `json:"seed"`
-	Backend  string `json:"backend,omitempty"`
+	Backend  string `json:"backend"`
 	// Mode is the spec's mode: scheduled or random.
-	Mode string `json:"mode,omitempty"`
+	Mode string `json:"mode"`
 	// Client is the workload's client (careful or careless).
 	Client string `json:"client,omitempty"`
 	// File is the spec's file, for a spec that is not embedded.
-	File  string `json:"file,omitempty"`
-	Gated bool   `json:"gated,omitempty"`
+	File string `json:"file,omitempty"`
+	// Gated says a difference from the expectation fails the gate.
+	Gated bool `json:"gated"`
 	// Expected is the expected verdict ("" for none), ExpectedReason why,
 	// ExpectedSource where it came from (spec, claims, baseline).
-	Expected       string `json:"expected,omitempty"`
+	Expected       string `json:"expected"`
 	ExpectedReason string `json:"expected_reason,omitempty"`
 	ExpectedSource string `json:"expected_source,omitempty"`
+	// TimeScale, when set, says the run's times were stretched to fit the
+	// lock's clock (the evidence says so).
+	TimeScale *TimeScale `json:"time_scale,omitempty"`
+}
+
+// Replay is the one command that runs the run again.
+func (id Identity) Replay() string {
+	scen := id.Scenario
+	if id.File != "" {
+		scen = id.File
+	}
+	return fmt.Sprintf("lockstorm run --scenario %s --impl %s --seed %d --backend %s", scen, id.Impl, id.Seed, id.Backend)
+}
+
+// Meta is the header of a runner's history: what the run was asked to do,
+// so that `lockstorm check` judges a history file alone, and can tell what
+// the run was supposed to exercise (every key, every armed failpoint). Its
+// Gated is the spec's own gating.
+type Meta struct {
+	Identity
 	// Keys are every lock key the clients contend on.
 	Keys []string `json:"keys"`
 	// Options are the checker settings the run is judged with.
 	Options Options `json:"checker_options"`
 	// Failpoints are the spec's failpoint actions, as armed for this run.
 	Failpoints []Armed `json:"failpoints,omitempty"`
-	// TimeScale, when set, says the run's times were stretched to fit the
-	// lock's clock (the evidence says so).
-	TimeScale *TimeScale `json:"time_scale,omitempty"`
 }
 
 // Armed is one failpoint action of a spec, as armed in a run.

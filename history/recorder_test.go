@@ -31,7 +31,7 @@ func TestRecorderCodes(t *testing.T) {
 // index and a time that never goes back, also under concurrent Adds.
 func TestRecorderKeepsEveryField(t *testing.T) {
 	ops := []Op{
-		{Type: Ok, Process: FinalProcess, Client: -1, F: FMeta, Meta: &Meta{Scenario: "s", Keys: []string{"k"}}},
+		{Type: Ok, Process: FinalProcess, Client: -1, F: FMeta, Meta: &Meta{Identity: Identity{Scenario: "s"}, Keys: []string{"k"}}},
 		{Type: Invoke, Process: 3, Client: 3, F: FAcquire, Key: "lock:0", Value: "tok"},
 		{Type: Ok, Process: 3, Client: 3, F: FAcquire, Key: "lock:0", Value: "tok", Fence: 7},
 		{Type: Fail, Process: 4, Client: 4, F: FWrite, Key: "lock:0", N: 5, Fence: 6, Error: "ERR no", ErrorReply: true},

@@ -11,7 +11,7 @@ import (
 // walk's with both facts known from the start.
 func TestValidateLearnsRunnerAndOrderAsItWalks(t *testing.T) {
 	base := Synthetic(SynthConfig{Ops: 400, Keys: 2, Unknown: 0.05, Seed: 3})
-	meta := Op{Type: Ok, Process: FinalProcess, F: FMeta, Meta: &Meta{Scenario: "x"}}
+	meta := Op{Type: Ok, Process: FinalProcess, F: FMeta, Meta: &Meta{Identity: Identity{Scenario: "x"}}}
 	end := Op{Type: Ok, Process: FinalProcess, F: FEnd}
 	with := func(f func(h History) History) History {
 		return f(append(History(nil), base...))

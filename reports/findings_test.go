@@ -29,7 +29,7 @@ func TestUnpermittedFindingFailsTheRow(t *testing.T) {
 				{Kind: history.KindReleaseFalseSuccess, Count: 2, Witness: "false success: c1's release of lock:0 at 900.0 ms reported ok",
 					Permitted: tc.permitted, Why: "release is owner-checked"},
 			}}
-			o := &scenarios.Outcome{Scenario: "pause-past-ttl", Impl: "mine", Mode: "scheduled", Gated: true, Expected: checker.Unsafe, Result: res}
+			o := &scenarios.Outcome{Identity: history.Identity{Scenario: "pause-past-ttl", Impl: "mine", Mode: "scheduled", Gated: true, Expected: checker.Unsafe}, Result: res}
 			if got := o.AsExpected(); got != tc.permitted {
 				t.Errorf("Outcome.AsExpected %v, want %v", got, tc.permitted)
 			}

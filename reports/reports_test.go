@@ -28,17 +28,14 @@ func fptr(f float64) *float64 { return &f }
 // text (a pipe, a newline, quotes, XML metacharacters).
 func sampleRows() []Row {
 	return []Row{
-		{Scenario: "del-race", Impl: "setnx-del", Seed: 1, Backend: "redis-server", Mode: "scheduled", Gated: true,
-			Verdict: "unsafe", Expected: "safe", AsExpected: false, Reason: "2 overlapping holds; c1 & c2 <both>",
+		{Identity: history.Identity{Scenario: "del-race", Impl: "setnx-del", Seed: 1, Backend: "redis-server", Mode: "scheduled", Gated: true, Expected: "safe"}, Verdict: "unsafe", AsExpected: false, Reason: "2 overlapping holds; c1 & c2 <both>",
 			Acquired: 216, AcquiresPerSec: 108.5, AcquireP50Ms: 2.26, AcquireP99Ms: 132.27, HandoffP50Ms: 1.5,
 			Fairness: 0.96, Overlaps: 2, NetLostUpdates: 1, LostUpdates: 1, FirstViolationMs: fptr(341.62),
 			Evidence: "c1 and c2 both held lock:0 at 341.6 ms for 3.2 ms; 1 stale write",
 			Witness:  "c1 (p1) held lock:0 \"from\" 337.0 ms…", Replay: "lockstorm run --scenario del-race --impl setnx-del --seed 1 --backend redis-server",
 			RunDir: "/tmp/x/run"},
-		{Scenario: "contention", Impl: "set-nx-px", Seed: 7, Backend: "embedded", Mode: "random",
-			Verdict: "safe", Expected: "safe", AsExpected: true, Reason: "no overlap", Acquired: 10, Fairness: 1},
-		{Scenario: "odd|name", Impl: "redlock", Seed: 3, Backend: "embedded", Mode: "random",
-			Verdict: "deadlock", Expected: "safe", AsExpected: false, Reason: "line one\nline two", FirstViolationMs: fptr(0)},
+		{Identity: history.Identity{Scenario: "contention", Impl: "set-nx-px", Seed: 7, Backend: "embedded", Mode: "random", Expected: "safe"}, Verdict: "safe", AsExpected: true, Reason: "no overlap", Acquired: 10, Fairness: 1},
+		{Identity: history.Identity{Scenario: "odd|name", Impl: "redlock", Seed: 3, Backend: "embedded", Mode: "random", Expected: "safe"}, Verdict: "deadlock", AsExpected: false, Reason: "line one\nline two", FirstViolationMs: fptr(0)},
 	}
 }
 
@@ -375,8 +372,7 @@ const faultDesc = "pause clients=[1] on=clients [1]"
 func outcome(t *testing.T, h history.History, spec *spec.Spec, expected string) *scenarios.Outcome {
 	t.Helper()
 	opts := history.Options{DeadlockBound: 5 * time.Second, Timeout: 2 * time.Second}
-	return &scenarios.Outcome{Scenario: "tiny", Impl: "setnx-del", Seed: 42, Backend: "embedded", Mode: "scheduled",
-		Gated: true, Expected: expected, Result: checker.Check(h, opts), Elapsed: 1500 * time.Millisecond,
+	return &scenarios.Outcome{Identity: history.Identity{Scenario: "tiny", Impl: "setnx-del", Seed: 42, Backend: "embedded", Mode: "scheduled", Gated: true, Expected: expected}, Result: checker.Check(h, opts), Elapsed: 1500 * time.Millisecond,
 		CheckOptions: opts, History: h, Spec: spec}
 }
 
@@ -746,11 +742,11 @@ func TestMissedOnlyForExploratoryNotFound(t *testing.T) {
 		r    Row
 		want bool
 	}{
-		{Row{Gated: false, Expected: "unsafe", Verdict: "safe"}, true},
-		{Row{Gated: false, Expected: "deadlock", Verdict: "safe"}, true},
-		{Row{Gated: true, Expected: "unsafe", Verdict: "safe"}, false},
-		{Row{Gated: false, Expected: "safe", Verdict: "unsafe"}, false},
-		{Row{Gated: false, Expected: "unsafe", Verdict: "unsafe", AsExpected: true}, false},
+		{Row{Identity: history.Identity{Gated: false, Expected: "unsafe"}, Verdict: "safe"}, true},
+		{Row{Identity: history.Identity{Gated: false, Expected: "deadlock"}, Verdict: "safe"}, true},
+		{Row{Identity: history.Identity{Gated: true, Expected: "unsafe"}, Verdict: "safe"}, false},
+		{Row{Identity: history.Identity{Gated: false, Expected: "safe"}, Verdict: "unsafe"}, false},
+		{Row{Identity: history.Identity{Gated: false, Expected: "unsafe"}, Verdict: "unsafe", AsExpected: true}, false},
 	} {
 		if got := tc.r.Missed(); got != tc.want {
 			t.Errorf("%+v: Missed() = %v, want %v", tc.r, got, tc.want)
@@ -778,8 +774,8 @@ func TestTimelineSentinelMarks(t *testing.T) {
 	if fmt.Sprint(marks) != fmt.Sprint(want) {
 		t.Fatalf("marks %v, want %v", marks, want)
 	}
-	res := checker.Result{Witness: &checker.Witness{Key: "k", A: checker.Hold{Client: 0, Key: "k", From: 0, To: 3e9, Master: "n1"},
-		B: checker.Hold{Client: 1, Key: "k", From: 2.1e9, To: 2.2e9, Master: "r1"}, FromNs: 2.1e9, ToNs: 2.2e9}}
+	res := checker.Result{Exclusion: checker.Exclusion{Witness: &checker.Witness{Key: "k", A: checker.Hold{Client: 0, Key: "k", From: 0, To: 3e9, Master: "n1"},
+		B: checker.Hold{Client: 1, Key: "k", From: 2.1e9, To: 2.2e9, Master: "r1"}, FromNs: 2.1e9, ToNs: 2.2e9}}}
 	var b strings.Builder
 	if err := WriteTimeline(&b, h, res, "t"); err != nil {
 		t.Fatal(err)
@@ -831,7 +827,7 @@ func TestReplayCommandAllowsExec(t *testing.T) {
 		impl string
 		want bool
 	}{{"v", true}, {"set-nx-px", false}} {
-		o := &scenarios.Outcome{Scenario: "m", Impl: tc.impl, Seed: 1, Backend: "embedded", Spec: spec}
+		o := &scenarios.Outcome{Identity: history.Identity{Scenario: "m", Impl: tc.impl, Seed: 1, Backend: "embedded"}, Spec: spec}
 		if got := strings.HasSuffix(ReplayCommand(o), " --allow-exec"); got != tc.want {
 			t.Errorf("%s: %q, want --allow-exec %v", tc.impl, ReplayCommand(o), tc.want)
 		}

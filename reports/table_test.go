@@ -86,8 +86,7 @@ func shippedSuiteRows(t *testing.T) []Row {
 		}
 		for _, impl := range spec.Impls {
 			for _, k := range []string{"overlap", "stale-hold", "good", "deadlock", "inconclusive", "fenced"} {
-				o := &scenarios.Outcome{Scenario: spec.Name, Impl: impl, Seed: spec.Seed, Backend: "redis-server",
-					Mode: spec.Mode, Gated: spec.IsGated(), Expected: spec.Expect(impl), Result: rs[k],
+				o := &scenarios.Outcome{Identity: history.Identity{Scenario: spec.Name, Impl: impl, Seed: spec.Seed, Backend: "redis-server", Mode: spec.Mode, Gated: spec.IsGated(), Expected: spec.Expect(impl)}, Result: rs[k],
 					Elapsed: 3 * time.Second, Spec: spec}
 				rows = append(rows, FromOutcome(o))
 			}

@@ -79,7 +79,7 @@ var sentinelKinds = []string{"+sdown master", "-sdown master", "+odown", "-odown
 	// A Redis Cluster's, as the run's watcher reports them (rediscluster.go).
 	"+fail", "-fail", "+cluster-down", "-cluster-down"}
 
-// sentinelMarks picks the Sentinel events (checker.FSentinel, "s1 +odown
+// sentinelMarks picks the Sentinel events (history.FSentinel, "s1 +odown
 // master n1 ...") worth a mark; an event several Sentinels report is
 // marked once, when the first does.
 func sentinelMarks(h history.History) []sentinelMark {

@@ -24,16 +24,15 @@ func TestTimeScaleIsTold(t *testing.T) {
 		want string
 	}{
 		{name: "clean", res: checker.Result{Verdict: checker.Safe, FirstViolationNs: -1}, ts: ts, want: brief},
-		{name: "deadlock", res: checker.Result{Verdict: checker.Deadlock, StarvedKey: "lock:0", LongestStarvedMs: 2000,
-			StarvedFromNs: 5e8, FirstViolationNs: 5e8}, ts: ts, want: "lock:0 starved 2.0 s from 500.0 ms; " + brief},
+		{name: "deadlock", res: checker.Result{Liveness: checker.Liveness{StarvedKey: "lock:0", LongestStarvedMs: 2000, StarvedFromNs: 5e8}, Verdict: checker.Deadlock, FirstViolationNs: 5e8}, ts: ts, want: "lock:0 starved 2.0 s from 500.0 ms; " + brief},
 		{name: "unscaled", res: checker.Result{Verdict: checker.Safe, FirstViolationNs: -1}, want: NoEvidence},
 	} {
-		o := &scenarios.Outcome{Scenario: "s", Impl: "l", Result: tc.res, TimeScale: tc.ts}
+		o := &scenarios.Outcome{Identity: history.Identity{Scenario: "s", Impl: "l", TimeScale: tc.ts}, Result: tc.res}
 		row := FromOutcome(o)
 		if row.Evidence != tc.want {
 			t.Errorf("%s: evidence %q; want %q", tc.name, row.Evidence, tc.want)
 		}
-		offline := FromMeta(&history.Meta{Scenario: "s", Impl: "l", TimeScale: tc.ts})
+		offline := FromMeta(&history.Meta{Identity: history.Identity{Scenario: "s", Impl: "l", TimeScale: tc.ts}})
 		offline.SetResult(tc.res)
 		if offline.Evidence != row.Evidence {
 			t.Errorf("%s: check's evidence %q differs from run's %q", tc.name, offline.Evidence, row.Evidence)

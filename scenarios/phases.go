@@ -289,7 +289,6 @@ func (r *run) finish(w *watching) history.History {
 
 // outcome checks the history and says what the run found.
 func (r *run) outcome(plan *Plan, topo *topology.Topology, w *watching, h history.History, elapsed time.Duration) *Outcome {
-	exp := plan.Expectation
 	res := checker.Check(h, plan.Check)
 	var fo *FailoverTimes
 	if topo.FailsOver() {
@@ -301,9 +300,8 @@ func (r *run) outcome(plan *Plan, topo *topology.Topology, w *watching, h histor
 	if plan.Points.Counted {
 		cov = coverage(r.hub)
 	}
-	return &Outcome{Points: cov, Client: plan.Workload.Client, Observer: r.observedNote(w.observed, w.observing, h), CheckOptions: plan.Check,
-		Scenario: plan.Scenario, Impl: r.cfg.Impl, Seed: plan.Seed, Backend: topo.Cluster.Kind(), Mode: plan.Mode,
-		Gated: plan.Gated, Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
+	return &Outcome{Identity: r.identity(topo.Cluster.Kind()), Points: cov,
+		Observer: r.observedNote(w.observed, w.observing, h), CheckOptions: plan.Check,
 		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Processes: r.processStats(), Failover: fo,
-		StoppedAfter: r.stoppedAfter, TimeScale: plan.TimeScale}
+		StoppedAfter: r.stoppedAfter}
 }

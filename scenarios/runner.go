@@ -52,7 +52,7 @@ type Config struct {
 	// first overlap).
 	FullDuration bool
 	// RecordSteps arms every client's points without any action, so the
-	// history records each step a client passed (checker.FStep), its
+	// history records each step a client passed (history.FStep), its
 	// command points included (an armed run records only the lock's):
 	// what a shrink builds a schedule from.
 	RecordSteps bool
@@ -85,23 +85,13 @@ type Progress struct {
 
 // Outcome is one scenario × implementation run.
 type Outcome struct {
-	Scenario string `json:"scenario"`
-	Impl     string `json:"impl"`
-	Seed     uint64 `json:"seed"`
-	Backend  string `json:"backend"`
-	Mode     string `json:"mode"`
-	// Client is the workload's client: careful (abandons its critical
-	// section when its lease is over) or careless.
-	Client string `json:"client"`
+	// Identity is the run's identity; its Gated is the run's gating
+	// (Plan.Gated) and its TimeScale the plan's (Spec is the spec as
+	// written).
+	history.Identity
 	// Observer says whether the servers' key events were recorded (the
 	// ground truth of the false-success check) and, if not, why.
 	Observer string `json:"observer"`
-	Gated    bool   `json:"gated"`
-	// Expected is the expected verdict, "" for none; ExpectedReason says
-	// why and ExpectedSource where it came from (spec, claims, baseline).
-	Expected       string `json:"expected"`
-	ExpectedReason string `json:"expected_reason,omitempty"`
-	ExpectedSource string `json:"expected_source,omitempty"`
 	// Claims are what the lock declared, under the run's options.
 	Claims  lockimpl.Claims `json:"claims"`
 	Result  checker.Result  `json:"result"`
@@ -130,9 +120,6 @@ type Outcome struct {
 	// (lockimpl/exec) and the requests they left unknown by dying, breaking
 	// the protocol or not answering; nil for in-process locks.
 	Processes *lockimpl.ProcessStats `json:"processes,omitempty"`
-	// TimeScale, when set, says the run's times were stretched to fit the
-	// lock's clock (Plan.TimeScale); Spec is the spec as written.
-	TimeScale *history.TimeScale `json:"time_scale,omitempty"`
 	// Phases is where the run's wall time went (set-up, traffic, check,
 	// teardown...).
 	Phases *Phases `json:"phases,omitempty"`
@@ -165,7 +152,7 @@ type runClient struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	crashed atomic.Bool
-	// extends numbers the client's extends and renewals (checker.FExtend's N).
+	// extends numbers the client's extends and renewals (history.FExtend's N).
 	extends atomic.Int64
 	// holding is true from an acquire's success to its release's invoke:
 	// what a fault's pick: holder reads (nemesis.ClientControl.Holders).
@@ -368,15 +355,24 @@ func (r *run) processStats() *lockimpl.ProcessStats {
 	return sum
 }
 
-// meta is the history's header: what this run was asked to exercise.
-func (r *run) meta(backend string) *history.Meta {
+// identity is the run's identity, on the backend it runs on.
+func (r *run) identity(backend string) history.Identity {
 	p, exp := r.plan, r.plan.Expectation
-	m := &history.Meta{Scenario: p.Scenario, Impl: r.cfg.Impl, Seed: p.Seed, Backend: backend, Mode: p.Mode,
-		Client: p.Workload.Client, Gated: p.SpecGated, Expected: exp.Verdict, ExpectedReason: exp.Reason,
-		ExpectedSource: exp.Source, Options: p.Check, TimeScale: p.TimeScale}
+	id := history.Identity{Scenario: p.Scenario, Impl: r.cfg.Impl, Seed: p.Seed, Backend: backend, Mode: p.Mode,
+		Client: p.Workload.Client, Gated: p.Gated, Expected: exp.Verdict, ExpectedReason: exp.Reason,
+		ExpectedSource: exp.Source, TimeScale: p.TimeScale}
 	if p.File != "" && !strings.HasPrefix(p.File, "specs/") {
-		m.File = p.File
+		id.File = p.File
 	}
+	return id
+}
+
+// meta is the history's header: what this run was asked to exercise. It
+// records the spec's gating, from which `lockstorm check` judges the run.
+func (r *run) meta(backend string) *history.Meta {
+	p := r.plan
+	m := &history.Meta{Identity: r.identity(backend), Options: p.Check}
+	m.Gated = p.SpecGated
 	for k := 0; k < p.Keys; k++ {
 		m.Keys = append(m.Keys, keyName(k))
 	}

@@ -11,7 +11,7 @@ import (
 // The harness measures itself. A goroutine wakes every stallTick; a wake-up
 // later than stallMin after the previous one means the harness's process
 // (its clients included) was not running: a GC pause, a busy machine, a
-// SIGSTOP. Each such stall goes into the history (checker.FStall), and a
+// SIGSTOP. Each such stall goes into the history (history.FStall), and a
 // starvation proves a deadlock only net of the stalls inside it: the time
 // the harness could not act may be the harness's, not the lock's.
 const (
@@ -51,7 +51,7 @@ func watchStalls(rec *history.Recorder) (stop func()) {
 // lateness wherever the harness intends a time for it: the sleeps the
 // harness owns in its loop (the hold, think time, the back-off after an
 // error). A wake-up more than stallMin after it was due is recorded as a
-// stall of that client alone (checker.FStall with Client set), from when
+// stall of that client alone (history.FStall with Client set), from when
 // the sleep was due to when the client ran again (recorded a little later:
 // the entry's span lies inside the client's lateness, never outside it).
 //

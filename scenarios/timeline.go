@@ -134,7 +134,7 @@ func (r *run) elapsed() time.Duration { return time.Duration(r.rec.Now()) }
 
 // inject starts one fault and records it; faults are injected one at a
 // time, as a single nemesis process would. Its start entry follows the
-// contract of checker.FStart: Ok with the targets when it applied to at
+// contract of history.FStart: Ok with the targets when it applied to at
 // least one, Fail ("applied to nothing", or the injection's error)
 // otherwise, and then it is not active and has no stop entry. It returns
 // the fault's id, or -1 when nothing was applied.

@@ -48,7 +48,7 @@ func (nopControl) Crash(int)                        {}
 func (nopControl) ClockJump(int, time.Duration)     {}
 func (nopControl) ClockDrift(client int, _ float64) {}
 
-// TestTimelineRecordsTargetsAndHeals: the history follows checker.FStart's
+// TestTimelineRecordsTargetsAndHeals: the history follows history.FStart's
 // contract. A fault that applied to something starts Ok with its targets
 // and stops Ok; one that applied to nothing (a client the run does not
 // have: never wrapped onto another) or whose injection erred starts Fail

@@ -51,15 +51,13 @@ func cmdCheck(args []string) error {
 		// entries. summary.json is read only for a history without a header
 		// (written before headers existed), and then only for who ran what.
 		opts := history.Options{Fenced: *fenced}
-		row := reports.Row{Scenario: path, Impl: "-", Backend: "-", Expected: checker.Safe}
+		row := reports.Row{Identity: history.Identity{Scenario: path, Impl: "-", Backend: "-", Expected: checker.Safe}}
 		switch m := p.Meta(); {
 		case m != nil:
 			opts, row = m.Options, reports.FromMeta(m)
 		case sum != nil:
 			opts = sum.Options
-			row = reports.Row{Scenario: sum.Row.Scenario, Impl: sum.Row.Impl, Seed: sum.Row.Seed, Backend: sum.Row.Backend,
-				Mode: sum.Row.Mode, Client: sum.Row.Client, Gated: sum.Row.Gated, Expected: sum.Row.Expected,
-				ExpectedReason: sum.Row.ExpectedReason, ExpectedSource: sum.Row.ExpectedSource, Replay: sum.Row.Replay}
+			row = reports.Row{Identity: sum.Row.Identity, Replay: sum.Row.Replay}
 		}
 		if *fenced {
 			opts.Fenced = true

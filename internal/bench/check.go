@@ -81,10 +81,10 @@ type RawResult struct {
 }
 
 // CheckRate measures checker.Check on synthetic mutex histories
-// (checker.Synthetic) of every size × key count, correct and with one
+// (history.Synthetic) of every size × key count, correct and with one
 // violation: wall time and peak heap (sampled every 2 ms, including the
 // history itself). The reference is raw porcupine
-// (porcupine.CheckOperationsTimeout with checker.MutexModel on
+// (porcupine.CheckOperationsTimeout with mutex.Model on
 // checker.MutexOperations) on the same history, where the memory guard
 // lets it run.
 func CheckRate(cfg CheckConfig) []Row {

@@ -58,7 +58,7 @@ func MeasureLoop(n, par int, f func()) LoopStats {
 var sampleOp = history.Op{Type: history.Ok, Process: 17, Client: 17, F: history.FAcquire, Key: "lock:3",
 	Value: "17-0123456789abcdef0123456789abcdef", Fence: 0}
 
-// RecorderCost measures checker.Recorder.Add (n entries into one recorder,
+// RecorderCost measures history.Recorder.Add (n entries into one recorder,
 // from one goroutine and from 64) and lockimpl.Failpoints.Hit on a hub with
 // nothing attached (the cost every implementation step pays in a run
 // without failpoints). The recorder's reference is the size of one Op: it

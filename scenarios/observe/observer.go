@@ -1,6 +1,6 @@
 // Package observe watches the servers' side of a run: an Observer per
 // node records the lock keys' keyspace events and periodic syncs into the
-// run's history (checker.FServer, checker.FSync), on a connection of its
+// run's history (history.FServer, history.FSync), on a connection of its
 // own outside every proxy.
 package observe
 
@@ -24,7 +24,7 @@ import (
 // Observer is the server's ground truth. An observer per node watches the lock keys
 // through keyspace notifications on a connection of its own, straight to the
 // node's address (outside every proxy, so no client fault touches it), and
-// records each event as a history entry of process checker.ServerProcess:
+// records each event as a history entry of process history.ServerProcess:
 // F "server", Key, Value the event (set, del, expired, evicted, expire,
 // hset, hincrby, ...), Node the node, Owner what the key held after a set.
 //

@@ -61,7 +61,7 @@ type Rule struct {
 	Expect  string           `yaml:"expect"`
 	Because string           `yaml:"because"`
 	Search  bool             `yaml:"search"`
-	// Permit and Forbid name kinds of finding (checker.Kinds) the locks
+	// Permit and Forbid name kinds of finding (history.Kinds) the locks
 	// this rule matches may, or may not, show here, over the defaults their
 	// claims give (Permissions).
 	Permit OneOf `yaml:"permit"`
