@@ -173,15 +173,6 @@ type Identity struct {
 	TimeScale *TimeScale `json:"time_scale,omitempty"`
 }
 
-// Replay is the one command that runs the run again.
-func (id Identity) Replay() string {
-	scen := id.Scenario
-	if id.File != "" {
-		scen = id.File
-	}
-	return fmt.Sprintf("lockstorm run --scenario %s --impl %s --seed %d --backend %s", scen, id.Impl, id.Seed, id.Backend)
-}
-
 // Meta is the header of a runner's history: what the run was asked to do,
 // so that `lockstorm check` judges a history file alone, and can tell what
 // the run was supposed to exercise (every key, every armed failpoint). Its

@@ -150,7 +150,7 @@ func FromOutcome(o *scenarios.Outcome) Row {
 
 // FromMeta is the row of a history's header, before any figure: what
 // `lockstorm check` knows of a run from its history alone.
-func FromMeta(m *history.Meta) Row { return Row{Identity: m.Identity, Replay: m.Replay()} }
+func FromMeta(m *history.Meta) Row { return Row{Identity: m.Identity, Replay: replay(m.Identity)} }
 
 // SetResult fills every figure of the row that comes from a check result
 // (verdict, reason, counts, times, witness, evidence), so `run` and
@@ -210,11 +210,21 @@ func (r Row) Missed() bool {
 
 // ReplayCommand is the one command that replays the run.
 func ReplayCommand(o *scenarios.Outcome) string {
-	cmd := o.Replay()
+	cmd := replay(o.Identity)
 	if o.Spec != nil && len(o.Spec.Variants[o.Impl].Exec) > 0 {
 		cmd += " --allow-exec" // the lock is the spec's client program
 	}
 	return cmd
+}
+
+// replay is the command that runs id's run again: its spec file, when it
+// is not embedded, else its scenario's name.
+func replay(id history.Identity) string {
+	scen := id.Scenario
+	if id.File != "" {
+		scen = id.File
+	}
+	return fmt.Sprintf("lockstorm run --scenario %s --impl %s --seed %d --backend %s", scen, id.Impl, id.Seed, id.Backend)
 }
 
 // round2 rounds to 2 decimals, half away from zero (negative values too).
