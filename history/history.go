@@ -86,7 +86,7 @@ const (
 	// harness owns in its loop (its hold, think time, back-off) woke N ns
 	// after it was due while the rest of the process ran, or a pause of c
 	// was healed N ns late; it is recorded only where lateness can only
-	// delay that client (see lag.go).
+	// delay that client (see checker/lag.go).
 	FStall = "stall"
 	// FSentinel is an event from a Sentinel's own event stream (process
 	// NemesisProcess); Value is "s1 +switch-master n1 n1 r1".

@@ -3,12 +3,13 @@ package history
 import "slices"
 
 // Kind is one kind of wrong a lock can show. A run's result lists each kind
-// it showed as a Finding; an expectation says which kinds a lock may show in
-// a scenario (the rest fail the run wherever they appear, even inside a run
-// whose overlap was expected).
+// it showed as a checker.Finding; an expectation says which kinds a lock may
+// show in a scenario (the rest fail the run wherever they appear, even inside
+// a run whose overlap was expected), and the history's header records it
+// (Options.Permissions).
 type Kind string
 
-// The kinds, in the order Result.Findings lists them.
+// The kinds, in the order checker.Result.Findings lists them.
 const (
 	// KindTwoHolders: two clients held one key at once (by their own
 	// definite grants), not explained by the harness's own stalls.

@@ -2,7 +2,9 @@ package history
 
 import "time"
 
-// Options tune a check.
+// Options tune the checker's judgement of a history. They live with the
+// history because its header records them (Meta.Options): a history file
+// says how it is to be judged.
 type Options struct {
 	// Fenced says the resource checks fencing tokens: overlapping holders are
 	// then reported but are not by themselves unsafe; harm to the resource is.
@@ -39,7 +41,7 @@ type Options struct {
 	// expiry cycle. 0: orphans are not judged.
 	OrphanBound time.Duration `json:",omitempty"`
 	// Permissions say which kinds of finding the run may show (the
-	// expectation's, see scenarios/spec Permissions); Check marks each
-	// finding with its own (Result.Permit).
+	// expectation's, see scenarios/spec Permissions); checker.Check marks each
+	// finding with its own (checker.Result.Permit).
 	Permissions []Permission `json:",omitempty"`
 }
