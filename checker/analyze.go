@@ -6,9 +6,10 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/lockstorm/lockstorm/checker/internal/ids"
 	"github.com/lockstorm/lockstorm/checker/internal/keyevents"
 	"github.com/lockstorm/lockstorm/checker/internal/liveness"
+	"github.com/lockstorm/lockstorm/history"
+	"github.com/lockstorm/lockstorm/internal/ids"
 )
 
 // analysis is one pass over a history.
@@ -23,10 +24,10 @@ type analysis struct {
 	latencies []int64 // acquire invoke → ok
 	longest   int64   // longest acquire invoke → completion
 	perClient map[int]*[2]int
-	server    []*Op // the servers' key events and the observers' syncs, in time order
-	events    int   // key events in server
+	server    []*history.Op // the servers' key events and the observers' syncs, in time order
+	events    int           // key events in server
 	// h is the history the pass read (ordered by time).
-	h History
+	h history.History
 	// owners maps an acquire token to its client (keyevents.AmbiguousOwner: granted
 	// to several); built from ownerRefs by ownersOf.
 	owners      map[string]int
@@ -54,9 +55,9 @@ type analysis struct {
 
 	// What the checks read besides: the validated history in its own
 	// order, its problems, and the options.
-	input    History
-	problems []Problem
-	opts     Options
+	input    history.History
+	problems []history.Problem
+	opts     history.Options
 	// streamSet is every node's stream (see keyEventInput).
 	streamsOnce sync.Once
 	streamSet   *streamSet
@@ -78,7 +79,7 @@ func (a *analysis) key(name string) int {
 }
 
 // ordered says h is ordered by time.
-func ordered(h History) bool {
+func ordered(h history.History) bool {
 	for i := 1; i < len(h); i++ {
 		if h[i].Time < h[i-1].Time {
 			return false
@@ -88,8 +89,8 @@ func ordered(h History) bool {
 }
 
 // sortedByTime returns a copy of h ordered by time (stably).
-func sortedByTime(h History) History {
-	s := append(History(nil), h...)
+func sortedByTime(h history.History) history.History {
+	s := append(history.History(nil), h...)
 	sort.SliceStable(s, func(i, j int) bool { return s[i].Time < s[j].Time })
 	return s
 }
@@ -97,7 +98,7 @@ func sortedByTime(h History) History {
 // analyze derives holds, unknown acquires, writes and waits per key in one
 // pass. Processes are sequential: a completion belongs to the operation the
 // process has in flight. Entries that break this are counted as malformed.
-func analyze(h History) *analysis { return analyzeOrdered(h, false) }
+func analyze(h history.History) *analysis { return analyzeOrdered(h, false) }
 
 // analyzeOrdered is analyze; sorted says h is known to be ordered by time
 // (validate found it so). The pass reads h in time order. The Recorder
@@ -106,7 +107,7 @@ func analyze(h History) *analysis { return analyzeOrdered(h, false) }
 // reads anyway; a walk of its own over the whole history was a tenth of
 // the pass) and starts again on a sorted copy at the first entry out of
 // order.
-func analyzeOrdered(h History, sorted bool) *analysis {
+func analyzeOrdered(h history.History, sorted bool) *analysis {
 	a := &analysis{keyIdx: map[string]int{}, perClient: map[int]*[2]int{}, h: h,
 		extending: map[[2]int64]int32{}}
 	ps := &pass{a: a, inherit: map[int]*procState{}}
@@ -203,7 +204,7 @@ func (ps *pass) endHold(p *procState, k int, t int64, how string) {
 	p.holds.del(k)
 }
 
-func (ps *pass) proc(op *Op) *procState {
+func (ps *pass) proc(op *history.Op) *procState {
 	p, _ := ps.procs.Get(op.Process)
 	if p == nil {
 		p = &procState{id: op.Process, client: op.Client, lastKey: -1, perClient: ps.a.perClient}
@@ -232,9 +233,9 @@ func (ps *pass) entry(i int) {
 	}
 	// A client's next action decides whether a failed attempt was
 	// retried (the want continues) or abandoned.
-	if op.Type == Invoke {
+	if op.Type == history.Invoke {
 		if w := ps.wantOf(p.client); w != nil && w.tentative {
-			if op.F == FAcquire && op.Key == a.keys[w.key].name {
+			if op.F == history.FAcquire && op.Key == a.keys[w.key].name {
 				w.tentative = false
 			} else {
 				ps.closeWant(p.client, 0)
@@ -246,7 +247,7 @@ func (ps *pass) entry(i int) {
 		k = a.key(op.Key)
 		p.lastKey = k
 	}
-	if op.Type == Invoke {
+	if op.Type == history.Invoke {
 		ps.invoke(i, op, p, k)
 		return
 	}
@@ -255,24 +256,24 @@ func (ps *pass) entry(i int) {
 
 // harnessEntry takes the entries of the nemesis, the servers' observers and
 // the final read, and says whether op was one.
-func (ps *pass) harnessEntry(op *Op) bool {
+func (ps *pass) harnessEntry(op *history.Op) bool {
 	a := ps.a
 	switch op.Process {
-	case NemesisProcess:
-		if op.F == FStall && op.N > 0 {
+	case history.NemesisProcess:
+		if op.F == history.FStall && op.N > 0 {
 			a.stallOp(op)
 		}
 		a.pauseOp(op)
-	case ServerProcess:
+	case history.ServerProcess:
 		switch op.F {
-		case FServer:
+		case history.FServer:
 			a.server = append(a.server, op)
 			a.events++
-		case FSync:
+		case history.FSync:
 			a.server = append(a.server, op)
 		}
-	case FinalProcess:
-		if op.F == FRead && op.Type == Ok {
+	case history.FinalProcess:
+		if op.F == history.FRead && op.Type == history.Ok {
 			kd := a.keys[a.key(op.Key)]
 			kd.hasFinal, kd.final = true, op.N
 		}
@@ -284,24 +285,24 @@ func (ps *pass) harnessEntry(op *Op) bool {
 
 // clientEvent takes a client's entries that are not operations on a key
 // (steps, extends, lost, abandon, crash...) and says whether op was one.
-func (ps *pass) clientEvent(i int, op *Op, p *procState) bool {
+func (ps *pass) clientEvent(i int, op *history.Op, p *procState) bool {
 	switch op.F {
-	case FStep:
+	case history.FStep:
 		p.steps = append(p.steps, op.Value)
-	case FExtend:
+	case history.FExtend:
 		ps.a.extendOp(i, p)
-	case FLost, FStart, FStop:
+	case history.FLost, history.FStart, history.FStop:
 		// lost does not end a hold: the client still believes in its
 		// critical section until it sends its release (the runner
 		// releases right after a lost).
-	case FAbandon:
+	case history.FAbandon:
 		// A careful client stops believing at once: from here on it
 		// neither reads nor writes, so it is no longer a holder, even
 		// though its release (and the key in Redis) may come later.
 		if k, ok := ps.a.keyIdx[op.Key]; ok {
 			ps.endHold(p, k, op.Time, "abandon")
 		}
-	case FCrash:
+	case history.FCrash:
 		for len(p.holds) > 0 {
 			ps.endHold(p, p.holds[0].key, op.Time, "crash")
 		}
@@ -316,7 +317,7 @@ func (ps *pass) clientEvent(i int, op *Op, p *procState) bool {
 // invoke starts an operation of p on key k: an acquire opens (or continues)
 // the client's want; a release ends the hold when it is the last of a
 // reentrant count.
-func (ps *pass) invoke(i int, op *Op, p *procState, k int) {
+func (ps *pass) invoke(i int, op *history.Op, p *procState, k int) {
 	a := ps.a
 	kd := a.keys[k]
 	if p.busy {
@@ -325,7 +326,7 @@ func (ps *pass) invoke(i int, op *Op, p *procState, k int) {
 	}
 	c := curOp{f: op.F, key: k, invoke: op.Time, relHold: -1, n: op.N, fence: op.Fence, at: int32(i)}
 	switch op.F {
-	case FAcquire:
+	case history.FAcquire:
 		a.attempts++
 		p.stats()[0]++
 		c.acq = len(kd.acquires)
@@ -334,7 +335,7 @@ func (ps *pass) invoke(i int, op *Op, p *procState, k int) {
 		if ps.wantOf(p.client) == nil {
 			ps.openWant(p.client, k, op.Time)
 		}
-	case FRelease:
+	case history.FRelease:
 		if hk := p.holds.get(k); hk != nil && hk.count > 0 {
 			hk.count--
 			if hk.count == 0 {
@@ -347,10 +348,10 @@ func (ps *pass) invoke(i int, op *Op, p *procState, k int) {
 }
 
 // complete ends p's operation in flight on key k.
-func (ps *pass) complete(i int, op *Op, p *procState, k int) {
+func (ps *pass) complete(i int, op *history.Op, p *procState, k int) {
 	a := ps.a
 	kd := a.keys[k]
-	if op.Type != Ok && op.Type != Fail && op.Type != Info {
+	if op.Type != history.Ok && op.Type != history.Fail && op.Type != history.Info {
 		a.malformed++
 		return
 	}
@@ -360,25 +361,25 @@ func (ps *pass) complete(i int, op *Op, p *procState, k int) {
 		return
 	}
 	p.busy = false
-	if op.Type == Info {
+	if op.Type == history.Info {
 		a.unknown++
 	}
 	switch op.F {
-	case FAcquire:
+	case history.FAcquire:
 		ps.acquireDone(i, op, p, k, c)
-	case FRelease:
-		if op.Type == Ok {
+	case history.FRelease:
+		if op.Type == history.Ok {
 			a.releaseRefs = append(room(ps, a.releaseRefs), releaseRef{c.at, int32(i), int32(p.client)})
 		}
-		if c.relHold >= 0 && op.Type != Info {
+		if c.relHold >= 0 && op.Type != history.Info {
 			hr := &kd.holds[c.relHold]
-			hr.relDone, hr.relOK = op.Time, op.Type == Ok
+			hr.relDone, hr.relOK = op.Time, op.Type == history.Ok
 		}
-	case FWrite:
+	case history.FWrite:
 		kd.writes = append(room(ps, kd.writes), writeRec{process: p.id, client: p.client, invoke: c.invoke,
-			typ: typeCode(op.Type), n: op.N, fence: op.Fence})
+			typ: history.TypeCode(op.Type), n: op.N, fence: op.Fence})
 	}
-	if op.Type == Info {
+	if op.Type == history.Info {
 		ps.inherit[p.client] = p
 	}
 }
@@ -386,7 +387,7 @@ func (ps *pass) complete(i int, op *Op, p *procState, k int) {
 // acquireDone completes an acquire: a grant starts a hold (or continues a
 // reentrant one) and closes the want; a refusal or an unknown outcome leaves
 // the want open until the client's next action says whether it retries.
-func (ps *pass) acquireDone(i int, op *Op, p *procState, k int, c *curOp) {
+func (ps *pass) acquireDone(i int, op *history.Op, p *procState, k int, c *curOp) {
 	a := ps.a
 	kd := a.keys[k]
 	ar := &kd.acquires[c.acq]
@@ -394,13 +395,13 @@ func (ps *pass) acquireDone(i int, op *Op, p *procState, k int, c *curOp) {
 	if d := op.Time - ar.invoke; d > a.longest {
 		a.longest = d
 	}
-	if op.Type != Ok {
-		if op.Type == Info {
+	if op.Type != history.Ok {
+		if op.Type == history.Info {
 			kd.unknowns = append(kd.unknowns, unknownAcq{process: p.id, client: p.client, invoke: ar.invoke})
 		}
 		if w := ps.wantOf(p.client); w != nil && w.key == k {
 			w.tentative = true
-			if op.Type == Fail {
+			if op.Type == history.Fail {
 				w.lastFail = op.Time
 			}
 		}
@@ -484,7 +485,7 @@ func (ps *pass) finish() {
 func (a *analysis) abandon(p *procState) {
 	c := &p.op
 	p.busy = false
-	if c.f == FAcquire {
+	if c.f == history.FAcquire {
 		kd := a.keys[c.key]
 		kd.unknowns = append(kd.unknowns, unknownAcq{process: p.id, client: p.client, invoke: c.invoke})
 	}
@@ -498,7 +499,7 @@ func (a *analysis) abandon(p *procState) {
 func (a *analysis) extendOp(i int, p *procState) {
 	op := &a.h[i]
 	id := [2]int64{int64(op.Client), op.N}
-	if op.Type == Invoke {
+	if op.Type == history.Invoke {
 		if _, ok := a.extending[id]; ok {
 			a.malformed++
 		}
@@ -513,10 +514,10 @@ func (a *analysis) extendOp(i int, p *procState) {
 	}
 	delete(a.extending, id)
 	switch op.Type {
-	case Ok:
+	case history.Ok:
 		a.extends.ok++
 		a.releaseRefs = append(a.releaseRefs, releaseRef{at, int32(i), int32(p.client)})
-	case Fail:
+	case history.Fail:
 		a.extends.fail++
 	default:
 		a.extends.unknown++
@@ -530,13 +531,13 @@ func (a *analysis) releases() []keyevents.Release {
 	for i, r := range a.releaseRefs {
 		inv, done := &a.h[r.inv], &a.h[r.done]
 		invoke := inv.Time
-		if done.F == FRelease && done.N > invoke && done.N <= done.Time {
+		if done.F == history.FRelease && done.N > invoke && done.N <= done.Time {
 			// The runner held the release at its own failpoint after the
 			// invoke (which ends the hold: the critical section is over);
 			// its command could act only from when the call began.
 			invoke = done.N
 		}
-		out[i] = keyevents.Release{F: done.F, Extend: done.F == FExtend, Process: done.Process, Client: int(r.client), Key: done.Key, Token: inv.Value,
+		out[i] = keyevents.Release{F: done.F, Extend: done.F == history.FExtend, Process: done.Process, Client: int(r.client), Key: done.Key, Token: inv.Value,
 			Invoke: invoke, Done: done.Time}
 	}
 	return out

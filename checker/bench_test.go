@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // peakHeap samples the live heap while f runs and returns its peak in MB.
@@ -43,7 +45,7 @@ func BenchmarkCheck(b *testing.B) {
 	for _, ops := range []int{10_000, 100_000} {
 		for _, keys := range []int{1, 100} {
 			for _, viol := range []bool{false, true} {
-				benchCheck(b, SynthConfig{Ops: ops, Keys: keys, Unknown: 0.01, Violation: viol, Seed: 1})
+				benchCheck(b, history.SynthConfig{Ops: ops, Keys: keys, Unknown: 0.01, Violation: viol, Seed: 1})
 			}
 		}
 	}
@@ -52,16 +54,16 @@ func BenchmarkCheck(b *testing.B) {
 // BenchmarkCheckLarge: the goals — 1M operations on 100 keys, and 100k
 // (and 1M) on one hot key with a violation.
 func BenchmarkCheckLarge(b *testing.B) {
-	benchCheck(b, SynthConfig{Ops: 1_000_000, Keys: 100, Unknown: 0.01, Seed: 1})
-	benchCheck(b, SynthConfig{Ops: 1_000_000, Keys: 100, Unknown: 0.01, Violation: true, Seed: 1})
-	benchCheck(b, SynthConfig{Ops: 100_000, Keys: 1, Unknown: 0.01, Violation: true, Seed: 1})
-	benchCheck(b, SynthConfig{Ops: 1_000_000, Keys: 1, Unknown: 0.01, Violation: true, Seed: 1})
+	benchCheck(b, history.SynthConfig{Ops: 1_000_000, Keys: 100, Unknown: 0.01, Seed: 1})
+	benchCheck(b, history.SynthConfig{Ops: 1_000_000, Keys: 100, Unknown: 0.01, Violation: true, Seed: 1})
+	benchCheck(b, history.SynthConfig{Ops: 100_000, Keys: 1, Unknown: 0.01, Violation: true, Seed: 1})
+	benchCheck(b, history.SynthConfig{Ops: 1_000_000, Keys: 1, Unknown: 0.01, Violation: true, Seed: 1})
 }
 
-func benchCheck(b *testing.B, cfg SynthConfig) {
+func benchCheck(b *testing.B, cfg history.SynthConfig) {
 	name := fmt.Sprintf("ops=%d/keys=%d/violation=%v", cfg.Ops, cfg.Keys, cfg.Violation)
 	b.Run(name, func(b *testing.B) {
-		h := Synthetic(cfg)
+		h := history.Synthetic(cfg)
 		want := Safe
 		if cfg.Violation {
 			want = Unsafe
@@ -72,7 +74,7 @@ func benchCheck(b *testing.B, cfg SynthConfig) {
 		var peak float64
 		for b.Loop() {
 			peak = max(peak, peakHeap(func() {
-				if r := Check(h, Options{}); r.Verdict != want || r.Disagreements != 0 {
+				if r := Check(h, history.Options{}); r.Verdict != want || r.Disagreements != 0 {
 					b.Fatalf("verdict %s (%s), disagreements %d", r.Verdict, r.Reason, r.Disagreements)
 				}
 			}))
@@ -84,12 +86,12 @@ func benchCheck(b *testing.B, cfg SynthConfig) {
 // BenchmarkUnsplit is raw porcupine on the whole history, for comparison
 // (small sizes only: it is what does not scale).
 func BenchmarkUnsplit(b *testing.B) {
-	for _, cfg := range []SynthConfig{
+	for _, cfg := range []history.SynthConfig{
 		{Ops: 2_000, Keys: 1, Unknown: 0.01, Seed: 1},
 		{Ops: 2_000, Keys: 1, Unknown: 0.01, Violation: true, Seed: 1},
 	} {
 		b.Run(fmt.Sprintf("ops=%d/keys=%d/violation=%v", cfg.Ops, cfg.Keys, cfg.Violation), func(b *testing.B) {
-			h := Synthetic(cfg)
+			h := history.Synthetic(cfg)
 			b.ReportAllocs()
 			for b.Loop() {
 				unsplit(b, h)
@@ -102,8 +104,8 @@ func BenchmarkUnsplit(b *testing.B) {
 // into one recorder, from one goroutine; B/op is what the recorder keeps
 // per entry (its chunks' share).
 func BenchmarkRecorderAdd(b *testing.B) {
-	op := Op{Type: Ok, Process: 17, Client: 17, F: FAcquire, Key: "lock:3", Value: "17-0123456789abcdef0123456789abcdef"}
-	rec := NewRecorder()
+	op := history.Op{Type: history.Ok, Process: 17, Client: 17, F: history.FAcquire, Key: "lock:3", Value: "17-0123456789abcdef0123456789abcdef"}
+	rec := history.NewRecorder()
 	b.ReportAllocs()
 	for b.Loop() {
 		rec.Add(op)

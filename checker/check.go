@@ -1,3 +1,7 @@
+// Package checker turns a recorded history (package history) into
+// verdicts: mutual exclusion (a porcupine mutex model partitioned per key,
+// plus a linear overlap pass that names the witness), lost updates on the
+// counter resource, fencing and liveness.
 package checker
 
 import (
@@ -9,6 +13,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/lockstorm/lockstorm/checker/mutex"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // Defaults of Options.
@@ -17,7 +23,8 @@ const (
 	DefaultTimeout       = 10 * time.Second
 )
 
-func (o Options) withDefaults() Options {
+// withDefaults is o with every unset bound at its default.
+func withDefaults(o history.Options) history.Options {
 	if o.DeadlockBound <= 0 {
 		o.DeadlockBound = DefaultDeadlockBound
 	}
@@ -54,7 +61,9 @@ const (
 // A safe verdict needs evidence as well (see gatherEvidence): holds on every
 // key, not most attempts failing, every fault applied and healed, every
 // failpoint fired as the spec asks; without it the run is inconclusive.
-func Check(h History, o Options) Result { return CheckParsed(Parsed{History: h}, o) }
+func Check(h history.History, o history.Options) Result {
+	return CheckParsed(history.Parsed{History: h}, o)
+}
 
 // maxProblems is how many history problems a Result lists (Malformed counts
 // them all).
@@ -62,14 +71,14 @@ const maxProblems = 50
 
 // CheckParsed is Check on a history read by ReadChecked: its unreadable
 // lines are problems too, and problems name the file's lines.
-func CheckParsed(p Parsed, o Options) Result {
-	o = o.withDefaults()
+func CheckParsed(p history.Parsed, o history.Options) Result {
+	o = withDefaults(o)
 	// The pass runs beside the validation, on the whole history: a
 	// history without problems (nearly every one) is its own well-formed
 	// part, and one with problems is passed again on that part.
 	whole := make(chan *analysis, 1)
 	go func() { whole <- analyze(p.History) }()
-	h, problems, sorted := validate(p)
+	h, problems, sorted := history.Validate(p)
 	a := <-whole
 	if len(problems) > 0 {
 		a = analyzeOrdered(h, sorted)
@@ -105,7 +114,7 @@ func problemText(r *Result) string {
 	return s
 }
 
-func verdict(r *Result, o Options, keys int, lv livenessResult) (string, string) {
+func verdict(r *Result, o history.Options, keys int, lv livenessResult) (string, string) {
 	// A false success is a finding of its own kind (Result.Findings),
 	// judged against what the lock's claims permit: it does not make the
 	// verdict word, which says whether mutual exclusion and the resource
@@ -193,7 +202,7 @@ func ifLags(r *Result, s string) string {
 // onlyThroughStalls says whether every violation the run found (overlaps of
 // an unfenced lock, false successes) goes away without the harness's own
 // stalls, and nothing else (fences) was violated.
-func onlyThroughStalls(r *Result, o Options) bool {
+func onlyThroughStalls(r *Result, o history.Options) bool {
 	if r.Overlaps == 0 || o.Fenced {
 		return false
 	}
@@ -201,7 +210,7 @@ func onlyThroughStalls(r *Result, o Options) bool {
 }
 
 // stallExplained names what went away without the stalls.
-func stallExplained(r *Result, o Options, overlap string) string {
+func stallExplained(r *Result, o history.Options, overlap string) string {
 	var what []string
 	if r.Overlaps > 0 && !o.Fenced {
 		what = append(what, overlap)
@@ -286,8 +295,8 @@ var ErrNoViolation = errors.New("no overlapping holds: nothing to visualize")
 // overlapping pair and the unknown acquires during it when the piece is
 // large), and returns the model and linearization info for
 // porcupine.Visualize. It returns ErrNoViolation when nothing overlaps.
-func Violation(h History, o Options) (porcupine.Model, porcupine.LinearizationInfo, porcupine.CheckResult, error) {
-	o = o.withDefaults()
+func Violation(h history.History, o history.Options) (porcupine.Model, porcupine.LinearizationInfo, porcupine.CheckResult, error) {
+	o = withDefaults(o)
 	a := analyze(h)
 	var best *Witness
 	bestKey := -1
@@ -298,7 +307,7 @@ func Violation(h History, o Options) (porcupine.Model, porcupine.LinearizationIn
 			best, bestKey = w, k
 		}
 	}
-	model := MutexModel()
+	model := mutex.Model()
 	if best == nil {
 		return model, porcupine.LinearizationInfo{}, porcupine.Ok, ErrNoViolation
 	}
@@ -326,10 +335,10 @@ func Violation(h History, o Options) (porcupine.Model, porcupine.LinearizationIn
 // history without an overlap (a deadlock, an inconclusive run) is not an
 // error: Visualize then draws the piece where the longest starvation began,
 // or the first piece of the history, so the report always has the file.
-func Visualize(h History, o Options, w io.Writer) error {
+func Visualize(h history.History, o history.Options, w io.Writer) error {
 	model, info, _, err := Violation(h, o)
 	if errors.Is(err, ErrNoViolation) {
-		model, info = contextPiece(h, o.withDefaults())
+		model, info = contextPiece(h, withDefaults(o))
 	} else if err != nil {
 		return err
 	}
@@ -338,8 +347,8 @@ func Visualize(h History, o Options, w io.Writer) error {
 
 // contextPiece is the piece of the starved key that contains the start of
 // its longest starvation, or the first piece of the first key with holds.
-func contextPiece(h History, o Options) (porcupine.Model, porcupine.LinearizationInfo) {
-	model := MutexModel()
+func contextPiece(h history.History, o history.Options) (porcupine.Model, porcupine.LinearizationInfo) {
+	model := mutex.Model()
 	a := analyze(h)
 	lv := checkLiveness(a, int64(o.DeadlockBound))
 	k := -1
@@ -367,7 +376,7 @@ func contextPiece(h History, o Options) (porcupine.Model, porcupine.Linearizatio
 // Holds returns every hold in h (the belief model's critical sections:
 // definite acquire ok to release invoke, crash or end of the history),
 // ordered by From, then key.
-func Holds(h History) []Hold {
+func Holds(h history.History) []Hold {
 	a := analyze(h)
 	var out []Hold
 	for _, kd := range a.keys {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 const k0 = "lock:0"
@@ -15,7 +16,7 @@ const k0 = "lock:0"
 func TestCheckSemantics(t *testing.T) {
 	cases := []struct {
 		name     string
-		opts     Options
+		opts     history.Options
 		hist     func(b *builder)
 		verdict  string
 		overlaps int
@@ -24,22 +25,22 @@ func TestCheckSemantics(t *testing.T) {
 		{
 			name: "adjacent holds are a clean hand-off",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-				b.op(5, 6, Ok, 1, 1, FRelease, k0)
-				b.op(2, 5, Ok, 2, 2, FAcquire, k0) // ok exactly at the release invoke
-				b.op(8, 9, Ok, 2, 2, FRelease, k0)
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+				b.op(5, 6, history.Ok, 1, 1, history.FRelease, k0)
+				b.op(2, 5, history.Ok, 2, 2, history.FAcquire, k0) // ok exactly at the release invoke
+				b.op(8, 9, history.Ok, 2, 2, history.FRelease, k0)
 			},
 			verdict: Safe,
 		},
 		{
 			name: "reentrant hold ends when the count returns to zero",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-				b.op(2, 3, Ok, 1, 1, FAcquire, k0) // nested
-				b.op(4, 5, Ok, 1, 1, FRelease, k0) // count 1: still held
-				b.op(4.5, 6, Ok, 2, 2, FAcquire, k0)
-				b.op(7, 8, Ok, 1, 1, FRelease, k0) // count 0: the hold ends at 7
-				b.op(9, 10, Ok, 2, 2, FRelease, k0)
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+				b.op(2, 3, history.Ok, 1, 1, history.FAcquire, k0) // nested
+				b.op(4, 5, history.Ok, 1, 1, history.FRelease, k0) // count 1: still held
+				b.op(4.5, 6, history.Ok, 2, 2, history.FAcquire, k0)
+				b.op(7, 8, history.Ok, 1, 1, history.FRelease, k0) // count 0: the hold ends at 7
+				b.op(9, 10, history.Ok, 2, 2, history.FRelease, k0)
 			},
 			verdict: Unsafe, overlaps: 1,
 			check: func(t *testing.T, r Result) {
@@ -52,14 +53,14 @@ func TestCheckSemantics(t *testing.T) {
 		{
 			name: "a careful client's abandonment ends its hold there",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-				b.op(1.1, 1.2, Ok, 1, 1, FRead, k0, n(0))
-				b.add(4, Ok, 1, 1, FAbandon, k0, errs("validity 3ms over"))
-				b.op(5, 6, Ok, 2, 2, FAcquire, k0)
-				b.op(6.1, 6.2, Ok, 2, 2, FRead, k0, n(0))
-				b.op(7, 7.1, Fail, 1, 1, FRelease, k0, errs("not held")) // released after the other took it
-				b.op(8, 8.1, Ok, 2, 2, FWrite, k0, n(1))
-				b.op(9, 10, Ok, 2, 2, FRelease, k0)
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+				b.op(1.1, 1.2, history.Ok, 1, 1, history.FRead, k0, n(0))
+				b.add(4, history.Ok, 1, 1, history.FAbandon, k0, errs("validity 3ms over"))
+				b.op(5, 6, history.Ok, 2, 2, history.FAcquire, k0)
+				b.op(6.1, 6.2, history.Ok, 2, 2, history.FRead, k0, n(0))
+				b.op(7, 7.1, history.Fail, 1, 1, history.FRelease, k0, errs("not held")) // released after the other took it
+				b.op(8, 8.1, history.Ok, 2, 2, history.FWrite, k0, n(1))
+				b.op(9, 10, history.Ok, 2, 2, history.FRelease, k0)
 				b.final(11, k0, 1)
 			},
 			verdict: Safe,
@@ -71,13 +72,13 @@ func TestCheckSemantics(t *testing.T) {
 		{
 			name: "the same client without the abandonment overlaps",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-				b.op(1.1, 1.2, Ok, 1, 1, FRead, k0, n(0))
-				b.op(5, 6, Ok, 2, 2, FAcquire, k0)
-				b.op(6.1, 6.2, Ok, 2, 2, FRead, k0, n(0))
-				b.op(7, 7.1, Fail, 1, 1, FRelease, k0, errs("not held"))
-				b.op(8, 8.1, Ok, 2, 2, FWrite, k0, n(1))
-				b.op(9, 10, Ok, 2, 2, FRelease, k0)
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+				b.op(1.1, 1.2, history.Ok, 1, 1, history.FRead, k0, n(0))
+				b.op(5, 6, history.Ok, 2, 2, history.FAcquire, k0)
+				b.op(6.1, 6.2, history.Ok, 2, 2, history.FRead, k0, n(0))
+				b.op(7, 7.1, history.Fail, 1, 1, history.FRelease, k0, errs("not held"))
+				b.op(8, 8.1, history.Ok, 2, 2, history.FWrite, k0, n(1))
+				b.op(9, 10, history.Ok, 2, 2, history.FRelease, k0)
 				b.final(11, k0, 1)
 			},
 			verdict: Unsafe, overlaps: 1,
@@ -85,29 +86,29 @@ func TestCheckSemantics(t *testing.T) {
 		{
 			name: "a release that fails still ends the critical section at its invoke",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-				b.op(5, 6, Fail, 1, 1, FRelease, k0, errs("not held"))
-				b.op(2, 5.5, Ok, 2, 2, FAcquire, k0)
-				b.op(8, 9, Ok, 2, 2, FRelease, k0)
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+				b.op(5, 6, history.Fail, 1, 1, history.FRelease, k0, errs("not held"))
+				b.op(2, 5.5, history.Ok, 2, 2, history.FAcquire, k0)
+				b.op(8, 9, history.Ok, 2, 2, history.FRelease, k0)
 			},
 			verdict: Safe,
 		},
 		{
 			name: "a crash ends the hold",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-				b.add(3, Ok, 1, 1, FCrash, "")
-				b.op(2, 4, Ok, 2, 2, FAcquire, k0)
-				b.op(8, 9, Ok, 2, 2, FRelease, k0)
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+				b.add(3, history.Ok, 1, 1, history.FCrash, "")
+				b.op(2, 4, history.Ok, 2, 2, history.FAcquire, k0)
+				b.op(8, 9, history.Ok, 2, 2, history.FRelease, k0)
 			},
 			verdict: Safe,
 		},
 		{
 			name: "a hold never released lasts to the end of the history",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-				b.op(2, 4, Ok, 2, 2, FAcquire, k0)
-				b.op(8, 9, Ok, 2, 2, FRelease, k0)
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+				b.op(2, 4, history.Ok, 2, 2, history.FAcquire, k0)
+				b.op(8, 9, history.Ok, 2, 2, history.FRelease, k0)
 			},
 			verdict: Unsafe, overlaps: 1,
 			check: func(t *testing.T, r Result) {
@@ -118,22 +119,22 @@ func TestCheckSemantics(t *testing.T) {
 		{
 			name: "an ok after the client crashed is no hold",
 			hist: func(b *builder) {
-				b.add(0, Invoke, 1, 1, FAcquire, k0)
-				b.add(1, Ok, 1, 1, FCrash, "")
-				b.add(2, Ok, 1, 1, FAcquire, k0)
-				b.op(3, 4, Ok, 2, 2, FAcquire, k0)
-				b.op(8, 9, Ok, 2, 2, FRelease, k0)
+				b.add(0, history.Invoke, 1, 1, history.FAcquire, k0)
+				b.add(1, history.Ok, 1, 1, history.FCrash, "")
+				b.add(2, history.Ok, 1, 1, history.FAcquire, k0)
+				b.op(3, 4, history.Ok, 2, 2, history.FAcquire, k0)
+				b.op(8, 9, history.Ok, 2, 2, history.FRelease, k0)
 			},
 			verdict: Safe,
 		},
 		{
 			name: "an unknown write inside the section: the client releases under its new process",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-				b.op(2, 3, Info, 1, 1, FWrite, k0, n(1))
-				b.op(4, 5, Ok, 3, 1, FRelease, k0) // process 3 is client 1 again
-				b.op(2, 6, Ok, 2, 2, FAcquire, k0)
-				b.op(8, 9, Ok, 2, 2, FRelease, k0)
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+				b.op(2, 3, history.Info, 1, 1, history.FWrite, k0, n(1))
+				b.op(4, 5, history.Ok, 3, 1, history.FRelease, k0) // process 3 is client 1 again
+				b.op(2, 6, history.Ok, 2, 2, history.FAcquire, k0)
+				b.op(8, 9, history.Ok, 2, 2, history.FRelease, k0)
 				b.final(10, k0, 1) // the unknown write landed
 			},
 			verdict: Safe,
@@ -145,32 +146,32 @@ func TestCheckSemantics(t *testing.T) {
 		{
 			name: "an acquire still in flight at the end is unknown, a no-op",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-				b.add(2, Invoke, 2, 2, FAcquire, k0)
-				b.op(5, 6, Ok, 1, 1, FRelease, k0)
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+				b.add(2, history.Invoke, 2, 2, history.FAcquire, k0)
+				b.op(5, 6, history.Ok, 1, 1, history.FRelease, k0)
 			},
 			verdict: Safe,
 		},
 		{
 			name: "overlap across two keys is none",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, "lock:0")
-				b.op(0, 1, Ok, 2, 2, FAcquire, "lock:1")
-				b.op(5, 6, Ok, 1, 1, FRelease, "lock:0")
-				b.op(5, 6, Ok, 2, 2, FRelease, "lock:1")
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, "lock:0")
+				b.op(0, 1, history.Ok, 2, 2, history.FAcquire, "lock:1")
+				b.op(5, 6, history.Ok, 1, 1, history.FRelease, "lock:0")
+				b.op(5, 6, history.Ok, 2, 2, history.FRelease, "lock:1")
 			},
 			verdict: Safe,
 		},
 		{
 			name: "the earliest overlap is the witness, over keys",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, "lock:1")
-				b.op(0, 3, Ok, 2, 2, FAcquire, "lock:1")
-				b.op(0, 1, Ok, 3, 3, FAcquire, "lock:0")
-				b.op(0, 2, Ok, 4, 4, FAcquire, "lock:0")
-				b.op(0, 2.5, Ok, 5, 5, FAcquire, "lock:0")
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, "lock:1")
+				b.op(0, 3, history.Ok, 2, 2, history.FAcquire, "lock:1")
+				b.op(0, 1, history.Ok, 3, 3, history.FAcquire, "lock:0")
+				b.op(0, 2, history.Ok, 4, 4, history.FAcquire, "lock:0")
+				b.op(0, 2.5, history.Ok, 5, 5, history.FAcquire, "lock:0")
 				for p := 1; p <= 5; p++ {
-					b.op(10, 11, Ok, p, p, FRelease, map[bool]string{true: "lock:1", false: "lock:0"}[p <= 2])
+					b.op(10, 11, history.Ok, p, p, history.FRelease, map[bool]string{true: "lock:1", false: "lock:0"}[p <= 2])
 				}
 			},
 			verdict: Unsafe, overlaps: 4,
@@ -182,14 +183,14 @@ func TestCheckSemantics(t *testing.T) {
 		},
 		{
 			name: "fenced: overlap with the resource intact is safe",
-			opts: Options{Fenced: true},
+			opts: history.Options{Fenced: true},
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0, fence(1))
-				b.op(2, 3, Ok, 2, 2, FAcquire, k0, fence(2))
-				b.op(4, 5, Ok, 2, 2, FWrite, k0, nf(1, 2))
-				b.op(6, 7, Fail, 1, 1, FWrite, k0, nf(1, 1))
-				b.op(8, 9, Ok, 1, 1, FRelease, k0)
-				b.op(8, 9, Ok, 2, 2, FRelease, k0)
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, fence(1))
+				b.op(2, 3, history.Ok, 2, 2, history.FAcquire, k0, fence(2))
+				b.op(4, 5, history.Ok, 2, 2, history.FWrite, k0, nf(1, 2))
+				b.op(6, 7, history.Fail, 1, 1, history.FWrite, k0, nf(1, 1))
+				b.op(8, 9, history.Ok, 1, 1, history.FRelease, k0)
+				b.op(8, 9, history.Ok, 2, 2, history.FRelease, k0)
 			},
 			verdict: Safe, overlaps: 1,
 			check: func(t *testing.T, r Result) { expect(t, r.Rejected, 1, "rejected") },
@@ -199,10 +200,10 @@ func TestCheckSemantics(t *testing.T) {
 			hist: func(b *builder) {
 				b.cycle(1, 1, k0, 0, 1, 5, 0, 0)
 				b.cycle(2, 2, k0, 6, 7, 10, 1, 0)
-				b.op(11, 12, Ok, 3, 3, FAcquire, k0, fence(7))
-				b.op(13, 14, Ok, 3, 3, FWrite, k0, nf(3, 7))
-				b.op(15, 16, Ok, 3, 3, FWrite, k0, nf(4, 7))
-				b.op(17, 18, Ok, 3, 3, FRelease, k0)
+				b.op(11, 12, history.Ok, 3, 3, history.FAcquire, k0, fence(7))
+				b.op(13, 14, history.Ok, 3, 3, history.FWrite, k0, nf(3, 7))
+				b.op(15, 16, history.Ok, 3, 3, history.FWrite, k0, nf(4, 7))
+				b.op(17, 18, history.Ok, 3, 3, history.FRelease, k0)
 			},
 			verdict: Safe,
 			check: func(t *testing.T, r Result) {
@@ -213,12 +214,12 @@ func TestCheckSemantics(t *testing.T) {
 		},
 		{
 			name: "a fence issued to two processes",
-			opts: Options{Fenced: true},
+			opts: history.Options{Fenced: true},
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0, fence(5))
-				b.op(2, 3, Ok, 1, 1, FRelease, k0)
-				b.op(4, 5, Ok, 2, 2, FAcquire, k0, fence(5))
-				b.op(6, 7, Ok, 2, 2, FRelease, k0)
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, fence(5))
+				b.op(2, 3, history.Ok, 1, 1, history.FRelease, k0)
+				b.op(4, 5, history.Ok, 2, 2, history.FAcquire, k0, fence(5))
+				b.op(6, 7, history.Ok, 2, 2, history.FRelease, k0)
 			},
 			verdict: Unsafe,
 			check: func(t *testing.T, r Result) {
@@ -228,14 +229,14 @@ func TestCheckSemantics(t *testing.T) {
 		},
 		{
 			name: "a stale write accepted",
-			opts: Options{Fenced: true},
+			opts: history.Options{Fenced: true},
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 2, 2, FAcquire, k0, fence(2))
-				b.op(2, 3, Ok, 2, 2, FWrite, k0, nf(1, 2))
-				b.op(4, 5, Ok, 2, 2, FRelease, k0)
-				b.op(6, 7, Ok, 1, 1, FAcquire, k0, fence(1))
-				b.op(8, 9, Ok, 1, 1, FWrite, k0, nf(2, 1))
-				b.op(10, 11, Ok, 1, 1, FRelease, k0)
+				b.op(0, 1, history.Ok, 2, 2, history.FAcquire, k0, fence(2))
+				b.op(2, 3, history.Ok, 2, 2, history.FWrite, k0, nf(1, 2))
+				b.op(4, 5, history.Ok, 2, 2, history.FRelease, k0)
+				b.op(6, 7, history.Ok, 1, 1, history.FAcquire, k0, fence(1))
+				b.op(8, 9, history.Ok, 1, 1, history.FWrite, k0, nf(2, 1))
+				b.op(10, 11, history.Ok, 1, 1, history.FRelease, k0)
 			},
 			verdict: Unsafe,
 			check: func(t *testing.T, r Result) {
@@ -246,10 +247,10 @@ func TestCheckSemantics(t *testing.T) {
 		{
 			name: "deadlock: the holder crashed, the others retry for 20 s",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-				b.add(1000, Ok, 1, 1, FCrash, "")
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+				b.add(1000, history.Ok, 1, 1, history.FCrash, "")
 				for s := 2.0; s < 22; s++ {
-					b.op(s*1000, s*1000+5, Fail, 2, 2, FAcquire, k0)
+					b.op(s*1000, s*1000+5, history.Fail, 2, 2, history.FAcquire, k0)
 				}
 			},
 			verdict: Deadlock,
@@ -266,13 +267,13 @@ func TestCheckSemantics(t *testing.T) {
 			hist: func(b *builder) {
 				// lock:1 starves 11 s from 1 s; lock:0 starves 15 s from 3 s
 				// after a 1 s starvation (under the bound) from 0.
-				b.op(0, 1000, Ok, 1, 1, FAcquire, k0)
-				b.add(2000, Ok, 1, 1, FCrash, "")
+				b.op(0, 1000, history.Ok, 1, 1, history.FAcquire, k0)
+				b.add(2000, history.Ok, 1, 1, history.FCrash, "")
 				for s := 3.0; s < 18; s++ {
-					b.op(s*1000, s*1000+5, Fail, 2, 2, FAcquire, k0)
+					b.op(s*1000, s*1000+5, history.Fail, 2, 2, history.FAcquire, k0)
 				}
-				b.op(1000, 12000, Ok, 3, 3, FAcquire, "lock:1")
-				b.op(12001, 12002, Ok, 3, 3, FRelease, "lock:1")
+				b.op(1000, 12000, history.Ok, 3, 3, history.FAcquire, "lock:1")
+				b.op(12001, 12002, history.Ok, 3, 3, history.FRelease, "lock:1")
 			},
 			verdict: Deadlock,
 			check: func(t *testing.T, r Result) {
@@ -285,7 +286,7 @@ func TestCheckSemantics(t *testing.T) {
 			hist: func(b *builder) {
 				for s := 0.0; s < 20; s++ {
 					pid := 10 + int(s) // after an unknown outcome the client goes on as a new process
-					b.op(s*1000, s*1000+5, Info, pid, 2, FAcquire, k0)
+					b.op(s*1000, s*1000+5, history.Info, pid, 2, history.FAcquire, k0)
 				}
 			},
 			verdict: Inconclusive,
@@ -295,13 +296,13 @@ func TestCheckSemantics(t *testing.T) {
 			name: "unknown attempts then definite refusals: starved up to the last refusal",
 			hist: func(b *builder) {
 				for s := 0.0; s < 5; s++ {
-					b.op(s*1000, s*1000+5, Info, 10+int(s), 2, FAcquire, k0)
+					b.op(s*1000, s*1000+5, history.Info, 10+int(s), 2, history.FAcquire, k0)
 				}
 				for s := 5.0; s < 15; s++ {
-					b.op(s*1000, s*1000+5, Fail, 20, 2, FAcquire, k0)
+					b.op(s*1000, s*1000+5, history.Fail, 20, 2, history.FAcquire, k0)
 				}
 				for s := 15.0; s < 25; s++ {
-					b.op(s*1000, s*1000+5, Info, 20+int(s), 2, FAcquire, k0)
+					b.op(s*1000, s*1000+5, history.Info, 20+int(s), 2, history.FAcquire, k0)
 				}
 			},
 			verdict: Deadlock,
@@ -310,11 +311,11 @@ func TestCheckSemantics(t *testing.T) {
 		{
 			name: "attempts that are not retried do not starve a key",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-				b.op(2, 3, Fail, 2, 2, FAcquire, k0)
-				b.op(4, 5, Ok, 2, 2, FRead, "other")
-				b.op(15000, 15001, Ok, 1, 1, FRelease, k0)
-				b.op(30000, 30001, Ok, 3, 3, FRead, "other")
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+				b.op(2, 3, history.Fail, 2, 2, history.FAcquire, k0)
+				b.op(4, 5, history.Ok, 2, 2, history.FRead, "other")
+				b.op(15000, 15001, history.Ok, 1, 1, history.FRelease, k0)
+				b.op(30000, 30001, history.Ok, 3, 3, history.FRead, "other")
 			},
 			verdict: Safe,
 			// only c1's own first acquire (0 → 1 ms) waited on a free key
@@ -322,26 +323,26 @@ func TestCheckSemantics(t *testing.T) {
 		},
 		{
 			name: "deadlock bound is an option",
-			opts: Options{DeadlockBound: time.Second},
+			opts: history.Options{DeadlockBound: time.Second},
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-				b.add(2, Ok, 1, 1, FCrash, "")
-				b.op(3, 1500, Fail, 2, 2, FAcquire, k0)
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+				b.add(2, history.Ok, 1, 1, history.FCrash, "")
+				b.op(3, 1500, history.Fail, 2, 2, history.FAcquire, k0)
 			},
 			verdict: Deadlock,
 		},
 		{
 			name: "liveness figures",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-				b.op(1.5, 4, Ok, 2, 2, FAcquire, k0) // waits; hand-off 4 - 3.5
-				b.op(3, 3.5, Ok, 1, 1, FRelease, k0)
-				b.op(5, 6, Ok, 2, 2, FRelease, k0)
-				b.op(7, 8, Ok, 1, 1, FAcquire, k0)
-				b.op(9, 10, Ok, 1, 1, FRelease, k0)
-				b.op(11, 12, Ok, 1, 1, FAcquire, k0)
-				b.op(13, 14, Ok, 1, 1, FRelease, k0)
-				b.op(7.5, 20, Fail, 3, 3, FAcquire, k0)
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+				b.op(1.5, 4, history.Ok, 2, 2, history.FAcquire, k0) // waits; hand-off 4 - 3.5
+				b.op(3, 3.5, history.Ok, 1, 1, history.FRelease, k0)
+				b.op(5, 6, history.Ok, 2, 2, history.FRelease, k0)
+				b.op(7, 8, history.Ok, 1, 1, history.FAcquire, k0)
+				b.op(9, 10, history.Ok, 1, 1, history.FRelease, k0)
+				b.op(11, 12, history.Ok, 1, 1, history.FAcquire, k0)
+				b.op(13, 14, history.Ok, 1, 1, history.FRelease, k0)
+				b.op(7.5, 20, history.Fail, 3, 3, history.FAcquire, k0)
 			},
 			verdict: Safe,
 			check: func(t *testing.T, r Result) {
@@ -364,9 +365,9 @@ func TestCheckSemantics(t *testing.T) {
 		{
 			name: "malformed history is never safe",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-				b.op(2, 3, Ok, 1, 1, FRelease, k0)
-				b.add(4, Ok, 2, 2, FAcquire, k0) // completion without invoke
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+				b.op(2, 3, history.Ok, 1, 1, history.FRelease, k0)
+				b.add(4, history.Ok, 2, 2, history.FAcquire, k0) // completion without invoke
 			},
 			verdict: Inconclusive,
 			check:   func(t *testing.T, r Result) { expect(t, r.Malformed, 1, "malformed") },
@@ -403,30 +404,30 @@ func TestTimeoutIsInconclusive(t *testing.T) {
 	}
 	replayPiece = func(*keyData, piece) bool { return false }
 	defer func() { checkPiece, replayPiece = old, oldReplay }()
-	h, err := ReadFile(goldenPath("good"))
+	h, err := history.ReadFile(goldenPath("good"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Check(h, Options{})
+	r := Check(h, history.Options{})
 	expect(t, r.Verdict, Inconclusive, "verdict")
 	expect(t, r.Linearizable, LinUnknown, "linearizable")
-	h, _ = ReadFile(goldenPath("overlap"))
-	expect(t, Check(h, Options{}).Verdict, Unsafe, "an overlap is unsafe whatever porcupine says")
+	h, _ = history.ReadFile(goldenPath("overlap"))
+	expect(t, Check(h, history.Options{}).Verdict, Unsafe, "an overlap is unsafe whatever porcupine says")
 }
 
 func TestVisualize(t *testing.T) {
-	h, err := ReadFile(goldenPath("overlap"))
+	h, err := history.ReadFile(goldenPath("overlap"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, res, err := Violation(h, Options{})
+	_, _, res, err := Violation(h, history.Options{})
 	if err != nil || res != porcupine.Illegal {
 		t.Fatalf("Violation: %v, %v", res, err)
 	}
 	// a long history: only the violating piece is drawn
-	big := Synthetic(SynthConfig{Ops: 20000, Keys: 1, Violation: true, Seed: 9})
+	big := history.Synthetic(history.SynthConfig{Ops: 20000, Keys: 1, Violation: true, Seed: 9})
 	var buf bytes.Buffer
-	if err := Visualize(big, Options{}, &buf); err != nil {
+	if err := Visualize(big, history.Options{}, &buf); err != nil {
 		t.Fatal(err)
 	}
 	if buf.Len() > 200_000 {
@@ -438,30 +439,30 @@ func TestVisualize(t *testing.T) {
 }
 
 func TestJSONLRoundTrip(t *testing.T) {
-	h := Synthetic(SynthConfig{Ops: 500, Keys: 2, Unknown: 0.05, Seed: 2})
+	h := history.Synthetic(history.SynthConfig{Ops: 500, Keys: 2, Unknown: 0.05, Seed: 2})
 	var buf bytes.Buffer
-	if err := WriteJSONL(&buf, h); err != nil {
+	if err := history.WriteJSONL(&buf, h); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadJSONL(&buf)
+	got, err := history.ReadJSONL(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	expect(t, len(got), len(h), "entries")
-	expect(t, Check(got, Options{}), Check(h, Options{}), "result after a round trip")
+	expect(t, Check(got, history.Options{}), Check(h, history.Options{}), "result after a round trip")
 }
 
 func TestSynthetic(t *testing.T) {
 	for _, tc := range []struct {
-		cfg     SynthConfig
+		cfg     history.SynthConfig
 		verdict string
 	}{
-		{SynthConfig{Ops: 5000, Keys: 1, Unknown: 0.01, Seed: 1}, Safe},
-		{SynthConfig{Ops: 5000, Keys: 10, Unknown: 0.01, Seed: 1}, Safe},
-		{SynthConfig{Ops: 5000, Keys: 1, Unknown: 0.01, Violation: true, Seed: 1}, Unsafe},
-		{SynthConfig{Ops: 5000, Keys: 10, Violation: true, Seed: 2}, Unsafe},
+		{history.SynthConfig{Ops: 5000, Keys: 1, Unknown: 0.01, Seed: 1}, Safe},
+		{history.SynthConfig{Ops: 5000, Keys: 10, Unknown: 0.01, Seed: 1}, Safe},
+		{history.SynthConfig{Ops: 5000, Keys: 1, Unknown: 0.01, Violation: true, Seed: 1}, Unsafe},
+		{history.SynthConfig{Ops: 5000, Keys: 10, Violation: true, Seed: 2}, Unsafe},
 	} {
-		r := Check(Synthetic(tc.cfg), Options{})
+		r := Check(history.Synthetic(tc.cfg), history.Options{})
 		expect(t, r.Verdict, tc.verdict, "verdict")
 		if tc.cfg.Violation {
 			expect(t, r.Overlaps, 1, "overlaps")
@@ -477,14 +478,14 @@ func TestSynthetic(t *testing.T) {
 // visualization.
 func TestVisualizeWithoutOverlap(t *testing.T) {
 	b := &builder{}
-	b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-	b.add(1000, Ok, 1, 1, FCrash, "")
+	b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+	b.add(1000, history.Ok, 1, 1, history.FCrash, "")
 	for s := 2.0; s < 22; s++ {
-		b.op(s*1000, s*1000+5, Fail, 2, 2, FAcquire, k0)
+		b.op(s*1000, s*1000+5, history.Fail, 2, 2, history.FAcquire, k0)
 	}
-	for _, h := range []History{b.sorted(), nil} {
+	for _, h := range []history.History{b.sorted(), nil} {
 		var buf bytes.Buffer
-		if err := Visualize(h, Options{}, &buf); err != nil || !strings.Contains(buf.String(), "<html") {
+		if err := Visualize(h, history.Options{}, &buf); err != nil || !strings.Contains(buf.String(), "<html") {
 			t.Errorf("Visualize: %v", err)
 		}
 	}

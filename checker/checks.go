@@ -3,6 +3,8 @@ package checker
 import (
 	"fmt"
 	"sync"
+
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // A check is one analysis of a history, in the style of porcupine's Model:
@@ -115,7 +117,7 @@ func violationFindings(res *Result, fs []finding) {
 		}
 	}
 	if n := res.OverlapsWithoutStalls; n > 0 && res.Witness != nil && !res.ByHarness {
-		res.Findings = append(res.Findings, Finding{Kind: KindTwoHolders, Count: n, FirstNs: res.Witness.FromNs, Witness: res.Witness.Text})
+		res.Findings = append(res.Findings, Finding{Kind: history.KindTwoHolders, Count: n, FirstNs: res.Witness.FromNs, Witness: res.Witness.Text})
 	}
 	if harmed := res.StaleWrites + res.FenceRegressions + res.DupFences; (harmed > 0 || res.NetLostUpdates > 0) && !res.ByHarness {
 		at, ok := firstOf[ViolationHarm]
@@ -126,10 +128,10 @@ func violationFindings(res *Result, fs []finding) {
 		if w == "" {
 			w = fmt.Sprintf("%d updates of the counter lost", res.NetLostUpdates)
 		}
-		res.Findings = append(res.Findings, Finding{Kind: KindHarm, Count: max(harmed, 1), FirstNs: at, Witness: w})
+		res.Findings = append(res.Findings, Finding{Kind: history.KindHarm, Count: max(harmed, 1), FirstNs: at, Witness: w})
 	}
 	if res.Verdict == Deadlock {
-		res.Findings = append(res.Findings, Finding{Kind: KindStarvation, Count: 1, FirstNs: res.FirstViolationNs, Witness: res.Reason})
+		res.Findings = append(res.Findings, Finding{Kind: history.KindStarvation, Count: 1, FirstNs: res.FirstViolationNs, Witness: res.Reason})
 	}
 }
 

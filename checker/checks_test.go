@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker/internal/keyevents"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // TestCheckRegistry: every check has its own name, and each of its
@@ -19,8 +20,8 @@ func TestCheckRegistry(t *testing.T) {
 			names[n] = true
 		}
 	}
-	h := Synthetic(SynthConfig{Ops: 3000, Keys: 3, Unknown: 0.05, Violation: true, Seed: 3})
-	want := Check(h, Options{})
+	h := history.Synthetic(history.SynthConfig{Ops: 3000, Keys: 3, Unknown: 0.05, Violation: true, Seed: 3})
+	want := Check(h, history.Options{})
 	for i, c := range checks {
 		a := analyze(h).withInput(h)
 		alone := make([]finding, len(checks))
@@ -46,7 +47,7 @@ func TestComposeFirstViolation(t *testing.T) {
 	harm := func(at int64) finding { return resourceResult{stale: 1, firstHarm: at, harm: "x"} }
 	none := resourceResult{firstHarm: -1}
 	fs := func(at int64) finding {
-		return falseSuccessFinding{FalseSuccessResult: keyevents.FalseSuccessResult{Found: []keyevents.FalseSuccess{{At: at, Text: "y", F: FRelease}}}}
+		return falseSuccessFinding{FalseSuccessResult: keyevents.FalseSuccessResult{Found: []keyevents.FalseSuccess{{At: at, Text: "y", F: history.FRelease}}}}
 	}
 	for _, tc := range []struct {
 		name     string
@@ -62,7 +63,7 @@ func TestComposeFirstViolation(t *testing.T) {
 		{"tie: harm before false success", []finding{overlapFinding{}, harm(4), fs(4)}, 4, ViolationHarm},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &analysis{opts: Options{}.withDefaults()}
+			a := &analysis{opts: withDefaults(history.Options{})}
 			r := compose(a, tc.findings)
 			if r.FirstViolationNs != tc.at || r.FirstViolation != tc.kind {
 				t.Errorf("first violation %d %q, want %d %q", r.FirstViolationNs, r.FirstViolation, tc.at, tc.kind)
@@ -73,7 +74,7 @@ func TestComposeFirstViolation(t *testing.T) {
 
 // withInput sets what the checks read besides the pass, as CheckParsed
 // does for a history without problems, with default options.
-func (a *analysis) withInput(h History) *analysis {
-	a.input, a.opts = h, Options{}.withDefaults()
+func (a *analysis) withInput(h history.History) *analysis {
+	a.input, a.opts = h, withDefaults(history.Options{})
 	return a
 }

@@ -3,6 +3,8 @@ package checker
 import (
 	"fmt"
 	"strings"
+
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // What a run must have exercised to be called safe. A run that falls short
@@ -43,7 +45,7 @@ type FailpointCount struct {
 
 // evidence is what the history says the run exercised.
 type evidence struct {
-	meta         *Meta
+	meta         *history.Meta
 	acqUnknown   int // acquire attempts that ended info
 	acqRefused   int // acquire attempts refused with an error reply
 	errorReplies int // every error reply (acquire and release)
@@ -58,16 +60,16 @@ type evidence struct {
 // gatherEvidence reads the header, the error replies, the nemesis entries
 // and the failpoint steps of h, and lists what the run did not exercise.
 // holdsPerKey and keys come from the analysis of the same history.
-func gatherEvidence(h History, a *analysis) evidence {
+func gatherEvidence(h history.History, a *analysis) evidence {
 	var ev evidence
 	fired := map[int]int{}
 	var firstFault, firstHeal string
 	for i := range h {
 		op := &h[i]
 		switch {
-		case op.F == FMeta && op.Meta != nil && ev.meta == nil:
+		case op.F == history.FMeta && op.Meta != nil && ev.meta == nil:
 			ev.meta = op.Meta
-		case op.Process == NemesisProcess && op.F == FStart && (op.Type == Fail || op.Targets != nil && op.Targets.Count() == 0):
+		case op.Process == history.NemesisProcess && op.F == history.FStart && (op.Type == history.Fail || op.Targets != nil && op.Targets.Count() == 0):
 			// FStart's contract: Fail, or no target, is a fault the run
 			// never faced.
 			ev.faultsFailed++
@@ -78,24 +80,24 @@ func gatherEvidence(h History, a *analysis) evidence {
 				}
 				firstFault = fmt.Sprintf("fault %q at %s applied to nothing: %s", op.Value, ms(op.Time), why)
 			}
-		case op.Process == NemesisProcess && op.F == FStop && op.Type == Fail:
+		case op.Process == history.NemesisProcess && op.F == history.FStop && op.Type == history.Fail:
 			ev.healsFailed++
 			if firstHeal == "" {
 				firstHeal = fmt.Sprintf("heal of %q at %s failed: %s", op.Value, ms(op.Time), op.Error)
 			}
-		case op.F == FStep:
+		case op.F == history.FStep:
 			for _, id := range op.Fired {
 				fired[id]++
 			}
-		case op.Type == Fail && op.ErrorReply:
+		case op.Type == history.Fail && op.ErrorReply:
 			ev.errorReplies++
 			if ev.firstReply == "" {
 				ev.firstReply = op.Error
 			}
-			if op.F == FAcquire {
+			if op.F == history.FAcquire {
 				ev.acqRefused++
 			}
-		case op.Type == Info && op.F == FAcquire:
+		case op.Type == history.Info && op.F == history.FAcquire:
 			ev.acqUnknown++
 			if ev.firstUnknown == "" {
 				ev.firstUnknown = op.Error

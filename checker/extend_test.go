@@ -3,21 +3,23 @@ package checker
 import (
 	"strings"
 	"testing"
+
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // ext records one extend (or renewal) of client c, numbered id, from t1 to
 // t2, as the runner does: invoke and completion share N; it need not be the
 // process's operation in flight (a watchdog renews beside it).
-func ext(b *builder, t1, t2 float64, typ Type, c int, id int64, token string) {
-	b.add(t1, Invoke, c, c, FExtend, k0, func(o *Op) { o.Value, o.N = token, id })
-	b.add(t2, typ, c, c, FExtend, k0, func(o *Op) { o.N = id })
+func ext(b *builder, t1, t2 float64, typ history.Type, c int, id int64, token string) {
+	b.add(t1, history.Invoke, c, c, history.FExtend, k0, func(o *history.Op) { o.Value, o.N = token, id })
+	b.add(t2, typ, c, c, history.FExtend, k0, func(o *history.Op) { o.N = id })
 }
 
 func TestExtendFalseSuccess(t *testing.T) {
 	srv := func(b *builder, at float64, ev, owner string) {
-		b.add(at, Ok, ServerProcess, -1, FServer, k0, func(o *Op) { o.Value, o.Node, o.Owner = ev, "n1", owner })
+		b.add(at, history.Ok, history.ServerProcess, -1, history.FServer, k0, func(o *history.Op) { o.Value, o.Node, o.Owner = ev, "n1", owner })
 	}
-	tok := func(s string) func(*Op) { return func(o *Op) { o.Value = s } }
+	tok := func(s string) func(*history.Op) { return func(o *history.Op) { o.Value = s } }
 	for _, tc := range []struct {
 		name          string
 		hist          func(b *builder)
@@ -28,11 +30,11 @@ func TestExtendFalseSuccess(t *testing.T) {
 		{
 			name: "an extend of a lock still its own is fine",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))
 				srv(b, 0.5, "set", "t1")
-				ext(b, 5, 6, Ok, 1, 1, "t1")
+				ext(b, 5, 6, history.Ok, 1, 1, "t1")
 				srv(b, 5.5, "expire", "")
-				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				b.op(10, 11, history.Ok, 1, 1, history.FRelease, k0, tok("t1"))
 				srv(b, 10.5, "del", "")
 			},
 			extends: 1, ok: 1,
@@ -40,10 +42,10 @@ func TestExtendFalseSuccess(t *testing.T) {
 		{
 			name: "an extend ok after the key expired: a false success on extend",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))
 				srv(b, 0.5, "set", "t1")
 				srv(b, 300, "expired", "")
-				ext(b, 310, 311, Ok, 1, 1, "t1")
+				ext(b, 310, 311, history.Ok, 1, 1, "t1")
 			},
 			want: 1, extends: 1, ok: 1,
 			text: "false success: c1's extend of lock:0 at 310.0 ms reported ok, but lock:0 had expired at 300.0 ms (n1)",
@@ -53,12 +55,12 @@ func TestExtendFalseSuccess(t *testing.T) {
 			// and been taken by another client.
 			name: "a renewal ok on another holder's key: a foreign renewal",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))
 				srv(b, 0.5, "set", "t1")
 				srv(b, 300, "expired", "")
-				b.op(301, 302, Ok, 2, 2, FAcquire, k0, tok("t2"))
+				b.op(301, 302, history.Ok, 2, 2, history.FAcquire, k0, tok("t2"))
 				srv(b, 301.5, "set", "t2")
-				ext(b, 310, 311, Ok, 1, 1, "t1")
+				ext(b, 310, 311, history.Ok, 1, 1, "t1")
 				srv(b, 310.5, "expire", "") // the renewal's PEXPIRE, on c2's key
 			},
 			want: 1, foreign: 1, extends: 1, ok: 1,
@@ -67,12 +69,12 @@ func TestExtendFalseSuccess(t *testing.T) {
 		{
 			name: "a key another's at the start but gone inside the window: false, not foreign",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))
 				srv(b, 0.5, "set", "t1")
 				srv(b, 300, "expired", "")
-				b.op(301, 302, Ok, 2, 2, FAcquire, k0, tok("t2"))
+				b.op(301, 302, history.Ok, 2, 2, history.FAcquire, k0, tok("t2"))
 				srv(b, 301.5, "set", "t2")
-				ext(b, 310, 315, Ok, 1, 1, "t1")
+				ext(b, 310, 315, history.Ok, 1, 1, "t1")
 				srv(b, 312, "del", "")
 			},
 			want: 1, extends: 1, ok: 1,
@@ -81,11 +83,11 @@ func TestExtendFalseSuccess(t *testing.T) {
 		{
 			name: "a refused extend is no false success",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))
 				srv(b, 0.5, "set", "t1")
 				srv(b, 300, "expired", "")
-				ext(b, 310, 311, Fail, 1, 1, "t1")
-				ext(b, 320, 321, Info, 1, 2, "t1")
+				ext(b, 310, 311, history.Fail, 1, 1, "t1")
+				ext(b, 320, 321, history.Info, 1, 2, "t1")
 			},
 			extends: 2,
 		},
@@ -94,13 +96,13 @@ func TestExtendFalseSuccess(t *testing.T) {
 			// operations overlap in one process, and neither is malformed.
 			name: "a renewal beside the client's own operation",
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))
 				srv(b, 0.5, "set", "t1")
-				b.add(2, Invoke, 1, 1, FWrite, k0, n(1))
-				ext(b, 2.2, 2.6, Ok, 1, 7, "t1")
+				b.add(2, history.Invoke, 1, 1, history.FWrite, k0, n(1))
+				ext(b, 2.2, 2.6, history.Ok, 1, 7, "t1")
 				srv(b, 2.4, "expire", "")
-				b.add(3, Ok, 1, 1, FWrite, k0, n(1))
-				b.op(4, 5, Ok, 1, 1, FRelease, k0, tok("t1"))
+				b.add(3, history.Ok, 1, 1, history.FWrite, k0, n(1))
+				b.op(4, 5, history.Ok, 1, 1, history.FRelease, k0, tok("t1"))
 				srv(b, 4.5, "del", "")
 			},
 			extends: 1, ok: 1,
@@ -110,7 +112,7 @@ func TestExtendFalseSuccess(t *testing.T) {
 			var b builder
 			tc.hist(&b)
 			syncAll(&b, 999, 1000)
-			r := Check(b.sorted(), Options{})
+			r := Check(b.sorted(), history.Options{})
 			if r.Malformed != 0 {
 				t.Fatalf("malformed %d: %v", r.Malformed, r.Problems)
 			}
@@ -122,7 +124,7 @@ func TestExtendFalseSuccess(t *testing.T) {
 				t.Errorf("extends %d ok %d, want %d %d", r.Extends, r.ExtendsOK, tc.extends, tc.ok)
 			}
 			if tc.want > 0 {
-				if n := findingCount(r, KindExtendFalseSuccess); n != tc.want {
+				if n := findingCount(r, history.KindExtendFalseSuccess); n != tc.want {
 					t.Errorf("extend false success findings %d, want %d (%+v)", n, tc.want, r.Findings)
 				}
 				if !strings.Contains(r.FalseSuccess, tc.text) {

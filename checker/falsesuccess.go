@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker/internal/keyevents"
 	"github.com/lockstorm/lockstorm/checker/internal/liveness"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // False successes: a release or an extend acknowledged ok while, by the
@@ -38,7 +39,7 @@ func (a *analysis) holdStart(key string, client int, t int64) int64 {
 func observerLag(a *analysis) (n int, maxMs, p99Ms float64) {
 	var lags []int64
 	for _, op := range a.server {
-		if op.F == FSync && op.Time >= op.N {
+		if op.F == history.FSync && op.Time >= op.N {
 			lags = append(lags, op.Time-op.N)
 		}
 	}
@@ -99,9 +100,9 @@ func (f falseSuccessFinding) apply(r *Result) {
 		if fs.ThroughStalls {
 			continue
 		}
-		k := KindReleaseFalseSuccess
+		k := history.KindReleaseFalseSuccess
 		if fs.Extend {
-			k = KindExtendFalseSuccess
+			k = history.KindExtendFalseSuccess
 		}
 		if fd := r.Finding(k); fd != nil {
 			fd.Count++

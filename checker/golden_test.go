@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lockstorm/lockstorm/history"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden histories in testdata")
@@ -14,8 +16,8 @@ var update = flag.Bool("update", false, "rewrite the golden histories in testdat
 // golden is a committed history with what Check must say about it.
 type golden struct {
 	name  string
-	opts  Options
-	hist  func() History
+	opts  history.Options
+	hist  func() history.History
 	check func(t *testing.T, r Result)
 }
 
@@ -68,7 +70,7 @@ var goldens = []golden{
 		expect(t, r.Overlaps, 0, "overlaps")
 		expect(t, r.Unknown, 1, "unknown")
 	}},
-	{name: "fenced", opts: Options{Fenced: true}, hist: fencedHistory, check: func(t *testing.T, r Result) {
+	{name: "fenced", opts: history.Options{Fenced: true}, hist: fencedHistory, check: func(t *testing.T, r Result) {
 		expect(t, r.Verdict, Safe, "verdict")
 		expect(t, r.Overlaps, 1, "overlaps")
 		expect(t, r.Linearizable, LinIllegal, "linearizable")
@@ -79,7 +81,7 @@ var goldens = []golden{
 		expect(t, r.OverlapIntervals, 1, "overlap intervals")
 		expect(t, r.OverlapNs, msT(70)-msT(50), "overlap time: c2's whole hold")
 	}},
-	{name: "lost-update", opts: Options{Fenced: true}, hist: lostUpdateHistory, check: func(t *testing.T, r Result) {
+	{name: "lost-update", opts: history.Options{Fenced: true}, hist: lostUpdateHistory, check: func(t *testing.T, r Result) {
 		expect(t, r.Verdict, Unsafe, "verdict")
 		expect(t, r.NetLostUpdates, int64(1), "lost updates")
 		expect(t, r.StaleWrites, 1, "stale writes")
@@ -100,7 +102,7 @@ var goldens = []golden{
 		expect(t, r.OverlapSpans[0], Span{Key: "lock:0", FromNs: msT(21), ToNs: msT(378), OverlapNs: 60 * msT(3), Holds: 61}, "first span")
 		expect(t, r.OverlapSpans[1], Span{Key: "lock:0", FromNs: msT(505), ToNs: msT(510), OverlapNs: msT(5), Holds: 2}, "second span")
 	}},
-	{name: "client-lag", hist: func() History { return clientLagHistory(1) }, check: func(t *testing.T, r Result) {
+	{name: "client-lag", hist: func() history.History { return clientLagHistory(1) }, check: func(t *testing.T, r Result) {
 		expect(t, r.Verdict, Inconclusive, "verdict")
 		expect(t, r.Overlaps, 1, "overlaps")
 		expect(t, r.OverlapsWithoutStalls, 0, "overlaps without c1's lag")
@@ -111,7 +113,7 @@ var goldens = []golden{
 			t.Errorf("reason %q", r.Reason)
 		}
 	}},
-	{name: "client-lag-other", hist: func() History { return clientLagHistory(2) }, check: func(t *testing.T, r Result) {
+	{name: "client-lag-other", hist: func() history.History { return clientLagHistory(2) }, check: func(t *testing.T, r Result) {
 		expect(t, r.Verdict, Unsafe, "verdict")
 		expect(t, r.Overlaps, 1, "overlaps")
 		expect(t, r.OverlapsWithoutStalls, 1, "overlaps without c2's lag")
@@ -127,20 +129,20 @@ var goldens = []golden{
 // and the stale write are the harness's doing (c1's hold, short by the
 // lock's measure, was made long by c1's lateness). Lagged 2: c2's lag is
 // not in the hold that outlived its lease, and excuses nothing.
-func clientLagHistory(lagged int) History {
+func clientLagHistory(lagged int) history.History {
 	b := &builder{}
-	b.op(10, 11, Ok, 1, 1, FAcquire, k0, val("t1"))
-	b.op(11.1, 11.2, Ok, 1, 1, FRead, k0, n(0))
-	b.add(306, Ok, NemesisProcess, -1, FStall, "", func(o *Op) { o.Client, o.N = lagged, msT(290) })
-	b.op(306.1, 306.2, Ok, 1, 1, FWrite, k0, n(1))
-	b.op(306.5, 306.9, Ok, 1, 1, FRelease, k0, val("t1"))
+	b.op(10, 11, history.Ok, 1, 1, history.FAcquire, k0, val("t1"))
+	b.op(11.1, 11.2, history.Ok, 1, 1, history.FRead, k0, n(0))
+	b.add(306, history.Ok, history.NemesisProcess, -1, history.FStall, "", func(o *history.Op) { o.Client, o.N = lagged, msT(290) })
+	b.op(306.1, 306.2, history.Ok, 1, 1, history.FWrite, k0, n(1))
+	b.op(306.5, 306.9, history.Ok, 1, 1, history.FRelease, k0, val("t1"))
 	for at := 50.0; at < 215; at += 50 {
-		b.op(at, at+1, Fail, 2, 2, FAcquire, k0, errs("not acquired"))
+		b.op(at, at+1, history.Fail, 2, 2, history.FAcquire, k0, errs("not acquired"))
 	}
-	b.op(214, 215, Ok, 2, 2, FAcquire, k0, val("t2"))
-	b.op(215.1, 215.2, Ok, 2, 2, FRead, k0, n(0))
-	b.op(219.8, 219.9, Ok, 2, 2, FWrite, k0, n(1))
-	b.op(220, 220.4, Ok, 2, 2, FRelease, k0, val("t2"))
+	b.op(214, 215, history.Ok, 2, 2, history.FAcquire, k0, val("t2"))
+	b.op(215.1, 215.2, history.Ok, 2, 2, history.FRead, k0, n(0))
+	b.op(219.8, 219.9, history.Ok, 2, 2, history.FWrite, k0, n(1))
+	b.op(220, 220.4, history.Ok, 2, 2, history.FRelease, k0, val("t2"))
 	b.cycle(2, 2, k0, 400, 401, 405, 1, 0)
 	b.final(500, k0, 2)
 	return b.sorted()
@@ -156,15 +158,15 @@ func expect[T any](t *testing.T, got, exp T, what string) {
 // goodHistory: three clients take turns on one key, one of them waiting
 // while another holds it; one attempt fails, one ends unknown and never
 // lands.
-func goodHistory() History {
+func goodHistory() history.History {
 	b := &builder{}
 	b.cycle(1, 1, "lock:0", 0, 1, 3, 0, 1)
-	b.op(0.5, 3.4, Ok, 2, 2, FAcquire, "lock:0", fence(2)) // waited for c1
-	b.op(3.5, 3.6, Ok, 2, 2, FRead, "lock:0", n(1))
-	b.op(5.0, 5.1, Ok, 2, 2, FWrite, "lock:0", nf(2, 2))
-	b.op(5.2, 5.3, Ok, 2, 2, FRelease, "lock:0")
-	b.op(2.0, 2.5, Fail, 3, 3, FAcquire, "lock:0", errs("not acquired"))
-	b.op(2.6, 12.6, Info, 3, 3, FAcquire, "lock:0", errs("i/o timeout"))
+	b.op(0.5, 3.4, history.Ok, 2, 2, history.FAcquire, "lock:0", fence(2)) // waited for c1
+	b.op(3.5, 3.6, history.Ok, 2, 2, history.FRead, "lock:0", n(1))
+	b.op(5.0, 5.1, history.Ok, 2, 2, history.FWrite, "lock:0", nf(2, 2))
+	b.op(5.2, 5.3, history.Ok, 2, 2, history.FRelease, "lock:0")
+	b.op(2.0, 2.5, history.Fail, 3, 3, history.FAcquire, "lock:0", errs("not acquired"))
+	b.op(2.6, 12.6, history.Info, 3, 3, history.FAcquire, "lock:0", errs("i/o timeout"))
 	b.cycle(4, 3, "lock:0", 13, 13.5, 15, 2, 3)
 	b.cycle(1, 1, "lock:0", 16, 16.2, 18, 3, 4)
 	b.final(20, "lock:0", 4)
@@ -173,19 +175,19 @@ func goodHistory() History {
 
 // overlapHistory: the DEL race of setnx-del. c2 passed after-get and
 // after-del and got the lock while c1 still held it; both wrote 1.
-func overlapHistory() History {
+func overlapHistory() history.History {
 	b := &builder{}
-	b.op(800.0, 805.1, Ok, 1, 1, FAcquire, "lock:0", val("t1"))
-	b.add(801.0, Invoke, 2, 2, FAcquire, "lock:0")
+	b.op(800.0, 805.1, history.Ok, 1, 1, history.FAcquire, "lock:0", val("t1"))
+	b.add(801.0, history.Invoke, 2, 2, history.FAcquire, "lock:0")
 	b.step(806.0, 2, 2, "setnx-del/after-get")
 	b.step(810.0, 2, 2, "setnx-del/after-del")
-	b.add(812.3, Ok, 2, 2, FAcquire, "lock:0", val("t2"))
-	b.op(806.0, 806.1, Ok, 1, 1, FRead, "lock:0", n(0))
-	b.op(813.0, 813.1, Ok, 2, 2, FRead, "lock:0", n(0))
-	b.op(899.0, 899.5, Ok, 2, 2, FWrite, "lock:0", n(1))
-	b.op(900.0, 900.2, Ok, 2, 2, FRelease, "lock:0", val("t2"))
-	b.op(929.0, 929.5, Ok, 1, 1, FWrite, "lock:0", n(1))
-	b.op(930.0, 930.3, Ok, 1, 1, FRelease, "lock:0", val("t1"))
+	b.add(812.3, history.Ok, 2, 2, history.FAcquire, "lock:0", val("t2"))
+	b.op(806.0, 806.1, history.Ok, 1, 1, history.FRead, "lock:0", n(0))
+	b.op(813.0, 813.1, history.Ok, 2, 2, history.FRead, "lock:0", n(0))
+	b.op(899.0, 899.5, history.Ok, 2, 2, history.FWrite, "lock:0", n(1))
+	b.op(900.0, 900.2, history.Ok, 2, 2, history.FRelease, "lock:0", val("t2"))
+	b.op(929.0, 929.5, history.Ok, 1, 1, history.FWrite, "lock:0", n(1))
+	b.op(930.0, 930.3, history.Ok, 1, 1, history.FRelease, "lock:0", val("t1"))
 	b.final(1000, "lock:0", 1)
 	return b.sorted()
 }
@@ -194,18 +196,18 @@ func overlapHistory() History {
 // about 110 ms; c2, whose acquire was invoked after c1's, gets the lock at
 // 70 ms. c3 is refused while the ghost SET holds the key, and gets it once
 // it expires. Only definite oks count: safe.
-func unknownLateHistory() History {
+func unknownLateHistory() history.History {
 	b := &builder{}
-	b.op(10, 60, Info, 1, 1, FAcquire, "lock:0", errs("i/o timeout"))
-	b.op(20, 70, Ok, 2, 2, FAcquire, "lock:0", fence(1))
-	b.op(71, 72, Ok, 2, 2, FRead, "lock:0", n(0))
-	b.op(98, 99, Ok, 2, 2, FWrite, "lock:0", nf(1, 1))
-	b.op(100, 101, Ok, 2, 2, FRelease, "lock:0")
-	b.op(120, 121, Fail, 3, 3, FAcquire, "lock:0", errs("not acquired"))
-	b.op(130, 200, Ok, 3, 3, FAcquire, "lock:0", fence(3))
-	b.op(201, 202, Ok, 3, 3, FRead, "lock:0", n(1))
-	b.op(210, 211, Ok, 3, 3, FWrite, "lock:0", nf(2, 3))
-	b.op(212, 213, Ok, 3, 3, FRelease, "lock:0")
+	b.op(10, 60, history.Info, 1, 1, history.FAcquire, "lock:0", errs("i/o timeout"))
+	b.op(20, 70, history.Ok, 2, 2, history.FAcquire, "lock:0", fence(1))
+	b.op(71, 72, history.Ok, 2, 2, history.FRead, "lock:0", n(0))
+	b.op(98, 99, history.Ok, 2, 2, history.FWrite, "lock:0", nf(1, 1))
+	b.op(100, 101, history.Ok, 2, 2, history.FRelease, "lock:0")
+	b.op(120, 121, history.Fail, 3, 3, history.FAcquire, "lock:0", errs("not acquired"))
+	b.op(130, 200, history.Ok, 3, 3, history.FAcquire, "lock:0", fence(3))
+	b.op(201, 202, history.Ok, 3, 3, history.FRead, "lock:0", n(1))
+	b.op(210, 211, history.Ok, 3, 3, history.FWrite, "lock:0", nf(2, 3))
+	b.op(212, 213, history.Ok, 3, 3, history.FRelease, "lock:0")
 	b.cycle(4, 1, "lock:0", 240, 250, 260, 2, 4) // c1 again, as a new process
 	b.final(300, "lock:0", 3)
 	return b.sorted()
@@ -214,34 +216,34 @@ func unknownLateHistory() History {
 // fencedHistory: c1 pauses past the TTL; c2 takes the lock with a higher
 // fence and writes; c1 wakes and writes with its stale fence, which the
 // resource rejects. Holders overlapped, the resource stayed correct.
-func fencedHistory() History {
+func fencedHistory() history.History {
 	b := &builder{}
-	b.op(9, 10, Ok, 1, 1, FAcquire, "lock:0", tokf("t1", 1))
-	b.op(11, 12, Ok, 1, 1, FRead, "lock:0", n(0))
-	b.add(15, Ok, NemesisProcess, -1, FStart, "", val("pause c1"))
-	b.op(40, 50, Ok, 2, 2, FAcquire, "lock:0", tokf("t2", 2))
-	b.op(51, 52, Ok, 2, 2, FRead, "lock:0", n(0))
-	b.op(60, 61, Ok, 2, 2, FWrite, "lock:0", nf(1, 2))
-	b.op(70, 71, Ok, 2, 2, FRelease, "lock:0", val("t2"))
-	b.add(75, Ok, NemesisProcess, -1, FStop, "", val("pause c1"))
-	b.op(80, 81, Fail, 1, 1, FWrite, "lock:0", nf(1, 1), errs("stale fencing token"))
-	b.op(90, 91, Fail, 1, 1, FRelease, "lock:0", val("t1"), errs("not held"))
+	b.op(9, 10, history.Ok, 1, 1, history.FAcquire, "lock:0", tokf("t1", 1))
+	b.op(11, 12, history.Ok, 1, 1, history.FRead, "lock:0", n(0))
+	b.add(15, history.Ok, history.NemesisProcess, -1, history.FStart, "", val("pause c1"))
+	b.op(40, 50, history.Ok, 2, 2, history.FAcquire, "lock:0", tokf("t2", 2))
+	b.op(51, 52, history.Ok, 2, 2, history.FRead, "lock:0", n(0))
+	b.op(60, 61, history.Ok, 2, 2, history.FWrite, "lock:0", nf(1, 2))
+	b.op(70, 71, history.Ok, 2, 2, history.FRelease, "lock:0", val("t2"))
+	b.add(75, history.Ok, history.NemesisProcess, -1, history.FStop, "", val("pause c1"))
+	b.op(80, 81, history.Fail, 1, 1, history.FWrite, "lock:0", nf(1, 1), errs("stale fencing token"))
+	b.op(90, 91, history.Fail, 1, 1, history.FRelease, "lock:0", val("t1"), errs("not held"))
 	b.final(100, "lock:0", 1)
 	return b.sorted()
 }
 
 // lostUpdateHistory is fencedHistory with a resource that forgot to check
 // the fence: c1's stale write is accepted and c2's increment is lost.
-func lostUpdateHistory() History {
+func lostUpdateHistory() history.History {
 	b := &builder{}
-	b.op(9, 10, Ok, 1, 1, FAcquire, "lock:0", tokf("t1", 1))
-	b.op(11, 12, Ok, 1, 1, FRead, "lock:0", n(0))
-	b.op(40, 50, Ok, 2, 2, FAcquire, "lock:0", tokf("t2", 2))
-	b.op(51, 52, Ok, 2, 2, FRead, "lock:0", n(0))
-	b.op(60, 61, Ok, 2, 2, FWrite, "lock:0", nf(1, 2))
-	b.op(70, 71, Ok, 2, 2, FRelease, "lock:0", val("t2"))
-	b.op(80, 81, Ok, 1, 1, FWrite, "lock:0", nf(1, 1))
-	b.op(90, 91, Fail, 1, 1, FRelease, "lock:0", val("t1"), errs("not held"))
+	b.op(9, 10, history.Ok, 1, 1, history.FAcquire, "lock:0", tokf("t1", 1))
+	b.op(11, 12, history.Ok, 1, 1, history.FRead, "lock:0", n(0))
+	b.op(40, 50, history.Ok, 2, 2, history.FAcquire, "lock:0", tokf("t2", 2))
+	b.op(51, 52, history.Ok, 2, 2, history.FRead, "lock:0", n(0))
+	b.op(60, 61, history.Ok, 2, 2, history.FWrite, "lock:0", nf(1, 2))
+	b.op(70, 71, history.Ok, 2, 2, history.FRelease, "lock:0", val("t2"))
+	b.op(80, 81, history.Ok, 1, 1, history.FWrite, "lock:0", nf(1, 1))
+	b.op(90, 91, history.Fail, 1, 1, history.FRelease, "lock:0", val("t1"), errs("not held"))
 	b.final(100, "lock:0", 1)
 	return b.sorted()
 }
@@ -251,25 +253,25 @@ func lostUpdateHistory() History {
 // holds it; c1 wakes at 400 ms and writes 1 over 60. Later c2 and c3
 // overlap once more (505 to 510 ms), both writing 2. One long stale hold
 // is 60 pairs but one interval, and one stale write loses 60 updates net.
-func staleHoldHistory() History {
+func staleHoldHistory() history.History {
 	b := &builder{}
-	b.op(10, 11, Ok, 1, 1, FAcquire, "lock:0", val("t1"))
-	b.op(12, 13, Ok, 1, 1, FRead, "lock:0", n(0))
+	b.op(10, 11, history.Ok, 1, 1, history.FAcquire, "lock:0", val("t1"))
+	b.op(12, 13, history.Ok, 1, 1, history.FRead, "lock:0", n(0))
 	for k := 0; k < 60; k++ {
 		p := 2 + k%2
 		at := 20 + 6*float64(k)
 		b.cycle(p, p, "lock:0", at, at+1, at+4, int64(k), 0)
 	}
-	b.op(399.8, 399.9, Ok, 1, 1, FWrite, "lock:0", n(1))
-	b.op(400, 400.1, Ok, 1, 1, FRelease, "lock:0", val("t1"))
-	b.op(500, 501, Ok, 2, 2, FAcquire, "lock:0")
-	b.op(501.1, 501.2, Ok, 2, 2, FRead, "lock:0", n(1))
-	b.op(504, 505, Ok, 3, 3, FAcquire, "lock:0")
-	b.op(505.1, 505.2, Ok, 3, 3, FRead, "lock:0", n(1))
-	b.op(509.8, 509.9, Ok, 2, 2, FWrite, "lock:0", n(2))
-	b.op(510, 510.1, Ok, 2, 2, FRelease, "lock:0")
-	b.op(511.8, 511.9, Ok, 3, 3, FWrite, "lock:0", n(2))
-	b.op(512, 512.1, Ok, 3, 3, FRelease, "lock:0")
+	b.op(399.8, 399.9, history.Ok, 1, 1, history.FWrite, "lock:0", n(1))
+	b.op(400, 400.1, history.Ok, 1, 1, history.FRelease, "lock:0", val("t1"))
+	b.op(500, 501, history.Ok, 2, 2, history.FAcquire, "lock:0")
+	b.op(501.1, 501.2, history.Ok, 2, 2, history.FRead, "lock:0", n(1))
+	b.op(504, 505, history.Ok, 3, 3, history.FAcquire, "lock:0")
+	b.op(505.1, 505.2, history.Ok, 3, 3, history.FRead, "lock:0", n(1))
+	b.op(509.8, 509.9, history.Ok, 2, 2, history.FWrite, "lock:0", n(2))
+	b.op(510, 510.1, history.Ok, 2, 2, history.FRelease, "lock:0")
+	b.op(511.8, 511.9, history.Ok, 3, 3, history.FWrite, "lock:0", n(2))
+	b.op(512, 512.1, history.Ok, 3, 3, history.FRelease, "lock:0")
 	b.final(600, "lock:0", 2)
 	return b.sorted()
 }
@@ -282,12 +284,12 @@ func TestGenerateGolden(t *testing.T) {
 	for _, g := range goldens {
 		h := g.hist()
 		if *update {
-			if err := WriteFile(goldenPath(g.name), h); err != nil {
+			if err := history.WriteFile(goldenPath(g.name), h); err != nil {
 				t.Fatal(err)
 			}
 			continue
 		}
-		got, err := ReadFile(goldenPath(g.name))
+		got, err := history.ReadFile(goldenPath(g.name))
 		if err != nil {
 			t.Fatalf("%v (run go test -run TestGenerateGolden -update)", err)
 		}
@@ -300,7 +302,7 @@ func TestGenerateGolden(t *testing.T) {
 func TestGolden(t *testing.T) {
 	for _, g := range goldens {
 		t.Run(g.name, func(t *testing.T) {
-			h, err := ReadFile(goldenPath(g.name))
+			h, err := history.ReadFile(goldenPath(g.name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -326,7 +328,7 @@ func TestGolden(t *testing.T) {
 
 func BenchmarkGolden(b *testing.B) {
 	for _, g := range goldens {
-		h, err := ReadFile(goldenPath(g.name))
+		h, err := history.ReadFile(goldenPath(g.name))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/lockstorm/lockstorm/checker/internal/liveness"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // The harness's lateness comes in two kinds, both FStall entries of the
@@ -28,7 +29,7 @@ import (
 // wanted the key was late (see starveExcused).
 
 // stallOp takes one FStall entry.
-func (a *analysis) stallOp(op *Op) {
+func (a *analysis) stallOp(op *history.Op) {
 	iv := liveness.Interval{From: op.Time - op.N, To: op.Time}
 	if op.Client < 0 {
 		a.stalls = append(a.stalls, iv)

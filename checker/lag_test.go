@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // late is one lateness of the harness for a test history: client -1 for
@@ -17,7 +19,7 @@ type late struct {
 }
 
 func (l late) add(b *builder) {
-	b.add(l.end, Ok, NemesisProcess, -1, FStall, "", func(o *Op) { o.Client, o.N = l.client, msT(l.len) })
+	b.add(l.end, history.Ok, history.NemesisProcess, -1, history.FStall, "", func(o *history.Op) { o.Client, o.N = l.client, msT(l.len) })
 }
 
 // TestOverlapOnlyThroughClientLag: a client's own lag shortens only its own
@@ -57,20 +59,20 @@ func TestOverlapOnlyThroughClientLag(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b builder
-			b.op(0, 1, Ok, 1, 1, FAcquire, k0, val("t1"))
-			b.op(405, 406, Ok, 1, 1, FRelease, k0, val("t1"))
-			b.op(240, 250, Ok, 2, 2, FAcquire, k0, val("t2"))
-			b.op(260, 261, Ok, 2, 2, FRelease, k0, val("t2"))
+			b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, val("t1"))
+			b.op(405, 406, history.Ok, 1, 1, history.FRelease, k0, val("t1"))
+			b.op(240, 250, history.Ok, 2, 2, history.FAcquire, k0, val("t2"))
+			b.op(260, 261, history.Ok, 2, 2, history.FRelease, k0, val("t2"))
 			for _, l := range tc.late {
 				l.add(&b)
 			}
 			if tc.pause[1] != 0 {
-				b.add(tc.pause[0], Ok, NemesisProcess, -1, FStart, "", func(o *Op) {
-					o.Value, o.N, o.Targets = "pause clients=[1]", 1, &FaultTargets{Clients: []int{1}}
+				b.add(tc.pause[0], history.Ok, history.NemesisProcess, -1, history.FStart, "", func(o *history.Op) {
+					o.Value, o.N, o.Targets = "pause clients=[1]", 1, &history.FaultTargets{Clients: []int{1}}
 				})
-				b.add(tc.pause[1], Ok, NemesisProcess, -1, FStop, "", func(o *Op) { o.Value, o.N = "pause", 1 })
+				b.add(tc.pause[1], history.Ok, history.NemesisProcess, -1, history.FStop, "", func(o *history.Op) { o.Value, o.N = "pause", 1 })
 			}
-			r := Check(b.sorted(), Options{})
+			r := Check(b.sorted(), history.Options{})
 			if r.Verdict != tc.verdict || !strings.Contains(r.Reason, tc.reason) {
 				t.Errorf("verdict %s: %s\nwant %s: ...%s...", r.Verdict, r.Reason, tc.verdict, tc.reason)
 			}
@@ -86,7 +88,7 @@ func TestOverlapOnlyThroughClientLag(t *testing.T) {
 // lateness in c1's own hold; c2's lag moves nothing of c1's.
 func TestFalseSuccessOnlyThroughClientLag(t *testing.T) {
 	srv := func(b *builder, at float64, ev, owner string) {
-		b.add(at, Ok, ServerProcess, -1, FServer, k0, func(o *Op) { o.Value, o.Node, o.Owner = ev, "n1", owner })
+		b.add(at, history.Ok, history.ServerProcess, -1, history.FServer, k0, func(o *history.Op) { o.Value, o.Node, o.Owner = ev, "n1", owner })
 	}
 	for _, tc := range []struct {
 		name    string
@@ -101,25 +103,25 @@ func TestFalseSuccessOnlyThroughClientLag(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b builder
-			b.op(0, 1, Ok, 1, 1, FAcquire, k0, val("t1"))
+			b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, val("t1"))
 			srv(&b, 1.5, "set", "t1")
 			srv(&b, 320, "expired", "")
-			b.op(325, 330, Ok, 2, 2, FAcquire, k0, val("t2"))
+			b.op(325, 330, history.Ok, 2, 2, history.FAcquire, k0, val("t2"))
 			srv(&b, 330.2, "set", "t2")
-			b.op(340.1, 341, Ok, 1, 1, FRelease, k0, val("t1"))
+			b.op(340.1, 341, history.Ok, 1, 1, history.FRelease, k0, val("t1"))
 			srv(&b, 341.5, "del", "")
 			for _, l := range tc.late {
 				l.add(&b)
 			}
 			syncAll(&b, 999, 1000)
-			r := Check(b.sorted(), Options{})
+			r := Check(b.sorted(), history.Options{})
 			if r.FalseSuccesses != 1 || r.FalseSuccessesWithoutStalls != tc.without {
 				t.Errorf("false successes %d, %d without the lateness; want 1, %d", r.FalseSuccesses, r.FalseSuccessesWithoutStalls, tc.without)
 			}
 			if r.Verdict != tc.verdict {
 				t.Errorf("verdict %s: %s", r.Verdict, r.Reason)
 			}
-			if n := findingCount(r, KindReleaseFalseSuccess); n != tc.without {
+			if n := findingCount(r, history.KindReleaseFalseSuccess); n != tc.without {
 				t.Errorf("release false success findings %d, want %d", n, tc.without)
 			}
 		})
@@ -155,8 +157,8 @@ func TestStarvationNetOfClientLag(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b builder
-			b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-			b.add(50, Ok, 1, 1, FCrash, "")
+			b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+			b.add(50, history.Ok, 1, 1, history.FCrash, "")
 			var lag2 *late
 			for i := range tc.late {
 				if tc.late[i].client == 2 {
@@ -168,16 +170,16 @@ func TestStarvationNetOfClientLag(t *testing.T) {
 				if lag2 != nil && at+5 > lag2.end-lag2.len && at < lag2.end {
 					continue // c2 was late: it asked nothing
 				}
-				b.op(at, at+5, Fail, 2, 2, FAcquire, k0)
+				b.op(at, at+5, history.Fail, 2, 2, history.FAcquire, k0)
 			}
-			b.op(800, 801, Ok, 2, 2, FAcquire, k0)
-			b.op(802, 803, Ok, 2, 2, FRelease, k0)
+			b.op(800, 801, history.Ok, 2, 2, history.FAcquire, k0)
+			b.op(802, 803, history.Ok, 2, 2, history.FRelease, k0)
 			if tc.c3 {
 				for at := 102.0; at < 900; at += 50 {
-					b.op(at, at+5, Fail, 3, 3, FAcquire, k0)
+					b.op(at, at+5, history.Fail, 3, 3, history.FAcquire, k0)
 				}
 			}
-			r := Check(b.sorted(), Options{DeadlockBound: 500 * time.Millisecond})
+			r := Check(b.sorted(), history.Options{DeadlockBound: 500 * time.Millisecond})
 			if r.Verdict != tc.verdict || !strings.Contains(r.Reason, tc.reason) {
 				t.Errorf("verdict %s: %s\nwant %s: ...%s...", r.Verdict, r.Reason, tc.verdict, tc.reason)
 			}
@@ -200,7 +202,7 @@ func TestClientLagFigures(t *testing.T) {
 	for _, l := range []late{{-1, 50, 20}, {1, 90, 40}, {2, 150, 30}, {2, 190, 15}} {
 		l.add(&b)
 	}
-	r := Check(b.sorted(), Options{})
+	r := Check(b.sorted(), history.Options{})
 	expect(t, r.HarnessStalls, 1, "harness stalls")
 	expect(t, r.HarnessStallTotalMs, 20.0, "harness stall total")
 	expect(t, r.ClientLags, 3, "client lags")
@@ -220,7 +222,7 @@ func TestClientLagFigures(t *testing.T) {
 	}
 	var quiet builder
 	quiet.cycle(1, 1, k0, 0, 1, 100, 0, 1)
-	if js, _ := json.Marshal(Check(quiet.sorted(), Options{})); strings.Contains(string(js), "client_lag") {
+	if js, _ := json.Marshal(Check(quiet.sorted(), history.Options{})); strings.Contains(string(js), "client_lag") {
 		t.Errorf("a run without lags says %s", js)
 	}
 }
@@ -236,8 +238,8 @@ func TestStallValidation(t *testing.T) {
 		t.Run(fmt.Sprintf("client %d n %d", tc.client, tc.n), func(t *testing.T) {
 			var b builder
 			b.cycle(1, 1, k0, 0, 1, 100, 0, 1)
-			b.add(50, Ok, NemesisProcess, -1, FStall, "", func(o *Op) { o.Client, o.N = tc.client, tc.n })
-			r := Check(b.sorted(), Options{})
+			b.add(50, history.Ok, history.NemesisProcess, -1, history.FStall, "", func(o *history.Op) { o.Client, o.N = tc.client, tc.n })
+			r := Check(b.sorted(), history.Options{})
 			expect(t, r.Malformed, tc.problems, "problems")
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/lockstorm/lockstorm/checker/internal/keyevents"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // Leaks: a release that did not free its key, a lost acquire, an orphaned
@@ -20,7 +21,7 @@ func (a *analysis) keyEventInput() *keyevents.Input {
 		ss := &streamSet{streams: map[string][]*keyevents.Event{}}
 		evs := make([]keyevents.Event, len(a.server))
 		for i, op := range a.server {
-			evs[i] = keyevents.Event{Time: op.Time, Sync: op.F == FSync, N: op.N, Node: op.Node, Key: op.Key, Value: op.Value, Owner: op.Owner}
+			evs[i] = keyevents.Event{Time: op.Time, Sync: op.F == history.FSync, N: op.N, Node: op.Node, Key: op.Key, Value: op.Value, Owner: op.Owner}
 			if _, ok := ss.streams[op.Node]; !ok {
 				ss.nodes = append(ss.nodes, op.Node)
 			}
@@ -68,13 +69,13 @@ func (a *analysis) failedAcquires() map[string][]keyevents.FailedAcquire {
 	inFlight := map[int]int64{} // process → its acquire's invoke
 	for i := range a.h {
 		op := &a.h[i]
-		if op.F != FAcquire {
+		if op.F != history.FAcquire {
 			continue
 		}
 		switch op.Type {
-		case Invoke:
+		case history.Invoke:
 			inFlight[op.Process] = op.Time
-		case Fail, Info:
+		case history.Fail, history.Info:
 			inv, ok := inFlight[op.Process]
 			if !ok {
 				continue
@@ -84,7 +85,7 @@ func (a *analysis) failedAcquires() map[string][]keyevents.FailedAcquire {
 				continue // the server refused the command: it took nothing
 			}
 			out[op.Key] = append(out[op.Key], keyevents.FailedAcquire{Key: op.Key, Client: op.Client, Invoke: inv, Done: op.Time,
-				Definite: op.Type == Fail, Token: op.Value})
+				Definite: op.Type == history.Fail, Token: op.Value})
 		default:
 			delete(inFlight, op.Process)
 		}
@@ -113,13 +114,13 @@ func (leakCheck) run(a *analysis) finding {
 type leakFinding struct{ keyevents.LeakResult }
 
 func (f leakFinding) apply(r *Result) {
-	add := func(k Kind, ls []keyevents.Leak) {
+	add := func(k history.Kind, ls []keyevents.Leak) {
 		if len(ls) > 0 {
 			r.Findings = append(r.Findings, Finding{Kind: k, Count: len(ls), FirstNs: ls[0].At, Witness: ls[0].Text})
 		}
 	}
-	add(KindReleaseNotFreed, f.NotFreed)
-	add(KindLostAcquire, f.LostAcquires)
-	add(KindLostAcquireUnknown, f.LostUnknown)
-	add(KindOrphanedKey, f.Orphans)
+	add(history.KindReleaseNotFreed, f.NotFreed)
+	add(history.KindLostAcquire, f.LostAcquires)
+	add(history.KindLostAcquireUnknown, f.LostUnknown)
+	add(history.KindOrphanedKey, f.Orphans)
 }

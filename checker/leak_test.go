@@ -3,43 +3,45 @@ package checker
 import (
 	"testing"
 	"time"
+
+	"github.com/lockstorm/lockstorm/history"
 )
 
 func TestLeaks(t *testing.T) {
 	srvOn := func(node string) func(b *builder, at float64, ev, owner string) {
 		return func(b *builder, at float64, ev, owner string) {
-			b.add(at, Ok, ServerProcess, -1, FServer, k0, func(o *Op) { o.Value, o.Node, o.Owner = ev, node, owner })
+			b.add(at, history.Ok, history.ServerProcess, -1, history.FServer, k0, func(o *history.Op) { o.Value, o.Node, o.Owner = ev, node, owner })
 		}
 	}
 	srv := srvOn("n1")
 	sync := func(b *builder, node string, sent, at float64) {
-		b.add(at, Ok, ServerProcess, -1, FSync, "", func(o *Op) { o.Node, o.N = node, msT(sent) })
+		b.add(at, history.Ok, history.ServerProcess, -1, history.FSync, "", func(o *history.Op) { o.Node, o.N = node, msT(sent) })
 	}
-	tok := func(s string) func(*Op) { return func(o *Op) { o.Value = s } }
+	tok := func(s string) func(*history.Op) { return func(o *history.Op) { o.Value = s } }
 	held := func(b *builder) { // c1 holds t1 from 1 ms
-		b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+		b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))
 		srv(b, 1.5, "set", "t1")
 	}
 	for _, tc := range []struct {
 		name string
 		hist func(b *builder)
-		opts Options
-		want map[Kind]int
+		opts history.Options
+		want map[history.Kind]int
 	}{
 		{
 			name: "a release acknowledged ok whose key stood across it",
 			hist: func(b *builder) {
 				held(b)
-				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				b.op(10, 11, history.Ok, 1, 1, history.FRelease, k0, tok("t1"))
 				sync(b, "n1", 12, 12.5)
 			},
-			want: map[Kind]int{KindReleaseNotFreed: 1},
+			want: map[history.Kind]int{history.KindReleaseNotFreed: 1},
 		},
 		{
 			name: "a release that deleted its key",
 			hist: func(b *builder) {
 				held(b)
-				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				b.op(10, 11, history.Ok, 1, 1, history.FRelease, k0, tok("t1"))
 				srv(b, 10.6, "del", "")
 				sync(b, "n1", 12, 12.5)
 			},
@@ -48,7 +50,7 @@ func TestLeaks(t *testing.T) {
 			name: "no sync sent after the release completed: not judged",
 			hist: func(b *builder) {
 				held(b)
-				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				b.op(10, 11, history.Ok, 1, 1, history.FRelease, k0, tok("t1"))
 				sync(b, "n1", 10.5, 11.5)
 			},
 		},
@@ -57,7 +59,7 @@ func TestLeaks(t *testing.T) {
 			hist: func(b *builder) {
 				held(b)
 				srvOn("n2")(b, 1.7, "set", "t1")
-				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				b.op(10, 11, history.Ok, 1, 1, history.FRelease, k0, tok("t1"))
 				srv(b, 10.6, "del", "")
 				sync(b, "n1", 12, 12.5)
 				sync(b, "n2", 12, 12.4)
@@ -66,46 +68,46 @@ func TestLeaks(t *testing.T) {
 		},
 		{
 			name: "quorum: the key stood on a majority",
-			opts: Options{Quorum: true},
+			opts: history.Options{Quorum: true},
 			hist: func(b *builder) {
-				b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))
 				for _, n := range []string{"n1", "n2", "n3"} {
 					srvOn(n)(b, 0.5, "set", "t1")
 				}
-				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				b.op(10, 11, history.Ok, 1, 1, history.FRelease, k0, tok("t1"))
 				srvOn("n1")(b, 10.5, "del", "")
 				for _, n := range []string{"n1", "n2", "n3"} {
 					sync(b, n, 12, 12.5)
 				}
 			},
-			want: map[Kind]int{KindReleaseNotFreed: 1},
+			want: map[history.Kind]int{history.KindReleaseNotFreed: 1},
 		},
 		{
 			name: "an acquire that failed while its set landed and stayed",
 			hist: func(b *builder) {
 				held(b)
-				b.op(3, 4, Ok, 1, 1, FRelease, k0, tok("t1"))
+				b.op(3, 4, history.Ok, 1, 1, history.FRelease, k0, tok("t1"))
 				srv(b, 3.5, "del", "")
-				b.op(5, 8, Fail, 2, 2, FAcquire, k0)
+				b.op(5, 8, history.Fail, 2, 2, history.FAcquire, k0)
 				srv(b, 6, "set", "tX")
 				sync(b, "n1", 9, 9.5)
 			},
-			want: map[Kind]int{KindLostAcquire: 1},
+			want: map[history.Kind]int{history.KindLostAcquire: 1},
 		},
 		{
 			name: "the same with an unknown outcome",
 			hist: func(b *builder) {
-				b.op(5, 8, Info, 2, 2, FAcquire, k0)
+				b.op(5, 8, history.Info, 2, 2, history.FAcquire, k0)
 				srv(b, 6, "set", "tX")
 				sync(b, "n1", 9, 9.5)
 			},
-			want: map[Kind]int{KindLostAcquireUnknown: 1},
+			want: map[history.Kind]int{history.KindLostAcquireUnknown: 1},
 		},
 		{
 			name: "other acquires in flight: the set is not certainly the failed one's",
 			hist: func(b *builder) {
-				b.op(5, 8, Fail, 2, 2, FAcquire, k0)
-				b.op(4, 500, Fail, 3, 3, FAcquire, k0)
+				b.op(5, 8, history.Fail, 2, 2, history.FAcquire, k0)
+				b.op(4, 500, history.Fail, 3, 3, history.FAcquire, k0)
 				srv(b, 6, "set", "tX")
 				sync(b, "n1", 9, 9.5)
 				srv(b, 300, "expired", "")
@@ -115,20 +117,20 @@ func TestLeaks(t *testing.T) {
 		{
 			name: "the same, when the failed acquire named the token it tried",
 			hist: func(b *builder) {
-				b.add(5, Invoke, 2, 2, FAcquire, k0)
-				b.add(8, Fail, 2, 2, FAcquire, k0, tok("tX"))
-				b.op(4, 500, Fail, 3, 3, FAcquire, k0)
+				b.add(5, history.Invoke, 2, 2, history.FAcquire, k0)
+				b.add(8, history.Fail, 2, 2, history.FAcquire, k0, tok("tX"))
+				b.op(4, 500, history.Fail, 3, 3, history.FAcquire, k0)
 				srv(b, 6, "set", "tX")
 				sync(b, "n1", 9, 9.5)
 				srv(b, 300, "expired", "")
 				sync(b, "n1", 600, 600.5)
 			},
-			want: map[Kind]int{KindLostAcquire: 1},
+			want: map[history.Kind]int{history.KindLostAcquire: 1},
 		},
 		{
 			name: "a failed acquire that cleaned up its set",
 			hist: func(b *builder) {
-				b.op(5, 8, Fail, 2, 2, FAcquire, k0)
+				b.op(5, 8, history.Fail, 2, 2, history.FAcquire, k0)
 				srv(b, 6, "set", "tX")
 				srv(b, 7, "del", "")
 				sync(b, "n1", 9, 9.5)
@@ -138,27 +140,27 @@ func TestLeaks(t *testing.T) {
 			name: "a set sent before the failed acquire began is not its",
 			hist: func(b *builder) {
 				srv(b, 4, "set", "tX")
-				b.op(5, 8, Fail, 2, 2, FAcquire, k0)
+				b.op(5, 8, history.Fail, 2, 2, history.FAcquire, k0)
 				sync(b, "n1", 9, 9.5)
 			},
 		},
 		{
 			name: "a key that outlived its released holder past the bound",
-			opts: Options{OrphanBound: 100 * time.Millisecond},
+			opts: history.Options{OrphanBound: 100 * time.Millisecond},
 			hist: func(b *builder) {
 				held(b)
-				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				b.op(10, 11, history.Ok, 1, 1, history.FRelease, k0, tok("t1"))
 				sync(b, "n1", 12, 12.5)
 				sync(b, "n1", 150, 150.5)
 			},
-			want: map[Kind]int{KindReleaseNotFreed: 1, KindOrphanedKey: 1},
+			want: map[history.Kind]int{history.KindReleaseNotFreed: 1, history.KindOrphanedKey: 1},
 		},
 		{
 			name: "a crashed holder's key expired within the bound",
-			opts: Options{OrphanBound: 100 * time.Millisecond},
+			opts: history.Options{OrphanBound: 100 * time.Millisecond},
 			hist: func(b *builder) {
 				held(b)
-				b.add(10, Ok, 1, 1, FCrash, "")
+				b.add(10, history.Ok, 1, 1, history.FCrash, "")
 				sync(b, "n1", 50, 50.5)
 				srv(b, 90, "expired", "")
 				sync(b, "n1", 150, 150.5)
@@ -166,20 +168,20 @@ func TestLeaks(t *testing.T) {
 		},
 		{
 			name: "a crashed holder's key that never expired",
-			opts: Options{OrphanBound: 100 * time.Millisecond},
+			opts: history.Options{OrphanBound: 100 * time.Millisecond},
 			hist: func(b *builder) {
 				held(b)
-				b.add(10, Ok, 1, 1, FCrash, "")
+				b.add(10, history.Ok, 1, 1, history.FCrash, "")
 				sync(b, "n1", 150, 150.5)
 			},
-			want: map[Kind]int{KindOrphanedKey: 1},
+			want: map[history.Kind]int{history.KindOrphanedKey: 1},
 		},
 		{
 			name: "stamp tokens name no writer: nothing judged",
-			opts: Options{StampTokens: true, OrphanBound: 100 * time.Millisecond},
+			opts: history.Options{StampTokens: true, OrphanBound: 100 * time.Millisecond},
 			hist: func(b *builder) {
 				held(b)
-				b.op(10, 11, Ok, 1, 1, FRelease, k0, tok("t1"))
+				b.op(10, 11, history.Ok, 1, 1, history.FRelease, k0, tok("t1"))
 				sync(b, "n1", 150, 150.5)
 			},
 		},
@@ -188,17 +190,17 @@ func TestLeaks(t *testing.T) {
 			b := &builder{}
 			tc.hist(b)
 			res := Check(b.sorted(), tc.opts)
-			got := map[Kind]int{}
+			got := map[history.Kind]int{}
 			for _, f := range res.Findings {
 				switch f.Kind {
-				case KindReleaseNotFreed, KindLostAcquire, KindLostAcquireUnknown, KindOrphanedKey:
+				case history.KindReleaseNotFreed, history.KindLostAcquire, history.KindLostAcquireUnknown, history.KindOrphanedKey:
 					got[f.Kind] = f.Count
 					if f.Witness == "" || f.FirstNs < 0 {
 						t.Errorf("%s: no witness or time: %+v", f.Kind, f)
 					}
 				}
 			}
-			for _, k := range Kinds {
+			for _, k := range history.Kinds {
 				if got[k] != tc.want[k] {
 					t.Errorf("%s: %d, want %d (findings %+v)", k, got[k], tc.want[k], res.Findings)
 				}
@@ -210,9 +212,9 @@ func TestLeaks(t *testing.T) {
 // TestPermit: a kind the permissions do not name is not permitted; no
 // permissions at all judge nothing per kind.
 func TestPermit(t *testing.T) {
-	r := Result{Findings: []Finding{{Kind: KindTwoHolders, Count: 1}, {Kind: KindReleaseFalseSuccess, Count: 2}}}
-	r.Permit([]Permission{{Kind: KindTwoHolders, Permitted: true, Why: "expected"}})
-	if u := r.Unpermitted(); len(u) != 1 || u[0].Kind != KindReleaseFalseSuccess {
+	r := Result{Findings: []Finding{{Kind: history.KindTwoHolders, Count: 1}, {Kind: history.KindReleaseFalseSuccess, Count: 2}}}
+	r.Permit([]history.Permission{{Kind: history.KindTwoHolders, Permitted: true, Why: "expected"}})
+	if u := r.Unpermitted(); len(u) != 1 || u[0].Kind != history.KindReleaseFalseSuccess {
 		t.Errorf("unpermitted %+v, want the false success alone", u)
 	}
 	r.Permit(nil)
@@ -228,23 +230,23 @@ func TestPermit(t *testing.T) {
 // then is a false success. Judged from its invoke, the expiry could not be
 // ordered before it and nothing was found.
 func TestLateReleaseOrderedByItsCall(t *testing.T) {
-	tok := func(s string) func(*Op) { return func(o *Op) { o.Value = s } }
+	tok := func(s string) func(*history.Op) { return func(o *history.Op) { o.Value = s } }
 	srv := func(b *builder, at float64, ev, owner string) {
-		b.add(at, Ok, ServerProcess, -1, FServer, k0, func(o *Op) { o.Value, o.Node, o.Owner = ev, "n1", owner })
+		b.add(at, history.Ok, history.ServerProcess, -1, history.FServer, k0, func(o *history.Op) { o.Value, o.Node, o.Owner = ev, "n1", owner })
 	}
 	for _, began := range []float64{0, 900} {
 		b := &builder{}
-		b.op(0, 1, Ok, 1, 1, FAcquire, k0, tok("t1"))
+		b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))
 		srv(b, 1.5, "set", "t1")
-		b.add(100, Invoke, 1, 1, FRelease, k0, tok("t1"))
+		b.add(100, history.Invoke, 1, 1, history.FRelease, k0, tok("t1"))
 		srv(b, 300, "expired", "")
-		b.op(500, 501, Ok, 2, 2, FAcquire, k0, tok("t2"))
+		b.op(500, 501, history.Ok, 2, 2, history.FAcquire, k0, tok("t2"))
 		srv(b, 500.5, "set", "t2")
-		b.add(905, Ok, 1, 1, FRelease, k0, func(o *Op) { o.N = msT(began) })
+		b.add(905, history.Ok, 1, 1, history.FRelease, k0, func(o *history.Op) { o.N = msT(began) })
 		srv(b, 904, "del", "")
-		b.add(910, Ok, ServerProcess, -1, FSync, "", func(o *Op) { o.Node, o.N = "n1", msT(906) })
-		res := Check(b.sorted(), Options{})
-		found := res.Finding(KindReleaseFalseSuccess) != nil
+		b.add(910, history.Ok, history.ServerProcess, -1, history.FSync, "", func(o *history.Op) { o.Node, o.N = "n1", msT(906) })
+		res := Check(b.sorted(), history.Options{})
+		found := res.Finding(history.KindReleaseFalseSuccess) != nil
 		if want := began > 0; found != want {
 			t.Errorf("call began at %v ms: false success found %v, want %v (%+v)", began, found, want, res.Findings)
 		}

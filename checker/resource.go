@@ -1,6 +1,10 @@
 package checker
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/lockstorm/lockstorm/history"
+)
 
 // resourceResult is what the counter resource says.
 type resourceResult struct {
@@ -49,10 +53,10 @@ func checkResource(a *analysis) resourceResult {
 		wrote := false
 		for i := range kd.writes {
 			w := &kd.writes[i]
-			switch recTypes[w.typ] {
-			case Fail:
+			switch history.TypeOfCode(w.typ) {
+			case history.Fail:
 				r.rejected++
-			case Ok:
+			case history.Ok:
 				acked++
 				if wrote && w.n <= lastN {
 					r.stale++

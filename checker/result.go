@@ -1,6 +1,6 @@
 package checker
 
-import "time"
+import "github.com/lockstorm/lockstorm/history"
 
 // Verdict words, as the table prints them.
 const (
@@ -22,48 +22,6 @@ const (
 
 // MaxSpans caps Result.OverlapSpans.
 const MaxSpans = 100
-
-// Options tune a check.
-type Options struct {
-	// Fenced says the resource checks fencing tokens: overlapping holders are
-	// then reported but are not by themselves unsafe; harm to the resource is.
-	Fenced bool
-	// DeadlockBound: a key on which acquisitions were attempted and none
-	// succeeded for longer than this is a liveness failure (0: 10 s).
-	DeadlockBound time.Duration
-	// Timeout bounds each porcupine check of one piece of one key's history;
-	// a piece that runs out is inconclusive, never safe (0: 10 s).
-	Timeout time.Duration
-	// StampTokens says the lock's values are times its clients computed
-	// (client-clock expiry, whole seconds): two clients can write the same
-	// value, a loser's overwrite among them, so a value names no writer.
-	// The false-success check then concludes only from the key's end
-	// (del, expiry), never from who seems to have set it.
-	StampTokens bool `json:",omitempty"`
-	// ScheduleLease, when set, is the lease a scheduled run's interleaving
-	// is timed against (its TTL). A safe verdict is earned only when the
-	// harness never stalled that long at once: through such a stall a
-	// lease could expire, and a schedule's steps happen, unseen and out of
-	// order (a holder's delayed release and the waiters' takeover falling
-	// due in the same stall, the release first), so the run may never have
-	// made the interleaving it exists for. It is then inconclusive.
-	ScheduleLease time.Duration `json:",omitempty"`
-	// Quorum says the lock's state lives on a majority of independent
-	// masters: a key stands as the lock when it stands on a majority of
-	// the nodes (the leak checks, checker/internal/keyevents); otherwise every node that had
-	// the token must agree.
-	Quorum bool `json:",omitempty"`
-	// OrphanBound, when set, is how long a key may stay set to a token
-	// after the last client that believed in it stopped (released,
-	// crashed, gave up, failed to acquire) before it is an orphaned key:
-	// the longest the lock's own expiry should take, plus the server's
-	// expiry cycle. 0: orphans are not judged.
-	OrphanBound time.Duration `json:",omitempty"`
-	// Permissions say which kinds of finding the run may show (the
-	// expectation's, see scenarios/spec Permissions); Check marks each
-	// finding with its own (Result.Permit).
-	Permissions []Permission `json:",omitempty"`
-}
 
 // Hold is one client's belief that it held a key: from its acquire ok to the
 // end of its critical section (its release invoke, its crash, or the end of
@@ -99,13 +57,41 @@ type Witness struct {
 	Text string `json:"text"`
 }
 
-// Result is everything the checks found in one history.
+// Result is everything the checks found in one history, one part per
+// check (embedded: the JSON stays flat).
 type Result struct {
 	Verdict string `json:"verdict"`
 	// Reason says in one line why the verdict is what it is.
 	Reason string `json:"reason"`
+	// FirstViolationNs is when the first violation began (-1: none): for a
+	// deadlock, the start of the first starvation longer than the bound;
+	// otherwise the earliest overlap or harm to the resource (on a safe
+	// fenced run, the overlap the resource survived). FirstViolation names
+	// its kind (ViolationOverlap, ViolationHarm, ViolationStarvation).
+	FirstViolationNs int64  `json:"first_violation_ns"`
+	FirstViolation   string `json:"first_violation,omitempty"`
 
-	// Mutual exclusion.
+	Exclusion
+	Validity
+	Evidence
+	Resource
+	KeyEvents
+	Liveness
+	Stalls
+
+	// DurationNs is the time of the history's last entry.
+	DurationNs int64 `json:"duration_ns"`
+
+	// Findings are the kinds of wrong the run showed, each with its count,
+	// first time and witness, in the order of Kinds. Whether each was
+	// permitted is the expectation's to say (Finding.Permitted, set by the
+	// runner); the checker sets none.
+	Findings []Finding `json:"findings,omitempty"`
+}
+
+// Exclusion is what the mutual-exclusion checks found: the overlap pass's
+// holders and porcupine's pieces.
+type Exclusion struct {
 	Linearizable string   `json:"linearizable"` // ok, illegal or unknown (porcupine)
 	Overlaps     int      `json:"overlaps"`     // pairs of overlapping holds
 	Witness      *Witness `json:"witness,omitempty"`
@@ -119,13 +105,6 @@ type Result struct {
 	OverlapNs        int64 `json:"overlap_ns"`
 	// OverlapSpans are the first MaxSpans of those clusters, by start.
 	OverlapSpans []Span `json:"overlap_spans,omitempty"`
-	// FirstViolationNs is when the first violation began (-1: none): for a
-	// deadlock, the start of the first starvation longer than the bound;
-	// otherwise the earliest overlap or harm to the resource (on a safe
-	// fenced run, the overlap the resource survived). FirstViolation names
-	// its kind (ViolationOverlap, ViolationHarm, ViolationStarvation).
-	FirstViolationNs int64  `json:"first_violation_ns"`
-	FirstViolation   string `json:"first_violation,omitempty"`
 	// Holds is how many holds (definite acquire ok to end of critical
 	// section, reentrant acquisitions counted once) the history has.
 	Holds int `json:"holds"`
@@ -137,15 +116,22 @@ type Result struct {
 	// disagree. Both encode the same belief model: anything but 0 is a
 	// checker bug.
 	Disagreements int `json:"disagreements,omitempty"`
-	// Malformed counts the history's problems (see Validate): unreadable
+}
+
+// Validity is what the history's validation found.
+type Validity struct {
+	// Malformed counts the history's problems (history.Validate): unreadable
 	// lines, duplicates, a completion without its invoke, an invoke while
 	// the process has an operation in flight, a missing end record. With
 	// any, only an unsafe verdict stands; anything else is inconclusive.
 	Malformed int `json:"malformed,omitempty"`
 	// Problems are the first of them, by line.
-	Problems []Problem `json:"problems,omitempty"`
+	Problems []history.Problem `json:"problems,omitempty"`
+}
 
-	// Evidence: what the run exercised. Gaps lists what it did not (no
+// Evidence is what the run exercised.
+type Evidence struct {
+	// Gaps lists what the run did not exercise (no
 	// holds on a key, most attempts failing, a fault that applied to
 	// nothing, a heal that failed, a failpoint short of its schedule); with
 	// any, a verdict that would be safe is inconclusive.
@@ -158,8 +144,11 @@ type Result struct {
 	HealsFailed  int `json:"heals_failed,omitempty"`
 	// Failpoints says how often each armed failpoint action fired.
 	Failpoints []FailpointCount `json:"failpoints,omitempty"`
+}
 
-	// Resource.
+// Resource is what the counter resource shows: its writes, stale ones and
+// fences.
+type Resource struct {
 	AckedWrites int64 `json:"acked_writes"`
 	FinalValue  int64 `json:"final_value"`
 	// NetLostUpdates is acknowledged writes minus the final value, summed
@@ -177,6 +166,13 @@ type Result struct {
 	FenceRegressions int `json:"fence_regressions"`
 	DupFences        int `json:"dup_fences"`      // fencing tokens issued to two holders
 	Rejected         int `json:"rejected_writes"` // writes the fenced resource refused (stale tokens)
+	// Harm describes the first harmful write (or duplicated fence), if any.
+	Harm string `json:"harm,omitempty"`
+}
+
+// KeyEvents is what the servers' key events show: false successes of
+// releases and extends, and how far behind the observers were.
+type KeyEvents struct {
 	// FalseSuccesses counts releases acknowledged ok while, by the servers'
 	// key events, the key was already gone or someone else's;
 	// FalseSuccess tells the first. ServerEvents is how many key events
@@ -213,10 +209,11 @@ type Result struct {
 	ObserverSyncs    int     `json:"observer_syncs,omitempty"`
 	ObserverLagMaxMs float64 `json:"observer_lag_max_ms,omitempty"`
 	ObserverLagP99Ms float64 `json:"observer_lag_p99_ms,omitempty"`
-	// Harm describes the first harmful write (or duplicated fence), if any.
-	Harm string `json:"harm,omitempty"`
+}
 
-	// Liveness and performance.
+// Liveness is what the liveness checks measured: acquisitions, waits and
+// starvation.
+type Liveness struct {
 	Acquired      int     `json:"acquired"`
 	Attempts      int     `json:"attempts"`
 	Unknown       int     `json:"unknown"`
@@ -240,6 +237,11 @@ type Result struct {
 	// HarnessStallTotalMs are the times the harness's process was not
 	// scheduled (FStall entries of client -1).
 	StarvedNetMs float64 `json:"starved_net_ms,omitempty"`
+}
+
+// Stalls are the harness's own lateness (its process's stalls, its
+// clients' own lags) and what the violations are without it.
+type Stalls struct {
 	// OverlapsWithoutStalls counts the overlapping pairs left when every
 	// hold is shortened by the harness's stalls and its own client's lag
 	// inside it (Overlaps when there were none): 0 while Overlaps > 0
@@ -263,12 +265,4 @@ type Result struct {
 	ClientLagMaxMs     float64 `json:"client_lag_max_ms,omitempty"`
 	ClientLagMaxClient *int    `json:"client_lag_max_client,omitempty"`
 	ClientLagTotalMs   float64 `json:"client_lag_total_ms,omitempty"`
-	// DurationNs is the time of the history's last entry.
-	DurationNs int64 `json:"duration_ns"`
-
-	// Findings are the kinds of wrong the run showed, each with its count,
-	// first time and witness, in the order of Kinds. Whether each was
-	// permitted is the expectation's to say (Finding.Permitted, set by the
-	// runner); the checker sets none.
-	Findings []Finding `json:"findings,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/lockstorm/lockstorm/checker/mutex"
 )
 
 // Splitting. Porcupine's search is exponential in the worst case and a
@@ -19,7 +20,7 @@ import (
 // From >= t. Operations that straddle t are narrowed to it — an acquire of
 // a later hold gets the call max(invoke, t) <= From, a release of an
 // earlier hold the return min(return, t) >= To — which by the theorem in
-// mutex.go (only From and To decide) changes no verdict. After narrowing,
+// checker/mutex (only From and To decide) changes no verdict. After narrowing,
 // every operation of the earlier piece returns no later than every
 // operation of the later piece is called, and every hold of the earlier
 // piece is released in it, so a linearization of the whole is one of the
@@ -178,7 +179,7 @@ func (b *opsBuilder) piece(kd *keyData, p piece) {
 // needs no check. True means the order is a linearization of the piece
 // (what porcupine answers Ok on); false only that this order is not one.
 func replay(kd *keyData, p piece) bool {
-	state, last := free, int64(math.MinInt64)
+	state, last := mutex.Free, int64(math.MinInt64)
 	step := func(hr *holdRec) bool {
 		call, ret := max(hr.invoke, p.cutBefore), min(max(hr.relDone, hr.To), p.cutAfter)
 		// The acquire [call, From] at From, then the release [To, ret] at
@@ -186,11 +187,11 @@ func replay(kd *keyData, p piece) bool {
 		if hr.From < last || call > hr.From || hr.From > hr.To || hr.To > ret {
 			return false
 		}
-		ok, s := mutexStep(state, MutexAcquire, hr.Process)
+		ok, s := mutex.Step(state, mutex.Acquire, hr.Process)
 		if !ok {
 			return false
 		}
-		if ok, state = mutexStep(s, MutexRelease, hr.Process); !ok {
+		if ok, state = mutex.Step(s, mutex.Release, hr.Process); !ok {
 			return false
 		}
 		last = hr.To
@@ -238,7 +239,7 @@ type linResult struct {
 // piece's operations only while checking it, so memory holds the per-key
 // holds plus one piece per worker.
 func checkPieces(a *analysis, ovs []keyOverlaps, timeout time.Duration) linResult {
-	model := MutexModel()
+	model := mutex.Model()
 	model.Partition = nil // a piece is one key
 	workers := runtime.GOMAXPROCS(0)
 	jobs := make(chan piece, 4*workers)

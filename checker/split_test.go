@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/lockstorm/lockstorm/checker/mutex"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // unsplit checks the whole history with porcupine, intervals as recorded.
-func unsplit(t testing.TB, h History) string {
+func unsplit(t testing.TB, h history.History) string {
 	t.Helper()
-	switch porcupine.CheckOperationsTimeout(MutexModel(), MutexOperations(h), 20*time.Second) {
+	switch porcupine.CheckOperationsTimeout(mutex.Model(), MutexOperations(h), 20*time.Second) {
 	case porcupine.Ok:
 		return LinOK
 	case porcupine.Illegal:
@@ -42,12 +44,12 @@ var pieceSizes = []pieceSize{{64, 400, 8}, {1, 400, 8}, {1, 2, 0}}
 
 // assertSplitAgrees checks that the split check, the unsplit check and the
 // overlap pass say the same about h, under every piece size.
-func assertSplitAgrees(t *testing.T, h History) {
+func assertSplitAgrees(t *testing.T, h history.History) {
 	t.Helper()
 	whole := unsplit(t, h)
 	for _, ps := range pieceSizes {
 		withPieces(ps, func() {
-			r := Check(h, Options{})
+			r := Check(h, history.Options{})
 			if r.Linearizable != whole {
 				t.Errorf("pieces %v: split says %s, unsplit %s", ps, r.Linearizable, whole)
 			}
@@ -64,12 +66,12 @@ func assertSplitAgrees(t *testing.T, h History) {
 // randomHistory makes a small history of clients that misbehave at random:
 // overlapping grants, unknown outcomes (the client continues under a new
 // process), reentrant acquires, crashes, failed releases, ties in time.
-func randomHistory(seed uint64, overlapP float64, maxUnknown int) History {
+func randomHistory(seed uint64, overlapP float64, maxUnknown int) history.History {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	keys := []string{"lock:0", "lock:1"}[:1+rng.IntN(2)]
 	type client struct {
 		id, pid int
-		busy    *Op // in flight
+		busy    *history.Op // in flight
 		holds   map[string]int
 		dead    bool
 	}
@@ -80,10 +82,10 @@ func randomHistory(seed uint64, overlapP float64, maxUnknown int) History {
 	}
 	nextPID := nClients
 	held := map[string]int{} // believed holders per key
-	var h History
+	var h history.History
 	var now int64
 	unknowns := 0
-	add := func(op Op) *Op {
+	add := func(op history.Op) *history.Op {
 		op.Time = now
 		op.Index = len(h)
 		h = append(h, op)
@@ -96,11 +98,11 @@ func randomHistory(seed uint64, overlapP float64, maxUnknown int) History {
 		if c.dead {
 			continue
 		}
-		base := Op{Process: c.pid, Client: c.id}
+		base := history.Op{Process: c.pid, Client: c.id}
 		if c.busy == nil {
 			if rng.IntN(30) == 0 {
 				o := base
-				o.Type, o.F = Ok, FCrash
+				o.Type, o.F = history.Ok, history.FCrash
 				add(o)
 				c.dead = true
 				for k, n := range c.holds {
@@ -117,26 +119,26 @@ func randomHistory(seed uint64, overlapP float64, maxUnknown int) History {
 				}
 			}
 			o := base
-			o.Type = Invoke
+			o.Type = history.Invoke
 			switch r := rng.IntN(10); {
 			case len(heldKeys) > 0 && r < 4:
-				o.F, o.Key = FRelease, heldKeys[rng.IntN(len(heldKeys))]
+				o.F, o.Key = history.FRelease, heldKeys[rng.IntN(len(heldKeys))]
 				if c.holds[o.Key] == 1 {
 					held[o.Key]--
 				}
 				c.holds[o.Key]--
 			case len(heldKeys) > 0 && r < 6:
-				o.F, o.Key, o.N = FWrite, heldKeys[rng.IntN(len(heldKeys))], int64(rng.IntN(5))
+				o.F, o.Key, o.N = history.FWrite, heldKeys[rng.IntN(len(heldKeys))], int64(rng.IntN(5))
 			default:
-				o.F, o.Key = FAcquire, keys[rng.IntN(len(keys))]
+				o.F, o.Key = history.FAcquire, keys[rng.IntN(len(keys))]
 			}
 			op := add(o)
-			c.busy = &Op{F: op.F, Key: op.Key, N: op.N}
+			c.busy = &history.Op{F: op.F, Key: op.Key, N: op.N}
 			continue
 		}
-		if c.busy.F == FAcquire && rng.IntN(3) == 0 {
+		if c.busy.F == history.FAcquire && rng.IntN(3) == 0 {
 			o := base
-			o.Type, o.F, o.Value = Ok, FStep, fmt.Sprintf("alg/step%d", rng.IntN(3))
+			o.Type, o.F, o.Value = history.Ok, history.FStep, fmt.Sprintf("alg/step%d", rng.IntN(3))
 			add(o)
 			continue
 		}
@@ -145,36 +147,36 @@ func randomHistory(seed uint64, overlapP float64, maxUnknown int) History {
 		r := rng.Float64()
 		switch {
 		case r < 0.12 && unknowns < maxUnknown:
-			o.Type = Info
+			o.Type = history.Info
 			unknowns++
-		case c.busy.F == FAcquire:
+		case c.busy.F == history.FAcquire:
 			reentrant := c.holds[o.Key] > 0
 			free := held[o.Key] == 0
 			if reentrant || free && r < 0.8 || !free && r < overlapP {
-				o.Type = Ok
+				o.Type = history.Ok
 				if !reentrant {
 					held[o.Key]++
 				}
 				c.holds[o.Key]++
 			} else {
-				o.Type = Fail
+				o.Type = history.Fail
 			}
 		case r < 0.85:
-			o.Type = Ok
+			o.Type = history.Ok
 		default:
-			o.Type = Fail
+			o.Type = history.Fail
 		}
 		add(o)
 		c.busy = nil
-		if o.Type == Info {
+		if o.Type == history.Info {
 			c.pid, nextPID = nextPID, nextPID+1
 		}
 	}
 	if rng.IntN(2) == 0 {
 		for _, k := range keys {
 			now++
-			add(Op{Type: Invoke, Process: FinalProcess, Client: -1, F: FRead, Key: k})
-			add(Op{Type: Ok, Process: FinalProcess, Client: -1, F: FRead, Key: k, N: int64(rng.IntN(4))})
+			add(history.Op{Type: history.Invoke, Process: history.FinalProcess, Client: -1, F: history.FRead, Key: k})
+			add(history.Op{Type: history.Ok, Process: history.FinalProcess, Client: -1, F: history.FRead, Key: k, N: int64(rng.IntN(4))})
 		}
 	}
 	return h
@@ -208,7 +210,7 @@ func TestSplitMatchesUnsplit(t *testing.T) {
 				}
 				for _, ps := range pieceSizes {
 					withPieces(ps, func() {
-						r := Check(h, Options{})
+						r := Check(h, history.Options{})
 						if r.Linearizable != whole || (r.Overlaps > 0) != (whole == LinIllegal) || r.Disagreements != 0 {
 							t.Fatalf("seed %d, pieces %v: split %s, unsplit %s, overlaps %d, disagreements %d",
 								seed, ps, r.Linearizable, whole, r.Overlaps, r.Disagreements)
@@ -233,15 +235,15 @@ func TestSplitMatchesUnsplit(t *testing.T) {
 func TestSplitSynthetic(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  SynthConfig
+		cfg  history.SynthConfig
 		want string
 	}{
-		{"clean", SynthConfig{Ops: 3000, Keys: 2, Unknown: 0.01, Seed: 3}, LinOK},
-		{"violation", SynthConfig{Ops: 3000, Keys: 1, Unknown: 0.01, Violation: true, Seed: 4}, LinIllegal},
+		{"clean", history.SynthConfig{Ops: 3000, Keys: 2, Unknown: 0.01, Seed: 3}, LinOK},
+		{"violation", history.SynthConfig{Ops: 3000, Keys: 1, Unknown: 0.01, Violation: true, Seed: 4}, LinIllegal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := Synthetic(tc.cfg)
-			r := Check(h, Options{})
+			h := history.Synthetic(tc.cfg)
+			r := Check(h, history.Options{})
 			expect(t, r.Linearizable, tc.want, "split")
 			expect(t, unsplit(t, h), tc.want, "unsplit")
 			expect(t, r.Disagreements, 0, "disagreements")
@@ -297,23 +299,23 @@ func TestPiecesCover(t *testing.T) {
 // porcupine explore 2^u placements; the piece keeps only a few of them.
 func TestOverlapWithManyUnknowns(t *testing.T) {
 	b := &builder{}
-	b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-	b.op(2, 3, Ok, 2, 2, FAcquire, k0)
+	b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+	b.op(2, 3, history.Ok, 2, 2, history.FAcquire, k0)
 	for i := range 40 {
-		b.op(1.5+float64(i)*0.01, 1.6+float64(i)*0.01, Info, 100+i, 100+i, FAcquire, k0)
+		b.op(1.5+float64(i)*0.01, 1.6+float64(i)*0.01, history.Info, 100+i, 100+i, history.FAcquire, k0)
 	}
-	b.op(9, 10, Ok, 1, 1, FRelease, k0)
-	b.op(9, 10, Ok, 2, 2, FRelease, k0)
+	b.op(9, 10, history.Ok, 1, 1, history.FRelease, k0)
+	b.op(9, 10, history.Ok, 2, 2, history.FRelease, k0)
 	start := time.Now()
 	h := b.sorted()
-	r := Check(h, Options{Timeout: 20 * time.Second})
+	r := Check(h, history.Options{Timeout: 20 * time.Second})
 	expect(t, r.Linearizable, LinIllegal, "linearizable")
 	expect(t, r.Disagreements, 0, "disagreements")
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("took %s", d)
 	}
 	var buf bytes.Buffer
-	if err := Visualize(h, Options{}, &buf); err != nil || !strings.Contains(buf.String(), "unknown") {
+	if err := Visualize(h, history.Options{}, &buf); err != nil || !strings.Contains(buf.String(), "unknown") {
 		t.Errorf("Visualize with unknown acquires: %v", err)
 	}
 }
@@ -325,7 +327,7 @@ func TestOverlapWithManyUnknowns(t *testing.T) {
 // every piece without an overlap that porcupine accepts, so porcupine's
 // search is left only to the pieces with an overlap.
 func TestReplayMatchesPorcupine(t *testing.T) {
-	model := MutexModel()
+	model := mutex.Model()
 	model.Partition = nil
 	replayed, illegal := 0, 0
 	for i := range 1500 {

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/lockstorm/lockstorm/checker/internal/liveness"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // overlapsWithoutStalls counts the overlapping pairs that remain when each
@@ -79,14 +80,14 @@ type pauseRec struct {
 
 // pauseOp follows the nemesis's pause faults (FStart Ok of kind pause,
 // its clients in Targets, and the FStop with the same N).
-func (a *analysis) pauseOp(op *Op) {
+func (a *analysis) pauseOp(op *history.Op) {
 	switch {
-	case op.F == FStart && op.Type == Ok && op.Targets != nil && strings.HasPrefix(op.Value, "pause "):
+	case op.F == history.FStart && op.Type == history.Ok && op.Targets != nil && strings.HasPrefix(op.Value, "pause "):
 		if a.pausing == nil {
 			a.pausing = map[int64]pauseRec{}
 		}
 		a.pausing[op.N] = pauseRec{op.Time, op.Targets.Clients}
-	case op.F == FStop:
+	case op.F == history.FStop:
 		p, ok := a.pausing[op.N]
 		if !ok {
 			return

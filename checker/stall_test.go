@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // TestStarvationNetOfHarnessStalls: a starvation proves a deadlock only
@@ -14,17 +16,17 @@ func TestStarvationNetOfHarnessStalls(t *testing.T) {
 	starve := func(b *builder) {
 		// c1 holds and crashes; c2 retries from 100 ms and is not granted
 		// until 801 ms (its acquire's ok): a 701 ms starvation.
-		b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-		b.add(50, Ok, 1, 1, FCrash, "")
+		b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+		b.add(50, history.Ok, 1, 1, history.FCrash, "")
 		for at := 100.0; at < 800; at += 50 {
-			b.op(at, at+5, Fail, 2, 2, FAcquire, k0)
+			b.op(at, at+5, history.Fail, 2, 2, history.FAcquire, k0)
 		}
-		b.op(800, 801, Ok, 2, 2, FAcquire, k0)
-		b.op(802, 803, Ok, 2, 2, FRelease, k0)
+		b.op(800, 801, history.Ok, 2, 2, history.FAcquire, k0)
+		b.op(802, 803, history.Ok, 2, 2, history.FRelease, k0)
 	}
 	stall := func(endMs, lenMs float64) func(*builder) {
 		return func(b *builder) {
-			b.add(endMs, Ok, NemesisProcess, -1, FStall, "", func(o *Op) { o.N = msT(lenMs) })
+			b.add(endMs, history.Ok, history.NemesisProcess, -1, history.FStall, "", func(o *history.Op) { o.N = msT(lenMs) })
 		}
 	}
 	for _, tc := range []struct {
@@ -46,7 +48,7 @@ func TestStarvationNetOfHarnessStalls(t *testing.T) {
 			for _, s := range tc.stalls {
 				s(&b)
 			}
-			r := Check(b.sorted(), Options{DeadlockBound: 500 * time.Millisecond})
+			r := Check(b.sorted(), history.Options{DeadlockBound: 500 * time.Millisecond})
 			if r.Verdict != tc.verdict || !strings.Contains(r.Reason, tc.reason) {
 				t.Errorf("verdict %s: %s\nwant %s: ...%s...", r.Verdict, r.Reason, tc.verdict, tc.reason)
 			}
@@ -68,10 +70,10 @@ func TestOverlapOnlyThroughHarnessStalls(t *testing.T) {
 	hist := func(b *builder) {
 		// c1 holds from 1 ms to 405 ms; c2 acquires at 250 ms, after c1's
 		// lease expired.
-		b.op(0, 1, Ok, 1, 1, FAcquire, k0, val("t1"))
-		b.op(405, 406, Ok, 1, 1, FRelease, k0, val("t1"))
-		b.op(240, 250, Ok, 2, 2, FAcquire, k0, val("t2"))
-		b.op(260, 261, Ok, 2, 2, FRelease, k0, val("t2"))
+		b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, val("t1"))
+		b.op(405, 406, history.Ok, 1, 1, history.FRelease, k0, val("t1"))
+		b.op(240, 250, history.Ok, 2, 2, history.FAcquire, k0, val("t2"))
+		b.op(260, 261, history.Ok, 2, 2, history.FRelease, k0, val("t2"))
 	}
 	for _, tc := range []struct {
 		name    string
@@ -98,27 +100,27 @@ func TestOverlapOnlyThroughHarnessStalls(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var b builder
 			if strings.HasPrefix(tc.name, "in flight") {
-				b.op(0, 400, Ok, 1, 1, FAcquire, k0, val("t1"))
-				b.op(500, 501, Ok, 1, 1, FRelease, k0, val("t1"))
-				b.op(399.5, 402, Ok, 2, 2, FAcquire, k0, val("t2"))
-				b.op(430, 431, Ok, 2, 2, FRelease, k0, val("t2"))
+				b.op(0, 400, history.Ok, 1, 1, history.FAcquire, k0, val("t1"))
+				b.op(500, 501, history.Ok, 1, 1, history.FRelease, k0, val("t1"))
+				b.op(399.5, 402, history.Ok, 2, 2, history.FAcquire, k0, val("t2"))
+				b.op(430, 431, history.Ok, 2, 2, history.FRelease, k0, val("t2"))
 			} else {
 				hist(&b)
 			}
 			if tc.stall[1] > 0 {
-				b.add(tc.stall[0], Ok, NemesisProcess, -1, FStall, "", func(o *Op) { o.N = msT(tc.stall[1]) })
+				b.add(tc.stall[0], history.Ok, history.NemesisProcess, -1, history.FStall, "", func(o *history.Op) { o.N = msT(tc.stall[1]) })
 			}
 			if tc.pause[1] != 0 {
 				c := 1
 				if tc.pause[1] < 0 {
 					c, tc.pause[1] = 3, -tc.pause[1]
 				}
-				b.add(tc.pause[0], Ok, NemesisProcess, -1, FStart, "", func(o *Op) {
-					o.Value, o.N, o.Targets = fmt.Sprintf("pause clients=[%d]", c), 1, &FaultTargets{Clients: []int{c}}
+				b.add(tc.pause[0], history.Ok, history.NemesisProcess, -1, history.FStart, "", func(o *history.Op) {
+					o.Value, o.N, o.Targets = fmt.Sprintf("pause clients=[%d]", c), 1, &history.FaultTargets{Clients: []int{c}}
 				})
-				b.add(tc.pause[1], Ok, NemesisProcess, -1, FStop, "", func(o *Op) { o.Value, o.N = "pause", 1 })
+				b.add(tc.pause[1], history.Ok, history.NemesisProcess, -1, history.FStop, "", func(o *history.Op) { o.Value, o.N = "pause", 1 })
 			}
-			r := Check(b.sorted(), Options{})
+			r := Check(b.sorted(), history.Options{})
 			if r.Verdict != tc.verdict {
 				t.Errorf("verdict %s: %s", r.Verdict, r.Reason)
 			}
@@ -153,9 +155,9 @@ func TestScheduleLeaseStall(t *testing.T) {
 			var b builder
 			b.cycle(1, 1, k0, 0, 1, 20, 0, 0)
 			b.cycle(2, 2, k0, 21, 22, 40, 1, 0)
-			b.add(900, Ok, NemesisProcess, -1, FStall, "", func(o *Op) { o.N = msT(tc.stallMs) })
+			b.add(900, history.Ok, history.NemesisProcess, -1, history.FStall, "", func(o *history.Op) { o.N = msT(tc.stallMs) })
 			b.cycle(1, 1, k0, 1000, 1001, 1020, 2, 0)
-			r := Check(b.sorted(), Options{ScheduleLease: tc.lease})
+			r := Check(b.sorted(), history.Options{ScheduleLease: tc.lease})
 			if r.Verdict != tc.verdict || r.ByHarness != (tc.verdict == Inconclusive) {
 				t.Errorf("verdict %s (by harness %v): %s", r.Verdict, r.ByHarness, r.Reason)
 			}

@@ -5,21 +5,23 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // cleanRun is a runner history of two full cycles on one key, then a third
 // acquire: header on line 1, end record on the last line.
-func cleanRun() History {
-	return runnerHist(Meta{Keys: []string{k0}}, func(b *builder) {
+func cleanRun() history.History {
+	return runnerHist(history.Meta{Keys: []string{k0}}, func(b *builder) {
 		b.cycle(1, 1, k0, 0, 1, 5, 0, 0)  // lines 2-9
 		b.cycle(2, 2, k0, 6, 7, 10, 1, 0) // lines 10-17
 	})
 }
 
-func jsonl(t *testing.T, h History) []string {
+func jsonl(t *testing.T, h history.History) []string {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteJSONL(&buf, h); err != nil {
+	if err := history.WriteJSONL(&buf, h); err != nil {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
@@ -27,7 +29,7 @@ func jsonl(t *testing.T, h History) []string {
 
 // lineOf finds the line (1-based) of the first entry matching typ, process
 // and f.
-func lineOf(t *testing.T, h History, typ Type, p int, f string) int {
+func lineOf(t *testing.T, h history.History, typ history.Type, p int, f string) int {
 	t.Helper()
 	for i, op := range h {
 		if op.Type == typ && op.Process == p && op.F == f {
@@ -43,9 +45,9 @@ func lineOf(t *testing.T, h History, typ Type, p int, f string) int {
 // (for a lost release) a false unsafe.
 func TestValidateCorruptions(t *testing.T) {
 	h := cleanRun()
-	relInv := lineOf(t, h, Invoke, 1, FRelease)
+	relInv := lineOf(t, h, history.Invoke, 1, history.FRelease)
 	relOk := relInv + 1
-	acqOk := lineOf(t, h, Ok, 2, FAcquire)
+	acqOk := lineOf(t, h, history.Ok, 2, history.FAcquire)
 	cases := []struct {
 		name    string
 		damage  func(lines []string) []string
@@ -102,11 +104,11 @@ func TestValidateCorruptions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			lines := tc.damage(jsonl(t, h))
-			p, err := ReadChecked(strings.NewReader(strings.Join(lines, "\n") + "\n"))
+			p, err := history.ReadChecked(strings.NewReader(strings.Join(lines, "\n") + "\n"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := CheckParsed(p, Options{})
+			r := CheckParsed(p, history.Options{})
 			t.Logf("%s: %s", r.Verdict, r.Reason)
 			expect(t, r.Verdict, tc.verdict, "verdict")
 			for _, want := range tc.reason {
@@ -125,19 +127,19 @@ func TestValidateCorruptions(t *testing.T) {
 // (lines are positions + 1), a completion without its invoke included.
 func TestValidateInMemory(t *testing.T) {
 	h := cleanRun()
-	at := lineOf(t, h, Ok, 2, FRelease)
+	at := lineOf(t, h, history.Ok, 2, history.FRelease)
 	// A harness bug: a second release completion, numbered as the recorder would.
-	bad := append(append(History(nil), h[:at]...), Op{Type: Ok, Process: 2, Client: 2, F: FRelease, Key: k0, Time: h[at-1].Time})
+	bad := append(append(history.History(nil), h[:at]...), history.Op{Type: history.Ok, Process: 2, Client: 2, F: history.FRelease, Key: k0, Time: h[at-1].Time})
 	bad = append(bad, h[at:]...)
 	for i := range bad {
 		bad[i].Index = i
 	}
-	_, problems := Validate(Parsed{History: bad})
-	want := Problem{at + 1, "release lock:0 of process 2 completes (ok) without its invoke"}
+	_, problems, _ := history.Validate(history.Parsed{History: bad})
+	want := history.Problem{Line: at + 1, Msg: "release lock:0 of process 2 completes (ok) without its invoke"}
 	if len(problems) != 1 || problems[0] != want {
 		t.Fatalf("problems %v, want [%v]", problems, want)
 	}
-	if r := Check(bad, Options{}); r.Verdict != Inconclusive || !strings.Contains(r.Reason, want.String()) {
+	if r := Check(bad, history.Options{}); r.Verdict != Inconclusive || !strings.Contains(r.Reason, want.String()) {
 		t.Errorf("%s: %s", r.Verdict, r.Reason)
 	}
 }
@@ -145,101 +147,20 @@ func TestValidateInMemory(t *testing.T) {
 // TestValidateKeepsViolations: a violation in the well-formed part of a
 // damaged history is unsafe, with the problems named beside it.
 func TestValidateKeepsViolations(t *testing.T) {
-	h := runnerHist(Meta{Keys: []string{k0}}, func(b *builder) {
-		b.op(0, 1, Ok, 1, 1, FAcquire, k0)
-		b.op(2, 3, Ok, 2, 2, FAcquire, k0)
-		b.op(4, 5, Ok, 1, 1, FRelease, k0)
-		b.op(6, 7, Ok, 2, 2, FRelease, k0)
+	h := runnerHist(history.Meta{Keys: []string{k0}}, func(b *builder) {
+		b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0)
+		b.op(2, 3, history.Ok, 2, 2, history.FAcquire, k0)
+		b.op(4, 5, history.Ok, 1, 1, history.FRelease, k0)
+		b.op(6, 7, history.Ok, 2, 2, history.FRelease, k0)
 	})
 	lines := jsonl(t, h)
-	p, err := ReadChecked(strings.NewReader(strings.Join(lines[:len(lines)-1], "\n")))
+	p, err := history.ReadChecked(strings.NewReader(strings.Join(lines[:len(lines)-1], "\n")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := CheckParsed(p, Options{})
+	r := CheckParsed(p, history.Options{})
 	expect(t, r.Verdict, Unsafe, "verdict")
 	if !strings.Contains(r.Reason, "without the end record") {
 		t.Errorf("reason %q does not name the truncation", r.Reason)
-	}
-}
-
-// TestDupFinder: the duplicate finder (a chain per process and time on a
-// history ordered by time, a hash table otherwise) names, for every entry,
-// the same first earlier equal as a map keyed by every field (the former
-// implementation): on synthetic histories with entries repeated next to
-// themselves, later at the same time, and out of time order.
-func TestDupFinder(t *testing.T) {
-	type full struct {
-		index, process, client int
-		typ                    Type
-		f, key, value, err     string
-		n, fence, time         int64
-	}
-	reference := func(h History) []int {
-		seen := map[full]int{}
-		out := make([]int, len(h))
-		for i := range h {
-			op := &h[i]
-			k := full{op.Index, op.Process, op.Client, op.Type, op.F, op.Key, op.Value, op.Error, op.N, op.Fence, op.Time}
-			if j, ok := seen[k]; ok {
-				out[i] = j
-				continue
-			}
-			seen[k], out[i] = i, -1
-		}
-		return out
-	}
-	base := Synthetic(SynthConfig{Ops: 3000, Keys: 3, Unknown: 0.05, Seed: 7})
-	withDups := func(sorted bool) History {
-		var h History
-		for i, op := range base {
-			h = append(h, op)
-			switch i % 97 {
-			case 5: // the same entry twice in a row
-				h = append(h, op)
-			case 7: // three times: the first is the one named
-				h = append(h, op, op)
-			case 11: // a near copy at the same time: not a duplicate
-				op.Value += "x"
-				h = append(h, op)
-			case 13: // a copy after another entry of the same time
-				if i+1 < len(base) && base[i+1].Time == op.Time {
-					h = append(h, base[i+1], op)
-				}
-			}
-		}
-		if !sorted {
-			h = append(h, h[100:140]...) // replayed lines: out of time order
-		}
-		return h
-	}
-	for _, tc := range []struct {
-		name  string
-		h     History
-		table bool
-	}{
-		{"sorted, no duplicates", base, false},
-		{"sorted, duplicates", withDups(true), false},
-		{"unsorted, duplicates", withDups(false), true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d := newDupFinder(tc.h, ordered(tc.h))
-			if got := d.slots != nil; got != tc.table {
-				t.Fatalf("hash table used: %v, want %v", got, tc.table)
-			}
-			want := reference(tc.h)
-			dups := 0
-			for i := range tc.h {
-				if got := d.firstOrAdd(i); got != want[i] {
-					t.Fatalf("entry %d: first equal %d, want %d", i, got, want[i])
-				}
-				if want[i] >= 0 {
-					dups++
-				}
-			}
-			if tc.name != "sorted, no duplicates" && dups == 0 {
-				t.Fatal("the history has no duplicates to find")
-			}
-		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/locktest"
@@ -138,9 +139,9 @@ func TestBatteryJudgesAUserLock(t *testing.T) {
 			}
 			fails := rep.Failures()
 			want := tc.failures
-			if p := got["pause-past-ttl"]; p != nil && p.Result.Finding(checker.KindReleaseFalseSuccess) != nil {
+			if p := got["pause-past-ttl"]; p != nil && p.Result.Finding(history.KindReleaseFalseSuccess) != nil {
 				want++
-				if u := p.Result.Unpermitted(); len(u) != 1 || u[0].Kind != checker.KindReleaseFalseSuccess {
+				if u := p.Result.Unpermitted(); len(u) != 1 || u[0].Kind != history.KindReleaseFalseSuccess {
 					t.Errorf("pause-past-ttl: forbidden %+v, want the release false success alone", u)
 				}
 			}

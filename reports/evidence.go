@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // NoEvidence is the evidence of a row with nothing to tell.
@@ -72,8 +73,8 @@ func unpermittedWords(r checker.Result) []string {
 	var leaks []string
 	for _, f := range r.Findings {
 		switch f.Kind {
-		case checker.KindReleaseFalseSuccess, checker.KindExtendFalseSuccess, checker.KindReleaseNotFreed,
-			checker.KindLostAcquire, checker.KindLostAcquireUnknown, checker.KindOrphanedKey:
+		case history.KindReleaseFalseSuccess, history.KindExtendFalseSuccess, history.KindReleaseNotFreed,
+			history.KindLostAcquire, history.KindLostAcquireUnknown, history.KindOrphanedKey:
 			if f.Permitted {
 				leaks = append(leaks, fmt.Sprintf("%s ×%d", f.Kind, f.Count))
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/scenarios"
 )
 
@@ -24,11 +25,11 @@ func TestUnpermittedFindingFailsTheRow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := checker.Result{Verdict: checker.Unsafe, Reason: "two holders", FirstViolationNs: -1, Findings: []checker.Finding{
-				{Kind: checker.KindTwoHolders, Count: 3, Witness: "c1 and c2 both held lock:0", Permitted: true},
-				{Kind: checker.KindReleaseFalseSuccess, Count: 2, Witness: "false success: c1's release of lock:0 at 900.0 ms reported ok",
+				{Kind: history.KindTwoHolders, Count: 3, Witness: "c1 and c2 both held lock:0", Permitted: true},
+				{Kind: history.KindReleaseFalseSuccess, Count: 2, Witness: "false success: c1's release of lock:0 at 900.0 ms reported ok",
 					Permitted: tc.permitted, Why: "release is owner-checked"},
 			}}
-			o := &scenarios.Outcome{Scenario: "pause-past-ttl", Impl: "mine", Mode: "scheduled", Gated: true, Expected: checker.Unsafe, Result: res}
+			o := &scenarios.Outcome{Identity: history.Identity{Scenario: "pause-past-ttl", Impl: "mine", Mode: "scheduled", Gated: true, Expected: checker.Unsafe}, Result: res}
 			if got := o.AsExpected(); got != tc.permitted {
 				t.Errorf("Outcome.AsExpected %v, want %v", got, tc.permitted)
 			}

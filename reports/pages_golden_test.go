@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 var updatePages = flag.Bool("update-pages", false, "rewrite the pages' goldens in testdata/")
@@ -40,48 +41,48 @@ func goldenPages(t *testing.T) map[string]string {
 	var key string
 	var at int64
 	for _, op := range h {
-		if op.F == checker.FAcquire && op.Type == checker.Ok {
+		if op.F == history.FAcquire && op.Type == history.Ok {
 			key, at = op.Key, op.Time
 			break
 		}
 	}
 	h = append(h,
-		checker.Op{Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FServer, Key: key, Value: "set", Node: "n1", Owner: "tok<1>", Time: at},
-		checker.Op{Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FServer, Key: key, Value: "expired", Node: "n1", Time: at + 5e6},
-		checker.Op{Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FServer, Key: key, Value: "del", Node: "n2", Time: at + 7e6},
-		checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Value: "s1 +sdown master n1 n1", Time: 300e6},
-		checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Value: "s2 +switch-master n1 n1 r1", Time: 850e6},
-		checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStall, N: 90e6, Time: 500e6},
-		checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: 1, F: checker.FStall, N: 60e6, Time: 700e6},
-		checker.Op{Type: checker.Invoke, Process: 9, Client: 9, F: checker.FAcquire, Key: key, Value: "t9", Time: 940e6},
-		checker.Op{Type: checker.Ok, Process: 9, Client: 9, F: checker.FAcquire, Key: key, Value: "t9", Time: 950e6},
-		checker.Op{Type: checker.Ok, Process: 9, Client: 9, F: checker.FCrash, Time: 990e6},
+		history.Op{Type: history.Ok, Process: history.ServerProcess, Client: -1, F: history.FServer, Key: key, Value: "set", Node: "n1", Owner: "tok<1>", Time: at},
+		history.Op{Type: history.Ok, Process: history.ServerProcess, Client: -1, F: history.FServer, Key: key, Value: "expired", Node: "n1", Time: at + 5e6},
+		history.Op{Type: history.Ok, Process: history.ServerProcess, Client: -1, F: history.FServer, Key: key, Value: "del", Node: "n2", Time: at + 7e6},
+		history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: -1, F: history.FSentinel, Value: "s1 +sdown master n1 n1", Time: 300e6},
+		history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: -1, F: history.FSentinel, Value: "s2 +switch-master n1 n1 r1", Time: 850e6},
+		history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: -1, F: history.FStall, N: 90e6, Time: 500e6},
+		history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: 1, F: history.FStall, N: 60e6, Time: 700e6},
+		history.Op{Type: history.Invoke, Process: 9, Client: 9, F: history.FAcquire, Key: key, Value: "t9", Time: 940e6},
+		history.Op{Type: history.Ok, Process: 9, Client: 9, F: history.FAcquire, Key: key, Value: "t9", Time: 950e6},
+		history.Op{Type: history.Ok, Process: 9, Client: 9, F: history.FCrash, Time: 990e6},
 	)
-	slices.SortStableFunc(h, func(a, b checker.Op) int { return cmp.Compare(a.Time, b.Time) })
+	slices.SortStableFunc(h, func(a, b history.Op) int { return cmp.Compare(a.Time, b.Time) })
 	for i := range h {
 		h[i].Index = i
 	}
-	res := checker.Check(h, checker.Options{})
+	res := checker.Check(h, history.Options{})
 	res.Findings = append(res.Findings,
-		checker.Finding{Kind: checker.KindTwoHolders, Count: 3, FirstNs: 810e6, Witness: "c1 & c2 both held <lock:0>", Permitted: true, Why: "expected"},
-		checker.Finding{Kind: checker.KindReleaseFalseSuccess, Count: 2, FirstNs: -1, Witness: "c1's release \"ok\"", Why: "release is owner-checked"})
+		checker.Finding{Kind: history.KindTwoHolders, Count: 3, FirstNs: 810e6, Witness: "c1 & c2 both held <lock:0>", Permitted: true, Why: "expected"},
+		checker.Finding{Kind: history.KindReleaseFalseSuccess, Count: 2, FirstNs: -1, Witness: "c1's release \"ok\"", Why: "release is owner-checked"})
 	if res.Witness != nil {
 		res.Witness.A.Master, res.Witness.B.Master = "n1", "r1"
 	}
 	render("timeline-overlap.html", func(w io.Writer) error { return WriteTimeline(w, h, res, "overlap <run> & co") })
 
 	long := longHistory(5000)
-	lres := checker.Check(long, checker.Options{})
+	lres := checker.Check(long, history.Options{})
 	render("timeline-long.html", func(w io.Writer) error { return WriteTimeline(w, long, lres, "long") })
 
 	nw := withFault(readGolden(t, "good.jsonl"), faultDesc, 1e6, -1)
-	nres := checker.Check(nw, checker.Options{})
+	nres := checker.Check(nw, history.Options{})
 	nres.Witness = nil
 	render("timeline-nowitness.html", func(w io.Writer) error { return WriteTimeline(w, nw, nres, "no witness") })
 
 	_, runs := suiteFixture(t)
 	scaled := runs[len(runs)-1]
-	scaled.Row.Scenario, scaled.Row.TimeScale = "scaled", &checker.TimeScale{Factor: 10, Granularity: time.Second}
+	scaled.Row.Scenario, scaled.Row.TimeScale = "scaled", &history.TimeScale{Factor: 10, Granularity: time.Second}
 	runs = append(runs, scaled)
 	info := SuiteInfo{Backend: "embedded", Seeds: 3, Date: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Version: "v0.0.0-test"}
 	render("suite.html", func(w io.Writer) error { return WriteSuite(w, runs, info) })

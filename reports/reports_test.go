@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
@@ -27,17 +28,14 @@ func fptr(f float64) *float64 { return &f }
 // text (a pipe, a newline, quotes, XML metacharacters).
 func sampleRows() []Row {
 	return []Row{
-		{Scenario: "del-race", Impl: "setnx-del", Seed: 1, Backend: "redis-server", Mode: "scheduled", Gated: true,
-			Verdict: "unsafe", Expected: "safe", AsExpected: false, Reason: "2 overlapping holds; c1 & c2 <both>",
+		{Identity: history.Identity{Scenario: "del-race", Impl: "setnx-del", Seed: 1, Backend: "redis-server", Mode: "scheduled", Gated: true, Expected: "safe"}, Verdict: "unsafe", AsExpected: false, Reason: "2 overlapping holds; c1 & c2 <both>",
 			Acquired: 216, AcquiresPerSec: 108.5, AcquireP50Ms: 2.26, AcquireP99Ms: 132.27, HandoffP50Ms: 1.5,
 			Fairness: 0.96, Overlaps: 2, NetLostUpdates: 1, LostUpdates: 1, FirstViolationMs: fptr(341.62),
 			Evidence: "c1 and c2 both held lock:0 at 341.6 ms for 3.2 ms; 1 stale write",
 			Witness:  "c1 (p1) held lock:0 \"from\" 337.0 ms…", Replay: "lockstorm run --scenario del-race --impl setnx-del --seed 1 --backend redis-server",
 			RunDir: "/tmp/x/run"},
-		{Scenario: "contention", Impl: "set-nx-px", Seed: 7, Backend: "embedded", Mode: "random",
-			Verdict: "safe", Expected: "safe", AsExpected: true, Reason: "no overlap", Acquired: 10, Fairness: 1},
-		{Scenario: "odd|name", Impl: "redlock", Seed: 3, Backend: "embedded", Mode: "random",
-			Verdict: "deadlock", Expected: "safe", AsExpected: false, Reason: "line one\nline two", FirstViolationMs: fptr(0)},
+		{Identity: history.Identity{Scenario: "contention", Impl: "set-nx-px", Seed: 7, Backend: "embedded", Mode: "random", Expected: "safe"}, Verdict: "safe", AsExpected: true, Reason: "no overlap", Acquired: 10, Fairness: 1},
+		{Identity: history.Identity{Scenario: "odd|name", Impl: "redlock", Seed: 3, Backend: "embedded", Mode: "random", Expected: "safe"}, Verdict: "deadlock", AsExpected: false, Reason: "line one\nline two", FirstViolationMs: fptr(0)},
 	}
 }
 
@@ -326,12 +324,12 @@ func TestWriteJUnitFile(t *testing.T) {
 
 // withFault returns h with a nemesis fault (id 1) from..to (to < 0: never
 // healed), entries inserted in time order and indexes renumbered.
-func withFault(h checker.History, desc string, from, to int64) checker.History {
-	ins := []checker.Op{{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStart, Value: desc, N: 1, Time: from}}
+func withFault(h history.History, desc string, from, to int64) history.History {
+	ins := []history.Op{{Type: history.Ok, Process: history.NemesisProcess, Client: -1, F: history.FStart, Value: desc, N: 1, Time: from}}
 	if to >= 0 {
-		ins = append(ins, checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStop, Value: desc, N: 1, Time: to})
+		ins = append(ins, history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: -1, F: history.FStop, Value: desc, N: 1, Time: to})
 	}
-	var out checker.History
+	var out history.History
 	for _, op := range h {
 		for len(ins) > 0 && ins[0].Time <= op.Time {
 			out = append(out, ins[0])
@@ -346,9 +344,9 @@ func withFault(h checker.History, desc string, from, to int64) checker.History {
 	return out
 }
 
-func readGolden(t *testing.T, name string) checker.History {
+func readGolden(t *testing.T, name string) history.History {
 	t.Helper()
-	h, err := checker.ReadFile(filepath.Join("..", "checker", "testdata", name))
+	h, err := history.ReadFile(filepath.Join("..", "checker", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,11 +369,10 @@ expected:
 
 const faultDesc = "pause clients=[1] on=clients [1]"
 
-func outcome(t *testing.T, h checker.History, spec *spec.Spec, expected string) *scenarios.Outcome {
+func outcome(t *testing.T, h history.History, spec *spec.Spec, expected string) *scenarios.Outcome {
 	t.Helper()
-	opts := checker.Options{DeadlockBound: 5 * time.Second, Timeout: 2 * time.Second}
-	return &scenarios.Outcome{Scenario: "tiny", Impl: "setnx-del", Seed: 42, Backend: "embedded", Mode: "scheduled",
-		Gated: true, Expected: expected, Result: checker.Check(h, opts), Elapsed: 1500 * time.Millisecond,
+	opts := history.Options{DeadlockBound: 5 * time.Second, Timeout: 2 * time.Second}
+	return &scenarios.Outcome{Identity: history.Identity{Scenario: "tiny", Impl: "setnx-del", Seed: 42, Backend: "embedded", Mode: "scheduled", Gated: true, Expected: expected}, Result: checker.Check(h, opts), Elapsed: 1500 * time.Millisecond,
 		CheckOptions: opts, History: h, Spec: spec}
 }
 
@@ -387,7 +384,7 @@ func TestRunDirRoundTrip(t *testing.T) {
 	overlap := withFault(readGolden(t, "overlap.jsonl"), faultDesc, 802_000_000, 905_000_000)
 	for _, tc := range []struct {
 		name      string
-		h         checker.History
+		h         history.History
 		spec      *spec.Spec
 		expected  string
 		verdict   string
@@ -434,7 +431,7 @@ func TestRunDirRoundTrip(t *testing.T) {
 			}
 			// ...and a bare one, alone, without a summary.
 			bare := filepath.Join(t.TempDir(), "h.jsonl")
-			if err := checker.WriteFile(bare, h); err != nil {
+			if err := history.WriteFile(bare, h); err != nil {
 				t.Fatal(err)
 			}
 			if s2, h2, err := ReadRunDir(bare); err != nil || s2 != nil || !reflect.DeepEqual(h2, h) {
@@ -489,7 +486,7 @@ func TestRunDirRoundTrip(t *testing.T) {
 }
 
 // checkTimeline asserts what a reader of timeline.html must find.
-func checkTimeline(t *testing.T, page string, res checker.Result, h checker.History) {
+func checkTimeline(t *testing.T, page string, res checker.Result, h history.History) {
 	t.Helper()
 	if res.Witness == nil {
 		t.Fatal("no witness")
@@ -556,7 +553,7 @@ func TestFaultWindows(t *testing.T) {
 	h := readGolden(t, "overlap.jsonl")
 	for _, tc := range []struct {
 		name     string
-		h        checker.History
+		h        history.History
 		from, to int64
 		open     bool
 		n        int
@@ -579,25 +576,25 @@ func TestFaultWindows(t *testing.T) {
 
 // longHistory has two clients taking turns on lock:0 n times (1 ms holds),
 // with one overlap in the middle and a fault around it.
-func longHistory(n int) checker.History {
-	var h checker.History
-	add := func(op checker.Op) { op.Index = len(h); h = append(h, op) }
+func longHistory(n int) history.History {
+	var h history.History
+	add := func(op history.Op) { op.Index = len(h); h = append(h, op) }
 	tm := int64(1e6)
 	for i := 0; i < n; i++ {
 		c := i % 2
 		tok := "t" + string(rune('a'+c)) + strings.Repeat("x", i%3)
-		add(checker.Op{Type: checker.Invoke, Process: c, Client: c, F: checker.FAcquire, Key: "lock:0", Value: tok, Time: tm})
-		add(checker.Op{Type: checker.Ok, Process: c, Client: c, F: checker.FAcquire, Key: "lock:0", Value: tok, Time: tm + 100e3})
+		add(history.Op{Type: history.Invoke, Process: c, Client: c, F: history.FAcquire, Key: "lock:0", Value: tok, Time: tm})
+		add(history.Op{Type: history.Ok, Process: c, Client: c, F: history.FAcquire, Key: "lock:0", Value: tok, Time: tm + 100e3})
 		if i == n/2 {
 			// The other client takes it too before this one releases.
 			o := 1 - c
-			add(checker.Op{Type: checker.Invoke, Process: o, Client: o, F: checker.FAcquire, Key: "lock:0", Value: "late", Time: tm + 200e3})
-			add(checker.Op{Type: checker.Ok, Process: o, Client: o, F: checker.FAcquire, Key: "lock:0", Value: "late", Time: tm + 300e3})
-			add(checker.Op{Type: checker.Invoke, Process: o, Client: o, F: checker.FRelease, Key: "lock:0", Value: "late", Time: tm + 500e3})
-			add(checker.Op{Type: checker.Ok, Process: o, Client: o, F: checker.FRelease, Key: "lock:0", Value: "late", Time: tm + 600e3})
+			add(history.Op{Type: history.Invoke, Process: o, Client: o, F: history.FAcquire, Key: "lock:0", Value: "late", Time: tm + 200e3})
+			add(history.Op{Type: history.Ok, Process: o, Client: o, F: history.FAcquire, Key: "lock:0", Value: "late", Time: tm + 300e3})
+			add(history.Op{Type: history.Invoke, Process: o, Client: o, F: history.FRelease, Key: "lock:0", Value: "late", Time: tm + 500e3})
+			add(history.Op{Type: history.Ok, Process: o, Client: o, F: history.FRelease, Key: "lock:0", Value: "late", Time: tm + 600e3})
 		}
-		add(checker.Op{Type: checker.Invoke, Process: c, Client: c, F: checker.FRelease, Key: "lock:0", Value: tok, Time: tm + 900e3})
-		add(checker.Op{Type: checker.Ok, Process: c, Client: c, F: checker.FRelease, Key: "lock:0", Value: tok, Time: tm + 1000e3})
+		add(history.Op{Type: history.Invoke, Process: c, Client: c, F: history.FRelease, Key: "lock:0", Value: tok, Time: tm + 900e3})
+		add(history.Op{Type: history.Ok, Process: c, Client: c, F: history.FRelease, Key: "lock:0", Value: tok, Time: tm + 1000e3})
 		tm += 1100e3
 	}
 	mid := int64(n/2)*1100e3 + 1e6
@@ -606,7 +603,7 @@ func longHistory(n int) checker.History {
 
 func TestTimelineCapsBarsAndStaysSmall(t *testing.T) {
 	h := longHistory(5000)
-	res := checker.Check(h, checker.Options{})
+	res := checker.Check(h, history.Options{})
 	if res.Witness == nil {
 		t.Fatalf("synthetic history has no witness: %s", res.Reason)
 	}
@@ -631,7 +628,7 @@ func TestTimelineCapsBarsAndStaysSmall(t *testing.T) {
 func TestTimelineWithoutWitness(t *testing.T) {
 	// A lost update without an overlap, or a deadlock, still gets a page.
 	h := withFault(readGolden(t, "good.jsonl"), faultDesc, 1e6, -1)
-	res := checker.Check(h, checker.Options{})
+	res := checker.Check(h, history.Options{})
 	res.Witness = nil
 	var buf bytes.Buffer
 	if err := WriteTimeline(&buf, h, res, "no witness"); err != nil {
@@ -745,11 +742,11 @@ func TestMissedOnlyForExploratoryNotFound(t *testing.T) {
 		r    Row
 		want bool
 	}{
-		{Row{Gated: false, Expected: "unsafe", Verdict: "safe"}, true},
-		{Row{Gated: false, Expected: "deadlock", Verdict: "safe"}, true},
-		{Row{Gated: true, Expected: "unsafe", Verdict: "safe"}, false},
-		{Row{Gated: false, Expected: "safe", Verdict: "unsafe"}, false},
-		{Row{Gated: false, Expected: "unsafe", Verdict: "unsafe", AsExpected: true}, false},
+		{Row{Identity: history.Identity{Gated: false, Expected: "unsafe"}, Verdict: "safe"}, true},
+		{Row{Identity: history.Identity{Gated: false, Expected: "deadlock"}, Verdict: "safe"}, true},
+		{Row{Identity: history.Identity{Gated: true, Expected: "unsafe"}, Verdict: "safe"}, false},
+		{Row{Identity: history.Identity{Gated: false, Expected: "safe"}, Verdict: "unsafe"}, false},
+		{Row{Identity: history.Identity{Gated: false, Expected: "unsafe"}, Verdict: "unsafe", AsExpected: true}, false},
 	} {
 		if got := tc.r.Missed(); got != tc.want {
 			t.Errorf("%+v: Missed() = %v, want %v", tc.r, got, tc.want)
@@ -766,19 +763,19 @@ func TestMissedOnlyForExploratoryNotFound(t *testing.T) {
 // first Sentinel to report it), chatty ones are left out, and the witness
 // names each holder's master.
 func TestTimelineSentinelMarks(t *testing.T) {
-	h := checker.History{
-		{Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Type: checker.Ok, Value: "s3 +sdown master n1 n1", Time: 5e8},
-		{Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Type: checker.Ok, Value: "s1 +sdown master n1 n1", Time: 6e8},
-		{Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Type: checker.Ok, Value: "s2 +vote-for-leader abc 1", Time: 7e8},
-		{Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Type: checker.Ok, Value: "s3 +switch-master n1 n1 r1", Time: 2e9},
+	h := history.History{
+		{Process: history.NemesisProcess, Client: -1, F: history.FSentinel, Type: history.Ok, Value: "s3 +sdown master n1 n1", Time: 5e8},
+		{Process: history.NemesisProcess, Client: -1, F: history.FSentinel, Type: history.Ok, Value: "s1 +sdown master n1 n1", Time: 6e8},
+		{Process: history.NemesisProcess, Client: -1, F: history.FSentinel, Type: history.Ok, Value: "s2 +vote-for-leader abc 1", Time: 7e8},
+		{Process: history.NemesisProcess, Client: -1, F: history.FSentinel, Type: history.Ok, Value: "s3 +switch-master n1 n1 r1", Time: 2e9},
 	}
 	marks := sentinelMarks(h)
 	want := []sentinelMark{{5e8, "+sdown master n1 n1 (s3)"}, {2e9, "+switch-master n1 n1 r1 (s3)"}}
 	if fmt.Sprint(marks) != fmt.Sprint(want) {
 		t.Fatalf("marks %v, want %v", marks, want)
 	}
-	res := checker.Result{Witness: &checker.Witness{Key: "k", A: checker.Hold{Client: 0, Key: "k", From: 0, To: 3e9, Master: "n1"},
-		B: checker.Hold{Client: 1, Key: "k", From: 2.1e9, To: 2.2e9, Master: "r1"}, FromNs: 2.1e9, ToNs: 2.2e9}}
+	res := checker.Result{Exclusion: checker.Exclusion{Witness: &checker.Witness{Key: "k", A: checker.Hold{Client: 0, Key: "k", From: 0, To: 3e9, Master: "n1"},
+		B: checker.Hold{Client: 1, Key: "k", From: 2.1e9, To: 2.2e9, Master: "r1"}, FromNs: 2.1e9, ToNs: 2.2e9}}}
 	var b strings.Builder
 	if err := WriteTimeline(&b, h, res, "t"); err != nil {
 		t.Fatal(err)
@@ -798,14 +795,14 @@ func TestTimelineDrawsServerEvents(t *testing.T) {
 	var key string
 	var at int64
 	for _, op := range h {
-		if op.F == checker.FAcquire && op.Type == checker.Ok {
+		if op.F == history.FAcquire && op.Type == history.Ok {
 			key, at = op.Key, op.Time
 			break
 		}
 	}
-	h = append(h, checker.Op{Index: len(h), Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FServer,
+	h = append(h, history.Op{Index: len(h), Type: history.Ok, Process: history.ServerProcess, Client: -1, F: history.FServer,
 		Key: key, Value: "set", Node: "n1", Owner: "tok<1>", Time: at})
-	res := checker.Check(h, checker.Options{})
+	res := checker.Check(h, history.Options{})
 	var buf bytes.Buffer
 	if err := WriteTimeline(&buf, h, res, "server events"); err != nil {
 		t.Fatal(err)
@@ -830,7 +827,7 @@ func TestReplayCommandAllowsExec(t *testing.T) {
 		impl string
 		want bool
 	}{{"v", true}, {"set-nx-px", false}} {
-		o := &scenarios.Outcome{Scenario: "m", Impl: tc.impl, Seed: 1, Backend: "embedded", Spec: spec}
+		o := &scenarios.Outcome{Identity: history.Identity{Scenario: "m", Impl: tc.impl, Seed: 1, Backend: "embedded"}, Spec: spec}
 		if got := strings.HasSuffix(ReplayCommand(o), " --allow-exec"); got != tc.want {
 			t.Errorf("%s: %q, want --allow-exec %v", tc.impl, ReplayCommand(o), tc.want)
 		}

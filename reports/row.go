@@ -7,27 +7,19 @@ import (
 	"math"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/scenarios"
 )
 
 // Row is one scenario × implementation, flat, with the JSON names CI
-// consumers rely on (snake_case, stable).
+// consumers rely on (snake_case, stable). FromOutcome and FromMeta build
+// it, from the run's identity, and SetResult fills its figures.
 type Row struct {
-	Scenario string `json:"scenario"`
-	Impl     string `json:"impl"`
-	Seed     uint64 `json:"seed"`
-	Backend  string `json:"backend"`
-	Mode     string `json:"mode"`
-	// Client is the workload's client: careful or careless.
-	Client  string `json:"client,omitempty"`
-	Gated   bool   `json:"gated"`
-	Verdict string `json:"verdict"`
-	// Expected is "" when the run had no expectation (a lock without
-	// claims on a spec that does not list it): reported, never a DIFF.
-	// ExpectedReason says why, ExpectedSource where it came from.
-	Expected       string  `json:"expected"`
-	ExpectedReason string  `json:"expected_reason,omitempty"`
-	ExpectedSource string  `json:"expected_source,omitempty"`
+	// Identity is the run's; its Expected is "" when the run had no
+	// expectation (a lock without claims on a spec that does not list
+	// it): reported, never a DIFF.
+	history.Identity
+	Verdict        string  `json:"verdict"`
 	AsExpected     bool    `json:"as_expected"`
 	Reason         string  `json:"reason"`
 	Acquired       int     `json:"acquired"`
@@ -94,7 +86,7 @@ type Row struct {
 	ClientLagMaxClient *int    `json:"client_lag_max_client,omitempty"`
 	ClientLagTotalMs   float64 `json:"client_lag_total_ms,omitempty"`
 	// ErrorReplies counts commands the server refused with an error reply;
-	// HistoryProblems the history's problems (checker.Validate).
+	// HistoryProblems the history's problems (history.Validate).
 	ErrorReplies    int `json:"error_replies"`
 	HistoryProblems int `json:"history_problems,omitempty"`
 	// Failover is when the Sentinels detected the fault and promoted a
@@ -102,10 +94,6 @@ type Row struct {
 	Failover *scenarios.FailoverTimes `json:"failover,omitempty"`
 	// RunDir is the run folder, when one was kept.
 	RunDir string `json:"run_dir,omitempty"`
-	// TimeScale, when set, says every time of the run was stretched to fit
-	// a lock whose clock counts in coarse units (whole seconds); the
-	// evidence ends with the same sentence.
-	TimeScale *checker.TimeScale `json:"time_scale,omitempty"`
 	// Phases is where the run's wall time went (set-up, traffic, drain,
 	// check, teardown), in ns.
 	Phases *scenarios.Phases `json:"phases,omitempty"`
@@ -128,12 +116,8 @@ func (r Row) Unpermitted() []checker.Finding {
 // FromOutcome flattens an outcome.
 func FromOutcome(o *scenarios.Outcome) Row {
 	r := o.Result
-	row := Row{
-		Scenario: o.Scenario, Impl: o.Impl, Seed: o.Seed, Backend: o.Backend, Mode: o.Mode, Gated: o.Gated,
-		Verdict: r.Verdict, Expected: o.Expected, ExpectedReason: o.ExpectedReason, ExpectedSource: o.ExpectedSource,
-		AsExpected: o.AsExpected(), Reason: r.Reason, Replay: ReplayCommand(o), Client: o.Client, Failover: o.Failover,
-		TimeScale: o.TimeScale, Phases: o.Phases,
-	}
+	row := Row{Identity: o.Identity, Verdict: r.Verdict, AsExpected: o.AsExpected(), Reason: r.Reason,
+		Replay: ReplayCommand(o), Failover: o.Failover, Phases: o.Phases}
 	if o.Points != nil {
 		hit, faulted := o.Points.Hit, o.Points.Faulted
 		row.PointsHit, row.PointsFaulted = &hit, &faulted
@@ -166,17 +150,7 @@ func FromOutcome(o *scenarios.Outcome) Row {
 
 // FromMeta is the row of a history's header, before any figure: what
 // `lockstorm check` knows of a run from its history alone.
-func FromMeta(m *checker.Meta) Row {
-	row := Row{Scenario: m.Scenario, Impl: m.Impl, Seed: m.Seed, Backend: m.Backend, Mode: m.Mode, Client: m.Client,
-		Gated: m.Gated, Expected: m.Expected, ExpectedReason: m.ExpectedReason, ExpectedSource: m.ExpectedSource,
-		TimeScale: m.TimeScale}
-	scen := m.Scenario
-	if m.File != "" {
-		scen = m.File
-	}
-	row.Replay = fmt.Sprintf("lockstorm run --scenario %s --impl %s --seed %d --backend %s", scen, m.Impl, m.Seed, m.Backend)
-	return row
-}
+func FromMeta(m *history.Meta) Row { return Row{Identity: m.Identity, Replay: replay(m.Identity)} }
 
 // SetResult fills every figure of the row that comes from a check result
 // (verdict, reason, counts, times, witness, evidence), so `run` and
@@ -236,18 +210,22 @@ func (r Row) Missed() bool {
 
 // ReplayCommand is the one command that replays the run.
 func ReplayCommand(o *scenarios.Outcome) string {
-	scen := o.Scenario
-	if o.Spec != nil && o.Spec.File != "" && !isEmbedded(o.Spec.File) {
-		scen = o.Spec.File
-	}
-	cmd := fmt.Sprintf("lockstorm run --scenario %s --impl %s --seed %d --backend %s", scen, o.Impl, o.Seed, o.Backend)
+	cmd := replay(o.Identity)
 	if o.Spec != nil && len(o.Spec.Variants[o.Impl].Exec) > 0 {
 		cmd += " --allow-exec" // the lock is the spec's client program
 	}
 	return cmd
 }
 
-func isEmbedded(file string) bool { return len(file) > 6 && file[:6] == "specs/" }
+// replay is the command that runs id's run again: its spec file, when it
+// is not embedded, else its scenario's name.
+func replay(id history.Identity) string {
+	scen := id.Scenario
+	if id.File != "" {
+		scen = id.File
+	}
+	return fmt.Sprintf("lockstorm run --scenario %s --impl %s --seed %d --backend %s", scen, id.Impl, id.Seed, id.Backend)
+}
 
 // round2 rounds to 2 decimals, half away from zero (negative values too).
 func round2(f float64) float64 { return math.Round(f*100) / 100 }

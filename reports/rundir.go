@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/scenarios"
 )
 
@@ -24,7 +25,7 @@ const (
 type Summary struct {
 	Row     Row             `json:"row"`
 	Result  checker.Result  `json:"result"`
-	Options checker.Options `json:"checker_options"`
+	Options history.Options `json:"checker_options"`
 	// Version is the lockstorm that ran it (`lockstorm replay` says when
 	// it differs from its own).
 	Version string `json:"lockstorm_version,omitempty"`
@@ -65,7 +66,7 @@ func WriteRunDir(root string, o *scenarios.Outcome, when time.Time) (string, err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("run folder: %w", err)
 	}
-	if err := checker.WriteFile(filepath.Join(dir, HistoryFile), o.History); err != nil {
+	if err := history.WriteFile(filepath.Join(dir, HistoryFile), o.History); err != nil {
 		return "", err
 	}
 	if o.Spec != nil {
@@ -98,7 +99,7 @@ func WriteRunDir(root string, o *scenarios.Outcome, when time.Time) (string, err
 	return dir, nil
 }
 
-func writePorcupine(path string, h checker.History, opts checker.Options) error {
+func writePorcupine(path string, h history.History, opts history.Options) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -113,7 +114,7 @@ func writePorcupine(path string, h checker.History, opts checker.Options) error 
 
 // ReadRunDir loads a run folder (or a bare history.jsonl, whose summary is
 // then absent).
-func ReadRunDir(path string) (*Summary, checker.History, error) {
+func ReadRunDir(path string) (*Summary, history.History, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, nil, err
@@ -122,7 +123,7 @@ func ReadRunDir(path string) (*Summary, checker.History, error) {
 	if st.IsDir() {
 		hist = filepath.Join(path, HistoryFile)
 	}
-	h, err := checker.ReadFile(hist)
+	h, err := history.ReadFile(hist)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,16 +147,16 @@ func ReadRunDir(path string) (*Summary, checker.History, error) {
 // of the history rather than an error, and summary.json when there is one
 // (only a history without a header needs it). The error is for a path that
 // cannot be read at all.
-func ReadRunDirChecked(path string) (*Summary, checker.Parsed, error) {
+func ReadRunDirChecked(path string) (*Summary, history.Parsed, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, checker.Parsed{}, err
+		return nil, history.Parsed{}, err
 	}
 	hist := path
 	if st.IsDir() {
 		hist = filepath.Join(path, HistoryFile)
 	}
-	p, err := checker.ReadFileChecked(hist)
+	p, err := history.ReadFileChecked(hist)
 	if err != nil {
 		return nil, p, err
 	}

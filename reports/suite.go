@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // IndexFile is the suite page a multi-run --out DIR gets.
@@ -76,7 +77,7 @@ type SuiteRun struct {
 
 // NewSuiteRun gathers what the page draws of one run. root is the suite
 // page's folder: the link is made relative to it.
-func NewSuiteRun(row Row, h checker.History, res checker.Result, root string) SuiteRun {
+func NewSuiteRun(row Row, h history.History, res checker.Result, root string) SuiteRun {
 	sr := SuiteRun{Row: row, Faults: faultWindows(h), Overlaps: res.OverlapSpans, FirstNs: res.FirstViolationNs,
 		DurationNs: res.DurationNs}
 	for _, op := range h {

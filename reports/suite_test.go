@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // suiteFixture writes run folders and the suite page of a small suite to a
@@ -30,7 +31,7 @@ func suiteFixture(t *testing.T) (string, []SuiteRun) {
 	type spec struct {
 		scen, impl, mode, expected string
 		seed                       uint64
-		h                          checker.History
+		h                          history.History
 		keep                       bool
 	}
 	var runs []SuiteRun

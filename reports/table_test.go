@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
@@ -16,17 +17,17 @@ var ansiRE = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // deadlockHistory: c1 takes lock:0 at 51 ms and crashes holding it; c2
 // retries every 100 ms for 6.1 s.
-func deadlockHistory() checker.History {
-	var h checker.History
-	add := func(ms float64, typ checker.Type, p, c int, f string) {
-		h = append(h, checker.Op{Index: len(h), Type: typ, Process: p, Client: c, F: f, Key: "lock:0", Time: int64(ms * 1e6)})
+func deadlockHistory() history.History {
+	var h history.History
+	add := func(ms float64, typ history.Type, p, c int, f string) {
+		h = append(h, history.Op{Index: len(h), Type: typ, Process: p, Client: c, F: f, Key: "lock:0", Time: int64(ms * 1e6)})
 	}
-	add(50, checker.Invoke, 1, 1, checker.FAcquire)
-	add(51, checker.Ok, 1, 1, checker.FAcquire)
-	add(60, checker.Ok, 1, 1, checker.FCrash)
+	add(50, history.Invoke, 1, 1, history.FAcquire)
+	add(51, history.Ok, 1, 1, history.FAcquire)
+	add(60, history.Ok, 1, 1, history.FCrash)
 	for t := 51.0; t < 6151; t += 100 {
-		add(t, checker.Invoke, 2, 2, checker.FAcquire)
-		add(t+1, checker.Fail, 2, 2, checker.FAcquire)
+		add(t, history.Invoke, 2, 2, history.FAcquire)
+		add(t+1, history.Fail, 2, 2, history.FAcquire)
 	}
 	return h
 }
@@ -35,13 +36,13 @@ func deadlockHistory() checker.History {
 // histories, with the evidence sentences the code writes for them.
 func suiteResults(t *testing.T) map[string]checker.Result {
 	t.Helper()
-	opts := checker.Options{DeadlockBound: time.Second, Timeout: 5 * time.Second}
+	opts := history.Options{DeadlockBound: time.Second, Timeout: 5 * time.Second}
 	out := map[string]checker.Result{
 		"overlap":      checker.Check(readGolden(t, "overlap.jsonl"), opts),
 		"stale-hold":   checker.Check(readGolden(t, "stale-hold.jsonl"), opts),
 		"good":         checker.Check(readGolden(t, "good.jsonl"), opts),
 		"deadlock":     checker.Check(deadlockHistory(), opts),
-		"inconclusive": checker.Check(checker.History{{Type: checker.Ok, Process: checker.NemesisProcess, F: checker.FStart, Time: 1}}, opts),
+		"inconclusive": checker.Check(history.History{{Type: history.Ok, Process: history.NemesisProcess, F: history.FStart, Time: 1}}, opts),
 	}
 	fopts := opts
 	fopts.Fenced = true
@@ -85,8 +86,7 @@ func shippedSuiteRows(t *testing.T) []Row {
 		}
 		for _, impl := range spec.Impls {
 			for _, k := range []string{"overlap", "stale-hold", "good", "deadlock", "inconclusive", "fenced"} {
-				o := &scenarios.Outcome{Scenario: spec.Name, Impl: impl, Seed: spec.Seed, Backend: "redis-server",
-					Mode: spec.Mode, Gated: spec.IsGated(), Expected: spec.Expect(impl), Result: rs[k],
+				o := &scenarios.Outcome{Identity: history.Identity{Scenario: spec.Name, Impl: impl, Seed: spec.Seed, Backend: "redis-server", Mode: spec.Mode, Gated: spec.IsGated(), Expected: spec.Expect(impl)}, Result: rs[k],
 					Elapsed: 3 * time.Second, Spec: spec}
 				rows = append(rows, FromOutcome(o))
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // faultWindow is one nemesis fault from its start to its stop.
@@ -26,13 +27,13 @@ const timelineStallMin = 50 * time.Millisecond
 
 // faultWindows pairs nemesis start/stop entries by fault id; a fault with no
 // stop lasts to the end of the history.
-func faultWindows(h checker.History) []faultWindow {
+func faultWindows(h history.History) []faultWindow {
 	open := map[int64]int{}
 	var out []faultWindow
 	var end int64
 	for _, op := range h {
 		end = max(end, op.Time)
-		if op.Process == checker.NemesisProcess && op.F == checker.FStall && op.N >= int64(timelineStallMin) {
+		if op.Process == history.NemesisProcess && op.F == history.FStall && op.N >= int64(timelineStallMin) {
 			// The harness's own stall, drawn like a fault: nothing it
 			// recorded in that stretch is timed finer than the stall.
 			// One client's lag is drawn the same way, naming the client.
@@ -43,14 +44,14 @@ func faultWindows(h checker.History) []faultWindow {
 			out = append(out, faultWindow{ID: -1, Desc: desc, From: op.Time - op.N, To: op.Time})
 			continue
 		}
-		if op.Process != checker.NemesisProcess || op.Type != checker.Ok {
+		if op.Process != history.NemesisProcess || op.Type != history.Ok {
 			continue
 		}
 		switch op.F {
-		case checker.FStart:
+		case history.FStart:
 			open[op.N] = len(out)
 			out = append(out, faultWindow{ID: op.N, Desc: op.Value, From: op.Time, To: -1})
-		case checker.FStop:
+		case history.FStop:
 			if i, ok := open[op.N]; ok {
 				out[i].To = op.Time
 				delete(open, op.N)
@@ -78,14 +79,14 @@ var sentinelKinds = []string{"+sdown master", "-sdown master", "+odown", "-odown
 	// A Redis Cluster's, as the run's watcher reports them (rediscluster.go).
 	"+fail", "-fail", "+cluster-down", "-cluster-down"}
 
-// sentinelMarks picks the Sentinel events (checker.FSentinel, "s1 +odown
+// sentinelMarks picks the Sentinel events (history.FSentinel, "s1 +odown
 // master n1 ...") worth a mark; an event several Sentinels report is
 // marked once, when the first does.
-func sentinelMarks(h checker.History) []sentinelMark {
+func sentinelMarks(h history.History) []sentinelMark {
 	seen := map[string]bool{}
 	var out []sentinelMark
 	for _, op := range h {
-		if op.F != checker.FSentinel {
+		if op.F != history.FSentinel {
 			continue
 		}
 		who, ev, _ := strings.Cut(op.Value, " ")
@@ -103,7 +104,7 @@ func sentinelMarks(h checker.History) []sentinelMark {
 }
 
 // WriteTimelineFile writes timeline.html.
-func WriteTimelineFile(path string, h checker.History, res checker.Result, title string) error {
+func WriteTimelineFile(path string, h history.History, res checker.Result, title string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -129,7 +130,7 @@ type timeline struct {
 	holds   []checker.Hold // clipped to the history's end, within the view
 	faults  []faultWindow
 	marks   []sentinelMark
-	server  []checker.Op // the servers' key events (FServer), drawn on key rows
+	server  []history.Op // the servers' key events (FServer), drawn on key rows
 	lanes   []tlLane
 	laneIdx map[tlLane]int
 	keys    []string
@@ -140,7 +141,7 @@ type timeline struct {
 // newTimeline gathers what the panels draw: the holds in the view window
 // [lo, hi] (at most maxBars, omitted says how many more), the fault windows,
 // Sentinel marks, server events, and one lane per (key, client).
-func newTimeline(h checker.History, res checker.Result) (t *timeline, lo, hi int64, omitted int) {
+func newTimeline(h history.History, res checker.Result) (t *timeline, lo, hi int64, omitted int) {
 	var end int64
 	for _, op := range h {
 		end = max(end, op.Time)
@@ -155,7 +156,7 @@ func newTimeline(h checker.History, res checker.Result) (t *timeline, lo, hi int
 
 	t = &timeline{holds: shown, faults: faultWindows(h), marks: sentinelMarks(h), laneIdx: map[tlLane]int{}, wt: wt, end: end}
 	for _, op := range h {
-		if op.Process == checker.ServerProcess && op.F == checker.FServer {
+		if op.Process == history.ServerProcess && op.F == history.FServer {
 			t.server = append(t.server, op)
 		}
 	}

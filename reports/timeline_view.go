@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // timelinePage is what templates/timeline.html draws.
@@ -61,7 +62,7 @@ type faultRow struct {
 // the violation is drawn when there is one, and at most maxBars critical
 // sections, so the file stays small on long runs; when the overlap is too
 // short to see at that scale a second panel zooms on it.
-func WriteTimeline(w io.Writer, h checker.History, res checker.Result, title string) error {
+func WriteTimeline(w io.Writer, h history.History, res checker.Result, title string) error {
 	t, lo, hi, omitted := newTimeline(h, res)
 	wt := t.wt
 	p := timelinePage{CSS: template.CSS(timelineCSS), Title: title, Verdict: res.Verdict, Reason: res.Reason,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/scenarios"
 )
 
@@ -14,25 +15,24 @@ import (
 // the run, and from its history's header alone, as `check` reads it), in
 // the JSON row and in the suite page's cell; an unscaled run says nothing.
 func TestTimeScaleIsTold(t *testing.T) {
-	ts := &checker.TimeScale{Factor: 10, Granularity: time.Second, TTL: 300 * time.Millisecond}
+	ts := &history.TimeScale{Factor: 10, Granularity: time.Second, TTL: 300 * time.Millisecond}
 	brief := "scaled ×10 for whole-second expiry: TTL 300ms → 3s"
 	for _, tc := range []struct {
 		name string
 		res  checker.Result
-		ts   *checker.TimeScale
+		ts   *history.TimeScale
 		want string
 	}{
 		{name: "clean", res: checker.Result{Verdict: checker.Safe, FirstViolationNs: -1}, ts: ts, want: brief},
-		{name: "deadlock", res: checker.Result{Verdict: checker.Deadlock, StarvedKey: "lock:0", LongestStarvedMs: 2000,
-			StarvedFromNs: 5e8, FirstViolationNs: 5e8}, ts: ts, want: "lock:0 starved 2.0 s from 500.0 ms; " + brief},
+		{name: "deadlock", res: checker.Result{Liveness: checker.Liveness{StarvedKey: "lock:0", LongestStarvedMs: 2000, StarvedFromNs: 5e8}, Verdict: checker.Deadlock, FirstViolationNs: 5e8}, ts: ts, want: "lock:0 starved 2.0 s from 500.0 ms; " + brief},
 		{name: "unscaled", res: checker.Result{Verdict: checker.Safe, FirstViolationNs: -1}, want: NoEvidence},
 	} {
-		o := &scenarios.Outcome{Scenario: "s", Impl: "l", Result: tc.res, TimeScale: tc.ts}
+		o := &scenarios.Outcome{Identity: history.Identity{Scenario: "s", Impl: "l", TimeScale: tc.ts}, Result: tc.res}
 		row := FromOutcome(o)
 		if row.Evidence != tc.want {
 			t.Errorf("%s: evidence %q; want %q", tc.name, row.Evidence, tc.want)
 		}
-		offline := FromMeta(&checker.Meta{Scenario: "s", Impl: "l", TimeScale: tc.ts})
+		offline := FromMeta(&history.Meta{Identity: history.Identity{Scenario: "s", Impl: "l", TimeScale: tc.ts}})
 		offline.SetResult(tc.res)
 		if offline.Evidence != row.Evidence {
 			t.Errorf("%s: check's evidence %q differs from run's %q", tc.name, offline.Evidence, row.Evidence)

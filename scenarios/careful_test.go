@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
@@ -100,12 +101,12 @@ workload: {cs_min: 400ms, cs_max: 500ms, client: `+tc.client+`}
 			gaveUp := map[int]bool{} // process → abandoned its current hold
 			for _, op := range out.History {
 				switch {
-				case op.F == checker.FAbandon:
+				case op.F == history.FAbandon:
 					abandons++
 					gaveUp[op.Process] = true
-				case op.F == checker.FAcquire && op.Type == checker.Ok:
+				case op.F == history.FAcquire && op.Type == history.Ok:
 					delete(gaveUp, op.Process)
-				case (op.F == checker.FWrite || op.F == checker.FRead) && gaveUp[op.Process]:
+				case (op.F == history.FWrite || op.F == history.FRead) && gaveUp[op.Process]:
 					afterAbandon++
 				}
 			}
@@ -177,12 +178,12 @@ workload: {cs_min: 150ms, cs_max: 150ms, extend_every: 50ms, client: `+tc.client
 			refusals, writesAfter := 0, 0
 			for _, op := range out.History {
 				switch {
-				case op.F == checker.FExtend && op.Type == checker.Fail:
+				case op.F == history.FExtend && op.Type == history.Fail:
 					refused[op.Process] = true
 					refusals++
-				case op.F == checker.FRelease:
+				case op.F == history.FRelease:
 					delete(refused, op.Process)
-				case op.F == checker.FWrite && op.Type == checker.Invoke && refused[op.Process]:
+				case op.F == history.FWrite && op.Type == history.Invoke && refused[op.Process]:
 					writesAfter++
 				}
 			}

@@ -3,7 +3,7 @@ package scenarios
 import (
 	"time"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
@@ -49,7 +49,7 @@ func (r *run) Resume(client int) {
 func (r *run) Crash(client int) {
 	c := r.clients[client]
 	if c.crashed.CompareAndSwap(false, true) {
-		r.add(c, checker.Ok, checker.FCrash, "", func(o *checker.Op) { o.Error = "crash fault" })
+		r.add(c, history.Ok, history.FCrash, "", func(o *history.Op) { o.Error = "crash fault" })
 	}
 	if p := c.osProcess(); p != nil {
 		_ = p.Kill()

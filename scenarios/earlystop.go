@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // Stopping when the verdict is settled. An unsafe verdict cannot change
@@ -31,11 +32,11 @@ func newOverlapWatch() *overlapWatch {
 }
 
 // observe sees one client operation as it is recorded.
-func (w *overlapWatch) observe(client int, t checker.Type, f, key string) {
+func (w *overlapWatch) observe(client int, t history.Type, f, key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
-	case f == checker.FAcquire && t == checker.Ok:
+	case f == history.FAcquire && t == history.Ok:
 		hs := w.holders[key]
 		if hs == nil {
 			hs = map[int]int{}
@@ -48,13 +49,13 @@ func (w *overlapWatch) observe(client int, t checker.Type, f, key string) {
 			}
 		}
 		hs[client]++
-	case f == checker.FRelease && t == checker.Invoke:
+	case f == history.FRelease && t == history.Invoke:
 		if hs := w.holders[key]; hs[client] > 0 {
 			hs[client]--
 		}
-	case f == checker.FAbandon:
+	case f == history.FAbandon:
 		delete(w.holders[key], client)
-	case f == checker.FCrash:
+	case f == history.FCrash:
 		for _, hs := range w.holders {
 			delete(hs, client)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
@@ -83,7 +84,7 @@ lock: {ttl: 300ms, retry_delay: 5ms, wait_timeout: 100ms}
 		t.Errorf("%d attempts in 600 ms: refused clients do not back off", r.Attempts)
 	}
 	for _, op := range out.History {
-		if op.F == checker.FAcquire && op.Type != checker.Invoke && (op.Type != checker.Fail || !op.ErrorReply) {
+		if op.F == history.FAcquire && op.Type != history.Invoke && (op.Type != history.Fail || !op.ErrorReply) {
 			t.Fatalf("acquire completion %+v: want fail with error_reply", op)
 		}
 	}
@@ -122,13 +123,13 @@ failpoints:
 				t.Fatal(err)
 			}
 			h := out.History
-			if h[0].F != checker.FMeta || h[0].Meta == nil || h[len(h)-1].F != checker.FEnd {
+			if h[0].F != history.FMeta || h[0].Meta == nil || h[len(h)-1].F != history.FEnd {
 				t.Fatalf("first entry %+v, last %+v: want the header and the end record", h[0], h[len(h)-1])
 			}
 			if m := h[0].Meta; m.Impl != "set-nx-px" || m.Mode != "scheduled" || len(m.Keys) != 1 || len(m.Failpoints) != strings.Count(base+tc.extra, "point:") {
 				t.Errorf("header %+v", m)
 			}
-			if _, problems := checker.Validate(checker.Parsed{History: h}); len(problems) > 0 {
+			if _, problems, _ := history.Validate(history.Parsed{History: h}); len(problems) > 0 {
 				t.Errorf("the runner's own history has problems: %v", problems)
 			}
 			r := out.Result

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	_ "github.com/lockstorm/lockstorm/lockimpl/exec" // exec variants' client programs
 	"github.com/lockstorm/lockstorm/scenarios/spec"
@@ -90,7 +91,7 @@ expected:
 	}
 	acquired := 0
 	for _, op := range out.History {
-		if op.F == checker.FAcquire && op.Type == checker.Ok {
+		if op.F == history.FAcquire && op.Type == history.Ok {
 			acquired++
 		}
 	}

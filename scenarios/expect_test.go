@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
@@ -25,8 +26,8 @@ func TestNoExpectationIsNeverADifference(t *testing.T) {
 
 func TestBaselineRoundTrip(t *testing.T) {
 	outs := []*Outcome{
-		{Scenario: "b", Impl: "mine", Mode: "random", Seed: 3, Backend: "embedded", Result: checker.Result{Verdict: checker.Unsafe}},
-		{Scenario: "a", Impl: "mine", Mode: "scheduled", Seed: 3, Backend: "embedded", Result: checker.Result{Verdict: checker.Safe}},
+		{Identity: history.Identity{Scenario: "b", Impl: "mine", Mode: "random", Seed: 3, Backend: "embedded"}, Result: checker.Result{Verdict: checker.Unsafe}},
+		{Identity: history.Identity{Scenario: "a", Impl: "mine", Mode: "scheduled", Seed: 3, Backend: "embedded"}, Result: checker.Result{Verdict: checker.Safe}},
 	}
 	path := filepath.Join(t.TempDir(), "base.json")
 	if err := NewBaseline(outs).WriteFile(path); err != nil {

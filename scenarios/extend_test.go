@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
@@ -91,7 +92,7 @@ workload: {cs_min: 600ms, cs_max: 700ms, extend_every: 50ms}
 		}
 		invokes := 0
 		for _, op := range out.History {
-			if op.F == checker.FExtend && op.Type == checker.Invoke {
+			if op.F == history.FExtend && op.Type == history.Invoke {
 				invokes++
 			}
 		}

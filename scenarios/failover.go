@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // failoverRecorders are what a topology whose master can change (Sentinel,
@@ -14,7 +15,7 @@ import (
 // changes).
 func (r *run) failoverRecorders() (events func(string), dialed func(client int, server string)) {
 	events = func(text string) {
-		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FSentinel, Value: text})
+		r.rec.Add(history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: -1, F: history.FSentinel, Value: text})
 	}
 	var mu sync.Mutex
 	last := map[int]string{}
@@ -25,14 +26,14 @@ func (r *run) failoverRecorders() (events func(string), dialed func(client int, 
 			return
 		}
 		last[client] = server
-		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: client, F: checker.FMaster, Value: server})
+		r.rec.Add(history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: client, F: history.FMaster, Value: server})
 	}
 	return events, dialed
 }
 
 // nameMasters names, in the witness, the server each of the two holders
 // was talking to when it acquired.
-func nameMasters(res *checker.Result, h checker.History) {
+func nameMasters(res *checker.Result, h history.History) {
 	w := res.Witness
 	if w == nil {
 		return
@@ -42,7 +43,7 @@ func nameMasters(res *checker.Result, h checker.History) {
 			if op.Time > hold.From {
 				break
 			}
-			if op.F == checker.FMaster && op.Client == hold.Client {
+			if op.F == history.FMaster && op.Client == hold.Client {
 				hold.Master = op.Value
 			}
 		}
@@ -89,20 +90,20 @@ func (f *FailoverTimes) String() string {
 		d(f.SdownMs), d(f.OdownMs), d(f.TryFailoverMs), d(f.PromotedMs), d(f.SwitchMasterMs), d(f.AcquireAfterMs))
 }
 
-func failoverTimes(h checker.History) *FailoverTimes {
+func failoverTimes(h history.History) *FailoverTimes {
 	f := &FailoverTimes{-1, -1, -1, -1, -1, -1, -1}
 	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
 	lastFault := int64(-1)
-	first := func(dst *float64, op checker.Op, event string) {
+	first := func(dst *float64, op history.Op, event string) {
 		if *dst < 0 && strings.Contains(op.Value, " "+event+" ") {
 			*dst = ms(op.Time)
 		}
 	}
 	for _, op := range h {
 		switch {
-		case op.Process == checker.NemesisProcess && op.F == checker.FStart && op.Type == checker.Ok && f.SdownMs < 0:
+		case op.Process == history.NemesisProcess && op.F == history.FStart && op.Type == history.Ok && f.SdownMs < 0:
 			lastFault = op.Time
-		case op.F == checker.FSentinel:
+		case op.F == history.FSentinel:
 			// A cluster's first +fail stands for Sentinel's +sdown.
 			if f.SdownMs < 0 && (strings.Contains(op.Value, " +sdown master ") || strings.Contains(op.Value, " +fail ")) {
 				f.SdownMs, f.FaultMs = ms(op.Time), ms(lastFault)
@@ -114,7 +115,7 @@ func failoverTimes(h checker.History) *FailoverTimes {
 			// (Sentinel's +promoted-slave comes first and is kept).
 			first(&f.PromotedMs, op, "+switch-master")
 			first(&f.SwitchMasterMs, op, "+switch-master")
-		case op.F == checker.FAcquire && op.Type == checker.Ok && f.PromotedMs >= 0 && f.AcquireAfterMs < 0:
+		case op.F == history.FAcquire && op.Type == history.Ok && f.PromotedMs >= 0 && f.AcquireAfterMs < 0:
 			f.AcquireAfterMs = ms(op.Time)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
@@ -62,7 +63,7 @@ workload: {cs_min: 150ms, cs_max: 200ms}
 		}
 		sets := 0
 		for _, op := range out.History {
-			if op.F == checker.FServer && op.Value == "set" && op.Owner != "" {
+			if op.F == history.FServer && op.Value == "set" && op.Owner != "" {
 				sets++
 			}
 		}

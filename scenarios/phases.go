@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/client"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
@@ -28,7 +29,7 @@ func newRun(cfg Config, plan *Plan) *run {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	debugLog.Store(cfg.Log)
-	r := &run{cfg: cfg, info: plan.info, rec: checker.NewRecorder(), log: cfg.Log,
+	r := &run{cfg: cfg, info: plan.info, rec: history.NewRecorder(), log: cfg.Log,
 		rng: rand.New(rand.NewPCG(plan.Seed, 0x6c6f636b73746f72)), plan: plan}
 	r.res = newResource(plan.Check.Fenced)
 	if plan.Stop.EarlyStop > 0 {
@@ -78,7 +79,7 @@ func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology.Topol
 				return // every command would flood the history; the witness names the lock's steps
 			}
 			c := r.clients[client]
-			r.rec.Add(checker.Op{Type: checker.Ok, Process: int(c.process.Load()), Client: client, F: checker.FStep, Value: point, Fired: fired})
+			r.rec.Add(history.Op{Type: history.Ok, Process: int(c.process.Load()), Client: client, F: history.FStep, Value: point, Fired: fired})
 		}
 	}
 	r.nextPID.Store(int64(plan.Clients))
@@ -276,19 +277,18 @@ func (r *run) stopTraffic(ctx context.Context, tl *timeline, done <-chan struct{
 // finish completes the history once every client stopped: the observers'
 // last events, the counters' final values and the end record (a history
 // file without it was cut short).
-func (r *run) finish(w *watching) checker.History {
+func (r *run) finish(w *watching) history.History {
 	w.close()
 	for k := 0; k < r.plan.Keys; k++ {
 		key := keyName(k)
-		r.rec.Add(checker.Op{Type: checker.Invoke, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key})
-		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FRead, Key: key, N: r.res.read(key, 0)})
+		r.rec.Add(history.Op{Type: history.Invoke, Process: history.FinalProcess, Client: -1, F: history.FRead, Key: key})
+		r.rec.Add(history.Op{Type: history.Ok, Process: history.FinalProcess, Client: -1, F: history.FRead, Key: key, N: r.res.read(key, 0)})
 	}
-	return r.rec.End(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FEnd})
+	return r.rec.End(history.Op{Type: history.Ok, Process: history.FinalProcess, Client: -1, F: history.FEnd})
 }
 
 // outcome checks the history and says what the run found.
-func (r *run) outcome(plan *Plan, topo *topology.Topology, w *watching, h checker.History, elapsed time.Duration) *Outcome {
-	exp := plan.Expectation
+func (r *run) outcome(plan *Plan, topo *topology.Topology, w *watching, h history.History, elapsed time.Duration) *Outcome {
 	res := checker.Check(h, plan.Check)
 	var fo *FailoverTimes
 	if topo.FailsOver() {
@@ -300,9 +300,8 @@ func (r *run) outcome(plan *Plan, topo *topology.Topology, w *watching, h checke
 	if plan.Points.Counted {
 		cov = coverage(r.hub)
 	}
-	return &Outcome{Points: cov, Client: plan.Workload.Client, Observer: r.observedNote(w.observed, w.observing, h), CheckOptions: plan.Check,
-		Scenario: plan.Scenario, Impl: r.cfg.Impl, Seed: plan.Seed, Backend: topo.Cluster.Kind(), Mode: plan.Mode,
-		Gated: plan.Gated, Expected: exp.Verdict, ExpectedReason: exp.Reason, ExpectedSource: exp.Source,
+	return &Outcome{Identity: r.identity(topo.Cluster.Kind()), Points: cov,
+		Observer: r.observedNote(w.observed, w.observing, h), CheckOptions: plan.Check,
 		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Processes: r.processStats(), Failover: fo,
-		StoppedAfter: r.stoppedAfter, TimeScale: plan.TimeScale}
+		StoppedAfter: r.stoppedAfter}
 }

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
@@ -53,12 +53,12 @@ type Plan struct {
 	Failpoints []PlanFailpoint `json:"failpoints,omitempty"`
 	// Explore is the spec's exploration with its defaults filled in.
 	Explore     *spec.Explore    `json:"explore,omitempty"`
-	Check       checker.Options  `json:"checker_options"`
+	Check       history.Options  `json:"checker_options"`
 	Expectation spec.Expectation `json:"expectation"`
 	// TimeScale, when set, says every time of the plan was stretched to
 	// fit a lock whose clock counts in coarse units
 	// (lockimpl.Claims.Granularity): see FitTimeScale.
-	TimeScale *checker.TimeScale `json:"time_scale,omitempty"`
+	TimeScale *history.TimeScale `json:"time_scale,omitempty"`
 
 	// Program is the client program the lock is, started once per client
 	// (nil: a lock in Go).
@@ -236,7 +236,7 @@ func Compile(sp *spec.Spec, cfg Config) (*Plan, error) {
 	p.compileTopology(sp)
 	p.compileWorkload(sp)
 	stamps := claims.Expiry == lockimpl.ClientClockExpiry || claims.Expiry == lockimpl.NoExpiry || claims.WholeSeconds
-	p.Check = checker.Options{Fenced: p.Workload.Resource == "fenced", DeadlockBound: sp.DeadlockBound, StampTokens: stamps}
+	p.Check = history.Options{Fenced: p.Workload.Resource == "fenced", DeadlockBound: sp.DeadlockBound, StampTokens: stamps}
 	if sp.Mode == "scheduled" {
 		p.Check.ScheduleLease = sp.Lock.TTL
 	}

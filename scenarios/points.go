@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
@@ -56,7 +56,7 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 	}
 	c := x.r.clients[client]
 	x.r.hub.MarkFaulted(point)
-	x.r.add(c, checker.Ok, checker.FStep, "", func(o *checker.Op) { o.Value = "explore " + act + " at " + point })
+	x.r.add(c, history.Ok, history.FStep, "", func(o *history.Op) { o.Value = "explore " + act + " at " + point })
 	switch act {
 	case spec.ExploreCrash:
 		return fmt.Errorf("%w %s (explore)", lockimpl.ErrCrashed, point)

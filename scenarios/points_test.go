@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
@@ -95,7 +96,7 @@ func TestExploreFindsCrashBetweenCommands(t *testing.T) {
 		}
 		between := false
 		for _, op := range out.History {
-			if op.F == checker.FStep && (strings.HasSuffix(op.Value, "crash at cmd/n1/SET/after") || strings.HasSuffix(op.Value, "crash at cmd/n1/PEXPIRE/before")) {
+			if op.F == history.FStep && (strings.HasSuffix(op.Value, "crash at cmd/n1/SET/after") || strings.HasSuffix(op.Value, "crash at cmd/n1/PEXPIRE/before")) {
 				between = true
 			}
 		}

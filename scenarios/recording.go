@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
@@ -61,24 +61,24 @@ func classify(err error, definite error) result {
 	}
 }
 
-func (rl *recordingLocker) entry(res result) checker.Type {
+func (rl *recordingLocker) entry(res result) history.Type {
 	switch res {
 	case success:
-		return checker.Ok
+		return history.Ok
 	case failure, refused:
-		return checker.Fail
+		return history.Fail
 	}
-	return checker.Info
+	return history.Info
 }
 
 // acquire records and runs one Acquire.
 func (rl *recordingLocker) acquire(ctx context.Context, key string) (*lockimpl.Lease, result, error) {
-	rl.r.add(rl.c, checker.Invoke, checker.FAcquire, key, nil)
+	rl.r.add(rl.c, history.Invoke, history.FAcquire, key, nil)
 	lease, err := rl.call(lockimpl.CallAcquire, func() (*lockimpl.Lease, error) {
 		return rl.locker.Acquire(lockimpl.WithCall(ctx, lockimpl.CallAcquire), key)
 	})
 	res := classify(err, lockimpl.ErrNotAcquired)
-	rl.r.add(rl.c, rl.entry(res), checker.FAcquire, key, func(o *checker.Op) {
+	rl.r.add(rl.c, rl.entry(res), history.FAcquire, key, func(o *history.Op) {
 		if res == success {
 			o.Value, o.Fence = lease.Token, lease.Fence
 			rl.c.holding.Store(true)
@@ -98,7 +98,7 @@ func (rl *recordingLocker) acquire(ctx context.Context, key string) (*lockimpl.L
 // the call (the runner's own failpoint); its error ends the operation as
 // unknown without calling the lock.
 func (rl *recordingLocker) release(ctx context.Context, key string, lease *lockimpl.Lease, before func() error) (result, error) {
-	rl.r.add(rl.c, checker.Invoke, checker.FRelease, key, func(o *checker.Op) { o.Value = lease.Token })
+	rl.r.add(rl.c, history.Invoke, history.FRelease, key, func(o *history.Op) { o.Value = lease.Token })
 	rl.c.holding.Store(false)
 	var err error
 	var began int64 // when the call began, if a failpoint could delay it
@@ -114,7 +114,7 @@ func (rl *recordingLocker) release(ctx context.Context, key string, lease *locki
 		})
 	}
 	res := classify(err, lockimpl.ErrNotHeld)
-	rl.r.add(rl.c, rl.entry(res), checker.FRelease, key, func(o *checker.Op) {
+	rl.r.add(rl.c, rl.entry(res), history.FRelease, key, func(o *history.Op) {
 		// The invoke ends the hold (the critical section is over); the
 		// command could act only from here, which the false-success
 		// check must know to order a late release after an expiry.
@@ -143,10 +143,10 @@ func (rl *recordingLocker) extend(ctx context.Context, key string, lease *lockim
 // completion are paired by number, not by the process's operation in flight.
 func (rl *recordingLocker) renewal(key, token string) func(error) {
 	id := rl.c.extends.Add(1)
-	rl.r.add(rl.c, checker.Invoke, checker.FExtend, key, func(o *checker.Op) { o.Value, o.N = token, id })
+	rl.r.add(rl.c, history.Invoke, history.FExtend, key, func(o *history.Op) { o.Value, o.N = token, id })
 	return func(err error) {
 		res := classify(err, lockimpl.ErrNotHeld)
-		rl.r.add(rl.c, rl.entry(res), checker.FExtend, key, func(o *checker.Op) {
+		rl.r.add(rl.c, rl.entry(res), history.FExtend, key, func(o *history.Op) {
 			o.N = id
 			if err != nil {
 				o.Error, o.ErrorReply = err.Error(), res == refused

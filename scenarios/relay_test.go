@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 )
 
@@ -53,7 +54,7 @@ expected:
 		set = set || strings.HasPrefix(ps.Point, "cmd/n1/SET/")
 	}
 	for _, op := range out.History {
-		crash = crash || op.F == checker.FStep && strings.HasPrefix(op.Value, "explore crash at cmd/n1/")
+		crash = crash || op.F == history.FStep && strings.HasPrefix(op.Value, "explore crash at cmd/n1/")
 	}
 	if !set || !crash {
 		t.Errorf("SET points hit %v, a crash explored at a command point %v; coverage %+v", set, crash, out.Points.Points)

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/client"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
@@ -51,7 +52,7 @@ type Config struct {
 	// first overlap).
 	FullDuration bool
 	// RecordSteps arms every client's points without any action, so the
-	// history records each step a client passed (checker.FStep), its
+	// history records each step a client passed (history.FStep), its
 	// command points included (an armed run records only the lock's):
 	// what a shrink builds a schedule from.
 	RecordSteps bool
@@ -84,29 +85,19 @@ type Progress struct {
 
 // Outcome is one scenario × implementation run.
 type Outcome struct {
-	Scenario string `json:"scenario"`
-	Impl     string `json:"impl"`
-	Seed     uint64 `json:"seed"`
-	Backend  string `json:"backend"`
-	Mode     string `json:"mode"`
-	// Client is the workload's client: careful (abandons its critical
-	// section when its lease is over) or careless.
-	Client string `json:"client"`
+	// Identity is the run's identity; its Gated is the run's gating
+	// (Plan.Gated) and its TimeScale the plan's (Spec is the spec as
+	// written).
+	history.Identity
 	// Observer says whether the servers' key events were recorded (the
 	// ground truth of the false-success check) and, if not, why.
 	Observer string `json:"observer"`
-	Gated    bool   `json:"gated"`
-	// Expected is the expected verdict, "" for none; ExpectedReason says
-	// why and ExpectedSource where it came from (spec, claims, baseline).
-	Expected       string `json:"expected"`
-	ExpectedReason string `json:"expected_reason,omitempty"`
-	ExpectedSource string `json:"expected_source,omitempty"`
 	// Claims are what the lock declared, under the run's options.
 	Claims  lockimpl.Claims `json:"claims"`
 	Result  checker.Result  `json:"result"`
 	Elapsed time.Duration   `json:"elapsed_ns"`
 	// CheckOptions are the checker settings the verdict was reached with.
-	CheckOptions checker.Options `json:"checker_options"`
+	CheckOptions history.Options `json:"checker_options"`
 	// StoppedAfter, when set, says the run stopped this long after its
 	// first overlap instead of running its whole duration (the verdict was
 	// settled; Config.FullDuration).
@@ -123,15 +114,12 @@ type Outcome struct {
 	// harness's own stalls left inconclusive (Config.Rejudge), oldest first.
 	Rejudged []string `json:"rejudged,omitempty"`
 	// History is the recorded run (not in JSON summaries: it has its own file).
-	History checker.History `json:"-"`
+	History history.History `json:"-"`
 	Spec    *spec.Spec      `json:"-"`
 	// Processes counts the client processes of a lock that runs in them
 	// (lockimpl/exec) and the requests they left unknown by dying, breaking
 	// the protocol or not answering; nil for in-process locks.
 	Processes *lockimpl.ProcessStats `json:"processes,omitempty"`
-	// TimeScale, when set, says the run's times were stretched to fit the
-	// lock's clock (Plan.TimeScale); Spec is the spec as written.
-	TimeScale *checker.TimeScale `json:"time_scale,omitempty"`
 	// Phases is where the run's wall time went (set-up, traffic, check,
 	// teardown...).
 	Phases *Phases `json:"phases,omitempty"`
@@ -164,7 +152,7 @@ type runClient struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	crashed atomic.Bool
-	// extends numbers the client's extends and renewals (checker.FExtend's N).
+	// extends numbers the client's extends and renewals (history.FExtend's N).
 	extends atomic.Int64
 	// holding is true from an acquire's success to its release's invoke:
 	// what a fault's pick: holder reads (nemesis.ClientControl.Holders).
@@ -184,7 +172,7 @@ func (c *runClient) callNow() string {
 type run struct {
 	cfg     Config
 	info    lockimpl.Info
-	rec     *checker.Recorder
+	rec     *history.Recorder
 	res     *resource
 	clients []*runClient
 	nextPID atomic.Int64
@@ -367,20 +355,29 @@ func (r *run) processStats() *lockimpl.ProcessStats {
 	return sum
 }
 
-// meta is the history's header: what this run was asked to exercise.
-func (r *run) meta(backend string) *checker.Meta {
+// identity is the run's identity, on the backend it runs on.
+func (r *run) identity(backend string) history.Identity {
 	p, exp := r.plan, r.plan.Expectation
-	m := &checker.Meta{Scenario: p.Scenario, Impl: r.cfg.Impl, Seed: p.Seed, Backend: backend, Mode: p.Mode,
-		Client: p.Workload.Client, Gated: p.SpecGated, Expected: exp.Verdict, ExpectedReason: exp.Reason,
-		ExpectedSource: exp.Source, Options: p.Check, TimeScale: p.TimeScale}
+	id := history.Identity{Scenario: p.Scenario, Impl: r.cfg.Impl, Seed: p.Seed, Backend: backend, Mode: p.Mode,
+		Client: p.Workload.Client, Gated: p.Gated, Expected: exp.Verdict, ExpectedReason: exp.Reason,
+		ExpectedSource: exp.Source, TimeScale: p.TimeScale}
 	if p.File != "" && !strings.HasPrefix(p.File, "specs/") {
-		m.File = p.File
+		id.File = p.File
 	}
+	return id
+}
+
+// meta is the history's header: what this run was asked to exercise. It
+// records the spec's gating, from which `lockstorm check` judges the run.
+func (r *run) meta(backend string) *history.Meta {
+	p := r.plan
+	m := &history.Meta{Identity: r.identity(backend), Options: p.Check}
+	m.Gated = p.SpecGated
 	for k := 0; k < p.Keys; k++ {
 		m.Keys = append(m.Keys, keyName(k))
 	}
 	for i, fp := range p.Failpoints {
-		m.Failpoints = append(m.Failpoints, checker.Armed{Index: i, Client: fp.Client, Point: fp.Point,
+		m.Failpoints = append(m.Failpoints, history.Armed{Index: i, Client: fp.Client, Point: fp.Point,
 			Skip: fp.Skip, Times: fp.Times, Prob: fp.Prob, Inert: fp.Inert})
 	}
 	return m
@@ -431,8 +428,8 @@ func (r *run) closeClients() {
 	}
 }
 
-func (r *run) add(c *runClient, t checker.Type, f, key string, mod func(*checker.Op)) {
-	op := checker.Op{Type: t, Process: int(c.process.Load()), Client: c.id, F: f, Key: key}
+func (r *run) add(c *runClient, t history.Type, f, key string, mod func(*history.Op)) {
+	op := history.Op{Type: t, Process: int(c.process.Load()), Client: c.id, F: f, Key: key}
 	if mod != nil {
 		mod(&op)
 	}

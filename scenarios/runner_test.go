@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
@@ -38,7 +39,7 @@ expected: {set-nx-px: safe}
 	}
 	clients := map[int]bool{}
 	for _, op := range out.History {
-		if op.F == checker.FAcquire && op.Type == checker.Ok {
+		if op.F == history.FAcquire && op.Type == history.Ok {
 			clients[op.Client] = true
 		}
 	}
@@ -100,20 +101,20 @@ func TestFaultsInHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	starts := map[int64]checker.Op{}
+	starts := map[int64]history.Op{}
 	kinds := map[string]bool{}
 	for _, op := range out.History {
-		if op.Process != checker.NemesisProcess {
+		if op.Process != history.NemesisProcess {
 			continue
 		}
-		if op.Type != checker.Ok {
+		if op.Type != history.Ok {
 			t.Errorf("fault entry failed: %+v", op)
 			continue
 		}
 		switch op.F {
-		case checker.FStart:
+		case history.FStart:
 			starts[op.N] = op
-		case checker.FStop:
+		case history.FStop:
 			st, ok := starts[op.N]
 			if !ok || st.Time > op.Time {
 				t.Errorf("stop without an earlier start: %+v", op)
@@ -152,11 +153,11 @@ impls: [set-nx-px]
 	var c0ok, c1ok, crash int64 = -1, -1, -1
 	for _, op := range out.History {
 		switch {
-		case op.Client == 0 && op.F == checker.FAcquire && op.Type == checker.Ok && c0ok < 0:
+		case op.Client == 0 && op.F == history.FAcquire && op.Type == history.Ok && c0ok < 0:
 			c0ok = op.Time
-		case op.Client == 0 && op.F == checker.FCrash:
+		case op.Client == 0 && op.F == history.FCrash:
 			crash = op.Time
-		case op.Client == 1 && op.F == checker.FAcquire && op.Type == checker.Ok && c1ok < 0:
+		case op.Client == 1 && op.F == history.FAcquire && op.Type == history.Ok && c1ok < 0:
 			c1ok = op.Time
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios/client"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
@@ -144,18 +144,18 @@ duration: 1s
 
 // TestFailoverTimes reads the milestones from a history.
 func TestFailoverTimes(t *testing.T) {
-	ev := func(ms int64, v string) checker.Op {
-		return checker.Op{Process: checker.NemesisProcess, Client: -1, Type: checker.Ok, F: checker.FSentinel, Value: v, Time: ms * 1e6}
+	ev := func(ms int64, v string) history.Op {
+		return history.Op{Process: history.NemesisProcess, Client: -1, Type: history.Ok, F: history.FSentinel, Value: v, Time: ms * 1e6}
 	}
-	h := checker.History{
-		{Process: checker.NemesisProcess, Client: -1, Type: checker.Ok, F: checker.FStart, Value: "partition", Time: 0},
-		{Process: checker.NemesisProcess, Client: -1, Type: checker.Ok, F: checker.FStart, Value: "kill", Time: 100e6},
-		{Process: 1, Client: 1, Type: checker.Ok, F: checker.FAcquire, Time: 200e6},
+	h := history.History{
+		{Process: history.NemesisProcess, Client: -1, Type: history.Ok, F: history.FStart, Value: "partition", Time: 0},
+		{Process: history.NemesisProcess, Client: -1, Type: history.Ok, F: history.FStart, Value: "kill", Time: 100e6},
+		{Process: 1, Client: 1, Type: history.Ok, F: history.FAcquire, Time: 200e6},
 		ev(600, "s1 +sdown master n1 n1"),
 		ev(1000, "s2 +odown master n1 n1 #quorum 2/2"),
 		ev(1001, "s2 +try-failover master n1 n1"),
 		ev(2000, "s2 +promoted-slave slave r1 r1 @ n1 n1"),
-		{Process: 2, Client: 2, Type: checker.Ok, F: checker.FAcquire, Time: 2050e6},
+		{Process: 2, Client: 2, Type: history.Ok, F: history.FAcquire, Time: 2050e6},
 		ev(2100, "s2 +switch-master n1 n1 r1"),
 	}
 	got := failoverTimes(h)

@@ -4,14 +4,14 @@ import (
 	"context"
 	"time"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
 // The harness measures itself. A goroutine wakes every stallTick; a wake-up
 // later than stallMin after the previous one means the harness's process
 // (its clients included) was not running: a GC pause, a busy machine, a
-// SIGSTOP. Each such stall goes into the history (checker.FStall), and a
+// SIGSTOP. Each such stall goes into the history (history.FStall), and a
 // starvation proves a deadlock only net of the stalls inside it: the time
 // the harness could not act may be the harness's, not the lock's.
 const (
@@ -20,7 +20,7 @@ const (
 )
 
 // watchStalls records the harness's stalls in rec until stop is called.
-func watchStalls(rec *checker.Recorder) (stop func()) {
+func watchStalls(rec *history.Recorder) (stop func()) {
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -34,7 +34,7 @@ func watchStalls(rec *checker.Recorder) (stop func()) {
 			case <-t.C:
 				now := time.Now()
 				if gap := now.Sub(last); gap > stallMin {
-					rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStall,
+					rec.Add(history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: -1, F: history.FStall,
 						N: int64(gap - stallTick)})
 				}
 				last = now
@@ -51,7 +51,7 @@ func watchStalls(rec *checker.Recorder) (stop func()) {
 // lateness wherever the harness intends a time for it: the sleeps the
 // harness owns in its loop (the hold, think time, the back-off after an
 // error). A wake-up more than stallMin after it was due is recorded as a
-// stall of that client alone (checker.FStall with Client set), from when
+// stall of that client alone (history.FStall with Client set), from when
 // the sleep was due to when the client ran again (recorded a little later:
 // the entry's span lies inside the client's lateness, never outside it).
 //
@@ -91,6 +91,6 @@ func (r *run) lateSince(due int64, clients ...int) {
 		return
 	}
 	for _, c := range clients {
-		r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: c, F: checker.FStall, N: late})
+		r.rec.Add(history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: c, F: history.FStall, N: late})
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
@@ -134,7 +134,7 @@ func (r *run) elapsed() time.Duration { return time.Duration(r.rec.Now()) }
 
 // inject starts one fault and records it; faults are injected one at a
 // time, as a single nemesis process would. Its start entry follows the
-// contract of checker.FStart: Ok with the targets when it applied to at
+// contract of history.FStart: Ok with the targets when it applied to at
 // least one, Fail ("applied to nothing", or the injection's error)
 // otherwise, and then it is not active and has no stop entry. It returns
 // the fault's id, or -1 when nothing was applied.
@@ -142,16 +142,16 @@ func (t *timeline) inject(ctx context.Context, env *nemesis.Env, s nemesis.Spec,
 	t.injectMu.Lock()
 	heal, tg, err := f.Inject(ctx, env)
 	t.injectMu.Unlock()
-	ft := checker.FaultTargets(tg)
-	op := checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStart,
+	ft := history.FaultTargets(tg)
+	op := history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: -1, F: history.FStart,
 		Value: describe(s, tg.String()), Targets: &ft}
 	switch {
 	case err != nil:
-		op.Type, op.Error = checker.Fail, err.Error()
+		op.Type, op.Error = history.Fail, err.Error()
 	case tg.Count() == 0:
-		op.Type, op.Error = checker.Fail, "applied to nothing"
+		op.Type, op.Error = history.Fail, "applied to nothing"
 	}
-	if op.Type == checker.Fail {
+	if op.Type == history.Fail {
 		t.r.log.Warn("fault applied to nothing", "fault", op.Value, "err", op.Error)
 		t.r.rec.Add(op)
 		return -1
@@ -231,9 +231,9 @@ func (t *timeline) heal(id int) {
 	if !ok {
 		return
 	}
-	op := checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStop, Value: a.desc, N: int64(id)}
+	op := history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: -1, F: history.FStop, Value: a.desc, N: int64(id)}
 	if err := a.heal(); err != nil {
-		op.Type, op.Error = checker.Fail, err.Error()
+		op.Type, op.Error = history.Fail, err.Error()
 	}
 	t.r.rec.Add(op)
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 )
 
@@ -48,13 +48,13 @@ func (nopControl) Crash(int)                        {}
 func (nopControl) ClockJump(int, time.Duration)     {}
 func (nopControl) ClockDrift(client int, _ float64) {}
 
-// TestTimelineRecordsTargetsAndHeals: the history follows checker.FStart's
+// TestTimelineRecordsTargetsAndHeals: the history follows history.FStart's
 // contract. A fault that applied to something starts Ok with its targets
 // and stops Ok; one that applied to nothing (a client the run does not
 // have: never wrapped onto another) or whose injection erred starts Fail
 // and never stops; a heal that failed stops Fail with its error.
 func TestTimelineRecordsTargetsAndHeals(t *testing.T) {
-	r := &run{plan: &Plan{Seed: 1}, rec: checker.NewRecorder(), log: slog.New(slog.DiscardHandler)}
+	r := &run{plan: &Plan{Seed: 1}, rec: history.NewRecorder(), log: slog.New(slog.DiscardHandler)}
 	env := &nemesis.Env{Clients: 4, ClientHost: func(c int) string { return fmt.Sprintf("h%d", c%2+1) },
 		Control: nopControl{}, Rand: rand.New(rand.NewPCG(1, 1))}
 	tl := newTimeline(r, env)
@@ -74,7 +74,7 @@ func TestTimelineRecordsTargetsAndHeals(t *testing.T) {
 	tl.stopAndHeal()
 
 	type entry struct {
-		typ checker.Type
+		typ history.Type
 		f   string
 		err string
 		n   int
@@ -82,16 +82,16 @@ func TestTimelineRecordsTargetsAndHeals(t *testing.T) {
 	byKind := map[string][]entry{}
 	starts := map[int64]string{}
 	for _, op := range r.rec.History() {
-		if op.Process != checker.NemesisProcess {
+		if op.Process != history.NemesisProcess {
 			t.Fatalf("non-nemesis entry %+v", op)
 		}
-		if op.F == checker.FStall {
+		if op.F == history.FStall {
 			continue // a heal late on a busy machine: the paused client's lag
 		}
 		desc := op.Value
-		if op.F == checker.FStart {
+		if op.F == history.FStart {
 			starts[op.N] = desc
-			if op.Type == checker.Ok && op.Targets.Count() == 0 {
+			if op.Type == history.Ok && op.Targets.Count() == 0 {
 				t.Errorf("start Ok with no targets: %+v", op)
 			}
 		} else if starts[op.N] != desc {
@@ -106,11 +106,11 @@ func TestTimelineRecordsTargetsAndHeals(t *testing.T) {
 		byKind[k] = append(byKind[k], entry{op.Type, op.F, op.Error, op.Targets.Count()})
 	}
 	want := map[string][]entry{
-		"pause":             {{checker.Ok, checker.FStart, "", 1}, {checker.Ok, checker.FStop, "", 0}},
-		"pause99":           {{checker.Fail, checker.FStart, "applied to nothing", 0}},
-		"pause-pick":        {{checker.Ok, checker.FStart, "", 1}, {checker.Ok, checker.FStop, "", 0}},
-		"test-heal-fails":   {{checker.Ok, checker.FStart, "", 1}, {checker.Fail, checker.FStop, "restart n1: port taken", 0}},
-		"test-inject-fails": {{checker.Fail, checker.FStart, "toxiproxy said no", 0}},
+		"pause":             {{history.Ok, history.FStart, "", 1}, {history.Ok, history.FStop, "", 0}},
+		"pause99":           {{history.Fail, history.FStart, "applied to nothing", 0}},
+		"pause-pick":        {{history.Ok, history.FStart, "", 1}, {history.Ok, history.FStop, "", 0}},
+		"test-heal-fails":   {{history.Ok, history.FStart, "", 1}, {history.Fail, history.FStop, "restart n1: port taken", 0}},
+		"test-inject-fails": {{history.Fail, history.FStart, "toxiproxy said no", 0}},
 	}
 	for k, w := range want {
 		if got := byKind[k]; !slices.Equal(got, w) {
@@ -118,12 +118,12 @@ func TestTimelineRecordsTargetsAndHeals(t *testing.T) {
 		}
 	}
 	for _, op := range r.rec.History() {
-		if op.F == checker.FStart && strings.Contains(op.Value, "clients=[3]") {
+		if op.F == history.FStart && strings.Contains(op.Value, "clients=[3]") {
 			if !strings.Contains(op.Value, "on=clients [3]") || !slices.Equal(op.Targets.Clients, []int{3}) {
 				t.Errorf("pause of client 3 recorded as %q, targets %+v", op.Value, op.Targets)
 			}
 		}
-		if op.F == checker.FStart && strings.Contains(op.Value, "99") {
+		if op.F == history.FStart && strings.Contains(op.Value, "99") {
 			if !slices.Equal(op.Targets.Missing, []string{"client 99"}) || len(op.Targets.Clients) > 0 {
 				t.Errorf("pause of client 99 recorded targets %+v; want none, client 99 missing", op.Targets)
 			}
@@ -135,7 +135,7 @@ func TestTimelineRecordsTargetsAndHeals(t *testing.T) {
 // it was due is recorded as a stall of that client alone, ending when it
 // is recorded and no longer than its lateness; on time, nothing is.
 func TestLateSinceRecordsClientLag(t *testing.T) {
-	r := &run{rec: checker.NewRecorder()}
+	r := &run{rec: history.NewRecorder()}
 	time.Sleep(60 * time.Millisecond)
 	now := r.rec.Now()
 	r.lateSince(now-int64(50*time.Millisecond), 3, 5)
@@ -146,7 +146,7 @@ func TestLateSinceRecordsClientLag(t *testing.T) {
 	}
 	for i, c := range []int{3, 5} {
 		op := h[i]
-		if op.F != checker.FStall || op.Process != checker.NemesisProcess || op.Client != c || op.Type != checker.Ok {
+		if op.F != history.FStall || op.Process != history.NemesisProcess || op.Client != c || op.Type != history.Ok {
 			t.Errorf("entry %+v, want an ok stall of client %d", op, c)
 		}
 		// The span [Time-N, Time] lies inside the lateness [due, Time].
@@ -162,28 +162,28 @@ func TestLateSinceRecordsClientLag(t *testing.T) {
 // and the next overlap is found.
 func TestEarlyStopSettles(t *testing.T) {
 	for _, lag := range []bool{false, true} {
-		r := &run{rec: checker.NewRecorder(), plan: &Plan{}}
-		add := func(c int, typ checker.Type, f string) {
-			r.rec.Add(checker.Op{Type: typ, Process: c, Client: c, F: f, Key: "lock:0", Value: fmt.Sprintf("t%d", c)})
+		r := &run{rec: history.NewRecorder(), plan: &Plan{}}
+		add := func(c int, typ history.Type, f string) {
+			r.rec.Add(history.Op{Type: typ, Process: c, Client: c, F: f, Key: "lock:0", Value: fmt.Sprintf("t%d", c)})
 		}
-		add(1, checker.Invoke, checker.FAcquire)
-		add(1, checker.Ok, checker.FAcquire)
-		add(2, checker.Invoke, checker.FAcquire)
-		add(2, checker.Ok, checker.FAcquire)
-		add(1, checker.Invoke, checker.FRelease)
-		add(1, checker.Ok, checker.FRelease)
-		add(2, checker.Invoke, checker.FRelease)
-		add(2, checker.Ok, checker.FRelease)
+		add(1, history.Invoke, history.FAcquire)
+		add(1, history.Ok, history.FAcquire)
+		add(2, history.Invoke, history.FAcquire)
+		add(2, history.Ok, history.FAcquire)
+		add(1, history.Invoke, history.FRelease)
+		add(1, history.Ok, history.FRelease)
+		add(2, history.Invoke, history.FRelease)
+		add(2, history.Ok, history.FRelease)
 		if lag {
-			r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: 1, F: checker.FStall, N: int64(time.Second)})
+			r.rec.Add(history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: 1, F: history.FStall, N: int64(time.Second)})
 		}
 		if got := r.settled(); got == lag {
 			t.Errorf("c1 lagged %v: settled %v", lag, got)
 		}
 	}
 	w := newOverlapWatch()
-	w.observe(1, checker.Ok, checker.FAcquire, "lock:0")
-	w.observe(2, checker.Ok, checker.FAcquire, "lock:0")
+	w.observe(1, history.Ok, history.FAcquire, "lock:0")
+	w.observe(2, history.Ok, history.FAcquire, "lock:0")
 	select {
 	case <-w.found:
 	default:
@@ -195,7 +195,7 @@ func TestEarlyStopSettles(t *testing.T) {
 		t.Fatal("re-armed watch found an overlap before the next grant")
 	default:
 	}
-	w.observe(3, checker.Ok, checker.FAcquire, "lock:0")
+	w.observe(3, history.Ok, history.FAcquire, "lock:0")
 	select {
 	case <-next:
 	default:

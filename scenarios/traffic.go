@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
@@ -88,9 +88,9 @@ func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lea
 	if r.abandoned(c, key, lease) {
 		return true
 	}
-	r.add(c, checker.Invoke, checker.FRead, key, func(o *checker.Op) { o.Fence = lease.Fence })
+	r.add(c, history.Invoke, history.FRead, key, func(o *history.Op) { o.Fence = lease.Fence })
 	n := r.res.read(key, lease.Fence)
-	r.add(c, checker.Ok, checker.FRead, key, func(o *checker.Op) { o.N = n; o.Fence = lease.Fence })
+	r.add(c, history.Ok, history.FRead, key, func(o *history.Op) { o.N = n; o.Fence = lease.Fence })
 	hold := r.plan.Workload.CSMin
 	if span := r.plan.Workload.CSMax - r.plan.Workload.CSMin; span > 0 {
 		hold += time.Duration(rng.Int64N(int64(span) + 1))
@@ -108,7 +108,7 @@ func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lea
 		// a careful holder believes it at once (as a redsync user whose
 		// Extend returned ErrExtendFailed stops), writes nothing and goes
 		// on to release.
-		r.add(c, checker.Ok, checker.FAbandon, key, func(o *checker.Op) { o.Value = lease.Token; o.Error = "extend refused" })
+		r.add(c, history.Ok, history.FAbandon, key, func(o *history.Op) { o.Value = lease.Token; o.Error = "extend refused" })
 		return true
 	}
 	if r.abandoned(c, key, lease) {
@@ -119,16 +119,16 @@ func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lea
 		case <-lease.Lost:
 			// The implementation told us the lock is gone: a careful
 			// client abandons its write rather than corrupt the resource.
-			r.add(c, checker.Ok, checker.FLost, key, nil)
+			r.add(c, history.Ok, history.FLost, key, nil)
 			return true
 		default:
 		}
 	}
-	r.add(c, checker.Invoke, checker.FWrite, key, func(o *checker.Op) { o.N = n + 1; o.Fence = lease.Fence })
+	r.add(c, history.Invoke, history.FWrite, key, func(o *history.Op) { o.N = n + 1; o.Fence = lease.Fence })
 	if r.res.write(key, n+1, lease.Fence) {
-		r.add(c, checker.Ok, checker.FWrite, key, func(o *checker.Op) { o.N = n + 1; o.Fence = lease.Fence })
+		r.add(c, history.Ok, history.FWrite, key, func(o *history.Op) { o.N = n + 1; o.Fence = lease.Fence })
 	} else {
-		r.add(c, checker.Fail, checker.FWrite, key, func(o *checker.Op) {
+		r.add(c, history.Fail, history.FWrite, key, func(o *history.Op) {
 			o.N = n + 1
 			o.Fence = lease.Fence
 			o.Error = "stale fencing token"
@@ -144,7 +144,7 @@ func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lea
 // crashedBy in the client's main loop.
 func (r *run) markCrashed(c *runClient, err error) {
 	if c.crashed.CompareAndSwap(false, true) {
-		r.add(c, checker.Ok, checker.FCrash, "", func(o *checker.Op) { o.Error = errText(err) })
+		r.add(c, history.Ok, history.FCrash, "", func(o *history.Op) { o.Error = errText(err) })
 	}
 	c.cancel()
 }
@@ -176,7 +176,7 @@ func (r *run) abandoned(c *runClient, key string, lease *lockimpl.Lease) bool {
 	if why == "" {
 		return false
 	}
-	r.add(c, checker.Ok, checker.FAbandon, key, func(o *checker.Op) { o.Value = lease.Token; o.Error = why })
+	r.add(c, history.Ok, history.FAbandon, key, func(o *history.Op) { o.Value = lease.Token; o.Error = why })
 	return true
 }
 

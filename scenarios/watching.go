@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios/observe"
 	"github.com/lockstorm/lockstorm/scenarios/topology"
@@ -34,8 +34,8 @@ func (w *watching) close() {
 // header is the history's first entry; the stall monitor, the servers'
 // key events and the Sentinels' events go to the same recorder.
 func (r *run) watch(ctx context.Context, plan *Plan, topo *topology.Topology) *watching {
-	r.rec = checker.NewRecorder()
-	r.rec.Add(checker.Op{Type: checker.Ok, Process: checker.FinalProcess, Client: -1, F: checker.FMeta,
+	r.rec = history.NewRecorder()
+	r.rec.Add(history.Op{Type: history.Ok, Process: history.FinalProcess, Client: -1, F: history.FMeta,
 		Meta: r.meta(topo.Cluster.Kind())})
 	w := &watching{stopStalls: watchStalls(r.rec)}
 	w.obs, w.observed = r.startObservers(ctx, topo.Observed())
@@ -87,7 +87,7 @@ func (r *run) startObservers(ctx context.Context, nodes []cluster.Node) ([]*obse
 
 // observedNote is the outcome's observer line, with a warning when keys
 // were acquired and never seen by the observers.
-func (r *run) observedNote(observed string, observing bool, h checker.History) string {
+func (r *run) observedNote(observed string, observing bool, h history.History) string {
 	if !observing {
 		return observed
 	}

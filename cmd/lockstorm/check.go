@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/reports"
 )
 
@@ -49,16 +50,14 @@ func cmdCheck(args []string) error {
 		// and how to check it, and every figure is recomputed from its
 		// entries. summary.json is read only for a history without a header
 		// (written before headers existed), and then only for who ran what.
-		opts := checker.Options{Fenced: *fenced}
-		row := reports.Row{Scenario: path, Impl: "-", Backend: "-", Expected: checker.Safe}
+		opts := history.Options{Fenced: *fenced}
+		row := reports.Row{Identity: history.Identity{Scenario: path, Impl: "-", Backend: "-", Expected: checker.Safe}}
 		switch m := p.Meta(); {
 		case m != nil:
 			opts, row = m.Options, reports.FromMeta(m)
 		case sum != nil:
 			opts = sum.Options
-			row = reports.Row{Scenario: sum.Row.Scenario, Impl: sum.Row.Impl, Seed: sum.Row.Seed, Backend: sum.Row.Backend,
-				Mode: sum.Row.Mode, Client: sum.Row.Client, Gated: sum.Row.Gated, Expected: sum.Row.Expected,
-				ExpectedReason: sum.Row.ExpectedReason, ExpectedSource: sum.Row.ExpectedSource, Replay: sum.Row.Replay}
+			row = reports.Row{Identity: sum.Row.Identity, Replay: sum.Row.Replay}
 		}
 		if *fenced {
 			opts.Fenced = true
@@ -80,7 +79,7 @@ func cmdCheck(args []string) error {
 }
 
 // firstProblem is the first unreadable line of p, for the error message.
-func firstProblem(p checker.Parsed) string {
+func firstProblem(p history.Parsed) string {
 	if len(p.Problems) == 0 {
 		return ": the file is empty"
 	}

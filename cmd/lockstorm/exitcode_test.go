@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/reports"
 )
 
@@ -14,7 +15,7 @@ import (
 // seed) never fails a run, with one seed or many, as `report` merging the
 // shards of a sweep does not count it; a DIFF always does.
 func TestExitOnDiffNotMiss(t *testing.T) {
-	found := reports.Row{Scenario: "s", Impl: "l", Mode: "random", Expected: checker.Unsafe, Verdict: checker.Unsafe, AsExpected: true}
+	found := reports.Row{Identity: history.Identity{Scenario: "s", Impl: "l", Mode: "random", Expected: checker.Unsafe}, Verdict: checker.Unsafe, AsExpected: true}
 	miss := found
 	miss.Verdict, miss.AsExpected, miss.Seed = checker.Safe, false, 2
 	diff := found

@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/reports"
 	"github.com/lockstorm/lockstorm/scenarios"
 )
@@ -28,7 +29,7 @@ func wideRows() []reports.Row {
 		"c3's write of 17 lost (net lost updates 2); stale writes 4; first at 1.2 s after partition-primary; " +
 		"the harness's own stalls reached 30.5 ms (below the TTL)"
 	long := "sentinel-partition-min-replicas-random-with-watchdog"
-	base := reports.Row{Scenario: long, Mode: "random", Seed: 18446744073709551615, Backend: "redis-server", Evidence: evidence, Phases: ph}
+	base := reports.Row{Identity: history.Identity{Scenario: long, Mode: "random", Seed: 18446744073709551615, Backend: "redis-server"}, Evidence: evidence, Phases: ph}
 	var rows []reports.Row
 	for i, tc := range []struct {
 		impl, verdict, expected string
@@ -47,8 +48,8 @@ func wideRows() []reports.Row {
 		r.RunDir = "out/20261125-181958.123-" + long + "-" + tc.impl + "-s" + fmt.Sprint(r.Seed)
 		rows = append(rows, r)
 	}
-	rows = append(rows, reports.Row{Scenario: "del-race", Mode: "scheduled", Impl: "setnx-del", Verdict: checker.Unsafe,
-		Expected: checker.Unsafe, AsExpected: true, Gated: true, Evidence: "c1 and c2 both held lock:0 at 12.0 ms for 3.0 ms"})
+	rows = append(rows, reports.Row{Identity: history.Identity{Scenario: "del-race", Mode: "scheduled", Impl: "setnx-del", Expected: checker.Unsafe, Gated: true}, Verdict: checker.Unsafe,
+		AsExpected: true, Evidence: "c1 and c2 both held lock:0 at 12.0 ms for 3.0 ms"})
 	return rows
 }
 

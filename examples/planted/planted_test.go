@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/lockimpl/exec"
 	"github.com/lockstorm/lockstorm/locktest"
@@ -84,10 +85,10 @@ func allTrials(t *testing.T) []trial {
 		{NoValidity, "validity", checker.Unsafe},
 		{pyClient(t, "get-then-del"), "release (exec)", checker.Unsafe},
 		{pyClient(t, "time-token"), "token (exec)", checker.Unsafe},
-		{LyingRelease, "release reply", string(checker.KindReleaseFalseSuccess)},
-		{BareExtend, "extend", string(checker.KindExtendFalseSuccess)},
-		{DelToken, "release script", string(checker.KindReleaseNotFreed)},
-		{ErrIsNo, "acquire errors", string(checker.KindLostAcquire)},
+		{LyingRelease, "release reply", string(history.KindReleaseFalseSuccess)},
+		{BareExtend, "extend", string(history.KindExtendFalseSuccess)},
+		{DelToken, "release script", string(history.KindReleaseNotFreed)},
+		{ErrIsNo, "acquire errors", string(history.KindLostAcquire)},
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
@@ -171,7 +171,7 @@ func BenchmarkDriveProxied(b *testing.B) {
 // BenchmarkRecorderAdd: one entry into a recorder, bytes and allocations
 // per op included (the compact entry kept and its chunk's growth).
 func BenchmarkRecorderAdd(b *testing.B) {
-	rec := checker.NewRecorder()
+	rec := history.NewRecorder()
 	b.ReportAllocs()
 	for b.Loop() {
 		rec.Add(sampleOp)
@@ -180,7 +180,7 @@ func BenchmarkRecorderAdd(b *testing.B) {
 
 // BenchmarkRecorderAddParallel: the same from GOMAXPROCS×16 goroutines.
 func BenchmarkRecorderAddParallel(b *testing.B) {
-	rec := checker.NewRecorder()
+	rec := history.NewRecorder()
 	b.ReportAllocs()
 	b.SetParallelism(16)
 	b.RunParallel(func(pb *testing.PB) {

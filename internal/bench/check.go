@@ -11,6 +11,8 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/checker/mutex"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // Check-rate goals.
@@ -79,10 +81,10 @@ type RawResult struct {
 }
 
 // CheckRate measures checker.Check on synthetic mutex histories
-// (checker.Synthetic) of every size × key count, correct and with one
+// (history.Synthetic) of every size × key count, correct and with one
 // violation: wall time and peak heap (sampled every 2 ms, including the
 // history itself). The reference is raw porcupine
-// (porcupine.CheckOperationsTimeout with checker.MutexModel on
+// (porcupine.CheckOperationsTimeout with mutex.Model on
 // checker.MutexOperations) on the same history, where the memory guard
 // lets it run.
 func CheckRate(cfg CheckConfig) []Row {
@@ -128,7 +130,7 @@ func checkOne(cfg CheckConfig, ops, keys int, viol bool, id string) Row {
 		kind, want = "violation", checker.Unsafe
 	}
 	cfg.Progress.say("check: %s ops, %d keys, %s", sizeName(ops), keys, kind)
-	h := checker.Synthetic(checker.SynthConfig{Ops: ops, Keys: keys, Unknown: cfg.Unknown, Violation: viol, Seed: cfg.Seed})
+	h := history.Synthetic(history.SynthConfig{Ops: ops, Keys: keys, Unknown: cfg.Unknown, Violation: viol, Seed: cfg.Seed})
 	runtime.GC()
 	histMB := mb(liveHeap())
 	res, el, peak, raw := bestOf(cfg, h, ops, keys)
@@ -196,7 +198,7 @@ func repeats(ops int) int {
 
 // bestOf measures Check and raw porcupine repeats(ops) times, alternating,
 // and returns Check's result with each one's median time and peak.
-func bestOf(cfg CheckConfig, h checker.History, ops, keys int) (checker.Result, time.Duration, uint64, RawResult) {
+func bestOf(cfg CheckConfig, h history.History, ops, keys int) (checker.Result, time.Duration, uint64, RawResult) {
 	var (
 		res           checker.Result
 		els, rawTimes []time.Duration
@@ -206,7 +208,7 @@ func bestOf(cfg CheckConfig, h checker.History, ops, keys int) (checker.Result, 
 	)
 	for i := 0; i < repeats(ops); i++ {
 		runtime.GC()
-		e, p := PeakHeap(func() { res = checker.Check(h, checker.Options{}) })
+		e, p := PeakHeap(func() { res = checker.Check(h, history.Options{}) })
 		els, peaks = append(els, e), append(peaks, p)
 		rr := rawPorcupine(cfg, h, ops, keys)
 		if i == 0 {
@@ -231,14 +233,14 @@ func middle[T cmp.Ordered](xs []T) T {
 }
 
 // rawPorcupine runs porcupine on the whole history within the guard.
-func rawPorcupine(cfg CheckConfig, h checker.History, ops, keys int) RawResult {
+func rawPorcupine(cfg CheckConfig, h history.History, ops, keys int) RawResult {
 	if ops/keys > cfg.RawMaxPerKey {
 		return RawResult{Skipped: fmt.Sprintf("skipped (> %s ops per key: memory guard)", sizeName(cfg.RawMaxPerKey))}
 	}
 	runtime.GC()
 	var cr porcupine.CheckResult
 	el, peak := PeakHeap(func() {
-		cr = porcupine.CheckOperationsTimeout(checker.MutexModel(), checker.MutexOperations(h), cfg.RawTimeout)
+		cr = porcupine.CheckOperationsTimeout(mutex.Model(), checker.MutexOperations(h), cfg.RawTimeout)
 	})
 	// The history stays live through the measurement, as it does through
 	// Check's (the caller holds it, and so does Check): once MutexOperations

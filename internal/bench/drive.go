@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	execlock "github.com/lockstorm/lockstorm/lockimpl/exec"
@@ -508,14 +509,14 @@ func DriveRunner(ctx context.Context, impl string, clients, keys int, d time.Dur
 		if op.Client < 0 {
 			continue
 		}
-		if first < 0 && op.F == checker.FAcquire && op.Type == checker.Invoke {
+		if first < 0 && op.F == history.FAcquire && op.Type == history.Invoke {
 			first = op.Time
 		}
-		if op.F == checker.FRelease && op.Type == checker.Ok {
+		if op.F == history.FRelease && op.Type == history.Ok {
 			s.Cycles++
 			last = op.Time
 		}
-		if op.Type == checker.Info || op.Type == checker.Fail && op.F == checker.FRelease {
+		if op.Type == history.Info || op.Type == history.Fail && op.F == history.FRelease {
 			s.Errors++
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
@@ -55,10 +55,10 @@ func MeasureLoop(n, par int, f func()) LoopStats {
 }
 
 // sampleOp is a typical recorded entry: an acquire ok with a token.
-var sampleOp = checker.Op{Type: checker.Ok, Process: 17, Client: 17, F: checker.FAcquire, Key: "lock:3",
+var sampleOp = history.Op{Type: history.Ok, Process: 17, Client: 17, F: history.FAcquire, Key: "lock:3",
 	Value: "17-0123456789abcdef0123456789abcdef", Fence: 0}
 
-// RecorderCost measures checker.Recorder.Add (n entries into one recorder,
+// RecorderCost measures history.Recorder.Add (n entries into one recorder,
 // from one goroutine and from 64) and lockimpl.Failpoints.Hit on a hub with
 // nothing attached (the cost every implementation step pays in a run
 // without failpoints). The recorder's reference is the size of one Op: it
@@ -69,11 +69,11 @@ func RecorderCost(n int) []Row {
 	if n <= 0 {
 		n = 1_000_000
 	}
-	opSize := float64(unsafe.Sizeof(checker.Op{}))
+	opSize := float64(unsafe.Sizeof(history.Op{}))
 
-	rec := checker.NewRecorder()
+	rec := history.NewRecorder()
 	one := MeasureLoop(n, 1, func() { rec.Add(sampleOp) })
-	rec = checker.NewRecorder()
+	rec = history.NewRecorder()
 	par := MeasureLoop(n, 64, func() { rec.Add(sampleOp) })
 	allocs := testingAllocs(rec)
 
@@ -103,6 +103,6 @@ func RecorderCost(n int) []Row {
 }
 
 // testingAllocs is testing.AllocsPerRun of one Add into rec (already warm).
-func testingAllocs(rec *checker.Recorder) float64 {
+func testingAllocs(rec *history.Recorder) float64 {
 	return testing.AllocsPerRun(1000, func() { rec.Add(sampleOp) })
 }

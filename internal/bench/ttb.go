@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
@@ -156,9 +157,9 @@ func ttbSeeds(ctx context.Context, cfg TTBConfig, spec *spec.Spec, impl, backend
 }
 
 // trafficStart is the time of the first client acquire invoke (0 if none).
-func trafficStart(h checker.History) int64 {
+func trafficStart(h history.History) int64 {
 	for _, op := range h {
-		if op.Client >= 0 && op.F == checker.FAcquire && op.Type == checker.Invoke {
+		if op.Client >= 0 && op.F == history.FAcquire && op.Type == history.Invoke {
 			return op.Time
 		}
 	}

@@ -2,11 +2,11 @@
 // down: the intended order of its packages, from the bottom.
 //
 //  0. internal/resp, internal/clock, internal/admission: raw RESP, the clock shim, CPU admission, no lockstorm imports;
-//     checker/internal/liveness, checker/internal/ids, checker/internal/keyevents:
-//     the liveness checks' time arithmetic, the tables by id and the judgements
-//     by the servers' key events, below checker
-//  1. checker, lockimpl: histories and their checks; the locks on trial
-//  2. internal/cluster, lockimpl/exec: Redis backends; locks as client processes
+//     internal/ids, checker/internal/liveness, checker/internal/keyevents, checker/mutex:
+//     the tables by id, the liveness checks' time arithmetic, the judgements
+//     by the servers' key events and porcupine's mutex model, below checker
+//  1. history, lockimpl: a run's record (entries, header, Recorder, JSONL, validation); the locks on trial
+//  2. checker, internal/cluster, lockimpl/exec: the checks of a history; Redis backends; locks as client processes
 //  3. scenarios/nemesis: faults
 //  4. scenarios/spec: the spec language (types, YAML, validation, derive rules, baselines);
 //     scenarios/topology, scenarios/client, scenarios/observe: a run's collaborators (servers and
@@ -27,7 +27,8 @@ var Order = map[string]int{
 	"internal/resp":      0,
 	"internal/clock":     0,
 	"internal/admission": 0,
-	"checker":            1,
+	"history":            1,
+	"checker":            2,
 	"lockimpl":           1,
 	"internal/cluster":   2,
 	"lockimpl/exec":      2,
@@ -45,6 +46,7 @@ var Order = map[string]int{
 	"internal/layers":    0,
 
 	"checker/internal/liveness":  0,
-	"checker/internal/ids":       0,
+	"internal/ids":               0,
+	"checker/mutex":              0,
 	"checker/internal/keyevents": 0,
 }

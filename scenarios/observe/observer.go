@@ -1,6 +1,6 @@
 // Package observe watches the servers' side of a run: an Observer per
 // node records the lock keys' keyspace events and periodic syncs into the
-// run's history (checker.FServer, checker.FSync), on a connection of its
+// run's history (history.FServer, history.FSync), on a connection of its
 // own outside every proxy.
 package observe
 
@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/internal/resp"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
@@ -24,7 +24,7 @@ import (
 // Observer is the server's ground truth. An observer per node watches the lock keys
 // through keyspace notifications on a connection of its own, straight to the
 // node's address (outside every proxy, so no client fault touches it), and
-// records each event as a history entry of process checker.ServerProcess:
+// records each event as a history entry of process history.ServerProcess:
 // F "server", Key, Value the event (set, del, expired, evicted, expire,
 // hset, hincrby, ...), Node the node, Owner what the key held after a set.
 //
@@ -60,7 +60,7 @@ type Observer struct {
 	node string
 	conn net.Conn
 	r    *bufio.Reader
-	rec  *checker.Recorder
+	rec  *history.Recorder
 	keys map[string]string // the Redis key watched → the harness's key
 	done chan struct{}
 	// stop ends the periodic syncs; last is closed when the final sync's
@@ -85,7 +85,7 @@ type Observer struct {
 }
 
 type queued struct {
-	op      checker.Op
+	op      history.Op
 	waiting bool // its read is unanswered
 	seen    int  // value-changing events on the key received when the read was sent
 	// final, on a sync, says it is the one Close waits for.
@@ -108,13 +108,13 @@ var ErrNoNotifications = errors.New("no keyspace notifications")
 // single event on them: a lock whose Redis key is not the harness's (a
 // library that prefixes its keys) is then judged by nothing the servers
 // saw, and the run should say so rather than pass in silence.
-func UnseenKeys(h checker.History) []string {
+func UnseenKeys(h history.History) []string {
 	acquired, seen := map[string]bool{}, map[string]bool{}
 	for _, op := range h {
 		switch {
-		case op.F == checker.FServer:
+		case op.F == history.FServer:
 			seen[op.Key] = true
-		case op.F == checker.FAcquire && op.Type == checker.Ok:
+		case op.F == history.FAcquire && op.Type == history.Ok:
 			acquired[op.Key] = true
 		}
 	}
@@ -165,7 +165,7 @@ func Delayed(nodes []cluster.Node, latency, jitter time.Duration) (out []cluster
 // redisKey, when set, is the Redis key the lock uses for each of keys
 // (lockimpl.Info.RedisKey): that key is watched, its events recorded under
 // the harness's.
-func Start(ctx context.Context, nodes []cluster.Node, keys []string, redisKey func(string) string, rec *checker.Recorder, slack time.Duration) ([]*Observer, error) {
+func Start(ctx context.Context, nodes []cluster.Node, keys []string, redisKey func(string) string, rec *history.Recorder, slack time.Duration) ([]*Observer, error) {
 	watched := map[string]string{}
 	for _, k := range keys {
 		if redisKey != nil {
@@ -188,7 +188,7 @@ func Start(ctx context.Context, nodes []cluster.Node, keys []string, redisKey fu
 	return out, nil
 }
 
-func startObserver(ctx context.Context, node, addr string, keys map[string]string, rec *checker.Recorder, slack time.Duration) (*Observer, error) {
+func startObserver(ctx context.Context, node, addr string, keys map[string]string, rec *history.Recorder, slack time.Duration) (*Observer, error) {
 	d := net.Dialer{Timeout: 2 * time.Second}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -268,7 +268,7 @@ func (o *Observer) syncLoop() {
 func (o *Observer) sync(final bool) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	q := &queued{op: checker.Op{Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FSync,
+	q := &queued{op: history.Op{Type: history.Ok, Process: history.ServerProcess, Client: -1, F: history.FSync,
 		Node: o.node, N: o.rec.Now()}, waiting: true, final: final}
 	if o.send("PING") != nil {
 		return false
@@ -318,7 +318,7 @@ func (o *Observer) event(p resp.Push) {
 		// pushes set then expire); anything else may have changed it.
 		o.seen[key]++
 	}
-	op := checker.Op{Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FServer, Key: name, Value: ev, Node: o.node}
+	op := history.Op{Type: history.Ok, Process: history.ServerProcess, Client: -1, F: history.FServer, Key: name, Value: ev, Node: o.node}
 	read := ""
 	switch ev {
 	case "set", "restore":
@@ -344,7 +344,7 @@ func (o *Observer) reply(v any) {
 	q := o.reads[0]
 	o.reads = o.reads[1:]
 	q.waiting = false
-	if q.op.F == checker.FSync {
+	if q.op.F == history.FSync {
 		o.queue = append(o.queue, q)
 		o.drain()
 		if q.final {
@@ -387,7 +387,7 @@ func (o *Observer) flush() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, q := range o.queue {
-		if q.op.F != checker.FSync {
+		if q.op.F != history.FSync {
 			o.rec.Add(q.op)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
@@ -62,7 +63,7 @@ type trial struct {
 // witnessRun is one failing run a schedule can be built from.
 type witnessRun struct {
 	seed    uint64
-	history checker.History
+	history history.History
 	witness *checker.Witness
 	// within: the earlier holder's lease had not run out when the overlap
 	// began (withinLease).
@@ -122,7 +123,7 @@ func overruns(o *scenarios.Outcome) int {
 // removed it), "expired/-", "set/acquire" (overwritten), "none". Two
 // overlaps that differ in it are two bugs: a schedule that makes one from
 // the other's history has slipped.
-func removal(h checker.History, w *checker.Witness) string {
+func removal(h history.History, w *checker.Witness) string {
 	if w == nil {
 		return "none"
 	}
@@ -130,9 +131,9 @@ func removal(h checker.History, w *checker.Witness) string {
 	if l.From < e.From {
 		e, l = l, e
 	}
-	var ev *checker.Op
+	var ev *history.Op
 	for i, o := range h {
-		if o.F == checker.FServer && o.Key == w.Key && o.Time > e.From && o.Time < l.From && !(o.Owner != "" && o.Owner == l.Token) {
+		if o.F == history.FServer && o.Key == w.Key && o.Time > e.From && o.Time < l.From && !(o.Owner != "" && o.Owner == l.Token) {
 			ev = &h[i]
 		}
 	}
@@ -144,10 +145,10 @@ func removal(h checker.History, w *checker.Witness) string {
 		if o.Time > ev.Time {
 			break
 		}
-		if o.F != checker.FAcquire && o.F != checker.FRelease {
+		if o.F != history.FAcquire && o.F != history.FRelease {
 			continue
 		}
-		if o.Type == checker.Invoke {
+		if o.Type == history.Invoke {
 			open[o.Process] = o.F
 		} else {
 			delete(open, o.Process)
@@ -155,7 +156,7 @@ func removal(h checker.History, w *checker.Witness) string {
 	}
 	what := "-"
 	for _, f := range open {
-		if f == checker.FRelease {
+		if f == history.FRelease {
 			what = f
 			break
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
@@ -76,7 +77,7 @@ type gate struct{ d, g, c, x int }
 // that held first; it has base's lock, workload, network and clocks, and
 // none of its faults, failpoints or exploration: those that touched a kept
 // client in its window are pinned to the point it was at.
-func Schedule(base *spec.Spec, h checker.History, w *checker.Witness, keep []int) (*spec.Spec, error) {
+func Schedule(base *spec.Spec, h history.History, w *checker.Witness, keep []int) (*spec.Spec, error) {
 	if w == nil {
 		return nil, errors.New("schedule: the run names no witness (two holders of one key)")
 	}
@@ -157,10 +158,10 @@ type step struct {
 // stepsByClient are every client's steps, in the history's order. Steps an
 // exploration injected are told by their value and left out: they are
 // faults, not points.
-func stepsByClient(h checker.History) map[int][]step {
+func stepsByClient(h history.History) map[int][]step {
 	out := map[int][]step{}
 	for _, o := range h {
-		if o.F == checker.FStep && o.Process >= 0 && !strings.HasPrefix(o.Value, "explore ") {
+		if o.F == history.FStep && o.Process >= 0 && !strings.HasPrefix(o.Value, "explore ") {
 			out[o.Client] = append(out[o.Client], step{o.Time, o.Value, o.Fired})
 		}
 	}
@@ -196,10 +197,10 @@ func raceFrom(steps map[int][]step, w *checker.Witness) int64 {
 // write) is part of the race, and so is the cycle each client was in
 // when it ran. The event is received after it ran: a millisecond earlier
 // is taken.
-func keyChangedBefore(h checker.History, key string, t int64) int64 {
+func keyChangedBefore(h history.History, key string, t int64) int64 {
 	var evs []int64
 	for _, o := range h {
-		if o.F == checker.FServer && o.Key == key && o.Time < t {
+		if o.F == history.FServer && o.Key == key && o.Time < t {
 			evs = append(evs, o.Time)
 		}
 	}
@@ -341,7 +342,7 @@ func cycleOf(steps []step, anchor, end int64) (int, int64) {
 // window is kept client c's lane: from steps[cycle], the start of the
 // cycle it replays (first: from its critical section), up to end. Which
 // of its steps a gate can name says landmarks.
-func window(c, replay, cycle int, first bool, steps []step, h checker.History, end int64) (*lane, error) {
+func window(c, replay, cycle int, first bool, steps []step, h history.History, end int64) (*lane, error) {
 	hold := -1
 	for i := cycle; i < len(steps) && hold < 0; i++ {
 		if steps[i].point == spec.PointHold {
@@ -373,7 +374,7 @@ func window(c, replay, cycle int, first bool, steps []step, h checker.History, e
 	// The client's operations (acquire, release, read, write, crash)
 	// between its steps: a gate must order them too.
 	for _, o := range h {
-		if o.Client == c && o.Process >= 0 && o.F != checker.FStep && o.Time > start && o.Time <= end {
+		if o.Client == c && o.Process >= 0 && o.F != history.FStep && o.Time > start && o.Time <= end {
 			l.events = append(l.events, event{client: c, t: o.Time, lm: -1, sig: true})
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 // serverOrder sets, for the kept clients' commands that changed the key,
@@ -17,7 +17,7 @@ import (
 // SET or SETNX a set, a script anything), in flight when the event was
 // received, sent first; an event no kept client can have made (a client
 // left out) is no one's.
-func serverOrder(lanes []*lane, h checker.History, key string) {
+func serverOrder(lanes []*lane, h history.History, key string) {
 	type flight struct {
 		lane, reply int // the reply event's index in its lane
 		cmd         string
@@ -41,7 +41,7 @@ func serverOrder(lanes []*lane, h checker.History, key string) {
 	}
 	slices.SortStableFunc(fl, func(a, b *flight) int { return cmp.Compare(a.sent, b.sent) })
 	for _, o := range h {
-		if o.F != checker.FServer || o.Key != key {
+		if o.F != history.FServer || o.Key != key {
 			continue
 		}
 		for _, f := range fl {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
@@ -18,7 +19,7 @@ import (
 // that passed a step of the lock between the two acquires (a DEL that
 // removed the first holder's key); or both. Which one a failure needs is
 // for the runs to say, not for a rule per lock.
-func Keeps(h checker.History, w *checker.Witness) [][]int {
+func Keeps(h history.History, w *checker.Witness) [][]int {
 	pair := []int{w.A.Client, w.B.Client}
 	first, second := min(w.A.From, w.B.From), max(w.A.From, w.B.From)
 	var last, crashed *checker.Hold

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
@@ -13,7 +14,7 @@ import (
 
 // schedSpec writes the schedule as a spec: base's lock and conditions, the
 // kept clients, the gates, and the crashes and faults pinned to points.
-func schedSpec(base *spec.Spec, w *checker.Witness, lanes []*lane, gates []gate, h checker.History) (*spec.Spec, error) {
+func schedSpec(base *spec.Spec, w *checker.Witness, lanes []*lane, gates []gate, h history.History) (*spec.Spec, error) {
 	s := *base
 	s.Mode = "scheduled"
 	s.Clients = len(lanes)
@@ -62,7 +63,7 @@ func schedSpec(base *spec.Spec, w *checker.Witness, lanes []*lane, gates []gate,
 // crash and every fault naming the client (a pause, the timeline's crash)
 // at the last landmark before it began (the first, for one that began
 // before the window).
-func pinned(base *spec.Spec, l *lane, h checker.History, renum map[int]int, end int64) []spec.FailpointSpec {
+func pinned(base *spec.Spec, l *lane, h history.History, renum map[int]int, end int64) []spec.FailpointSpec {
 	if len(l.landmarks) == 0 {
 		return nil
 	}
@@ -101,16 +102,16 @@ func pinned(base *spec.Spec, l *lane, h checker.History, renum map[int]int, end 
 	}
 	stops := map[int64]int64{}
 	for _, o := range h {
-		if o.F == checker.FStop && o.Process == checker.NemesisProcess {
+		if o.F == history.FStop && o.Process == history.NemesisProcess {
 			stops[o.N] = o.Time
 		}
 	}
 	for _, o := range h {
 		switch {
-		case o.F == checker.FCrash && o.Client == l.client && o.Process >= 0 && o.Time >= start && o.Time <= end:
+		case o.F == history.FCrash && o.Client == l.client && o.Process >= 0 && o.Time >= start && o.Time <= end:
 			e := at(o.Time)
 			out = append(out, spec.FailpointSpec{Client: l.replay, Point: e.point, Action: lockimpl.Action{Skip: e.n - 1, Times: 1, Crash: true}})
-		case o.F == checker.FStart && o.Type == checker.Ok && o.Targets != nil && firstKept(o.Targets.Clients, renum) == l.client:
+		case o.F == history.FStart && o.Type == history.Ok && o.Targets != nil && firstKept(o.Targets.Clients, renum) == l.client:
 			stop, ok := stops[o.N]
 			if !ok {
 				stop = end

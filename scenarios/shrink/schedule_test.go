@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
@@ -13,22 +14,22 @@ import (
 )
 
 // hist builds a history in time order; times are in milliseconds.
-type hist struct{ h checker.History }
+type hist struct{ h history.History }
 
 func ms(t float64) int64 { return int64(t * float64(time.Millisecond)) }
 
-func (b *hist) add(o checker.Op) { o.Index = len(b.h); b.h = append(b.h, o) }
+func (b *hist) add(o history.Op) { o.Index = len(b.h); b.h = append(b.h, o) }
 
 func (b *hist) step(c int, t float64, point string) {
-	b.add(checker.Op{Type: checker.Ok, Process: c, Client: c, F: checker.FStep, Value: point, Time: ms(t)})
+	b.add(history.Op{Type: history.Ok, Process: c, Client: c, F: history.FStep, Value: point, Time: ms(t)})
 }
 
-func (b *hist) op(c int, t float64, typ checker.Type, f, value string) {
-	b.add(checker.Op{Type: typ, Process: c, Client: c, F: f, Key: "lock:0", Value: value, Time: ms(t)})
+func (b *hist) op(c int, t float64, typ history.Type, f, value string) {
+	b.add(history.Op{Type: typ, Process: c, Client: c, F: f, Key: "lock:0", Value: value, Time: ms(t)})
 }
 
 func (b *hist) server(t float64, ev, owner string) {
-	b.add(checker.Op{Type: checker.Ok, Process: checker.ServerProcess, Client: -1, F: checker.FServer, Key: "lock:0", Value: ev, Owner: owner, Node: "n1", Time: ms(t)})
+	b.add(history.Op{Type: history.Ok, Process: history.ServerProcess, Client: -1, F: history.FServer, Key: "lock:0", Value: ev, Owner: owner, Node: "n1", Time: ms(t)})
 }
 
 // poll is a waiting client's turns of its loop: SETNX refused, GET.
@@ -44,9 +45,9 @@ func (b *hist) poll(c int, from, to float64) {
 }
 
 // sorted is the history in time order, as a recorder writes it.
-func (b *hist) sorted() checker.History {
+func (b *hist) sorted() history.History {
 	h := slices.Clone(b.h)
-	slices.SortStableFunc(h, func(x, y checker.Op) int { return int(x.Time - y.Time) })
+	slices.SortStableFunc(h, func(x, y history.Op) int { return int(x.Time - y.Time) })
 	for i := range h {
 		h[i].Index = i
 	}
@@ -54,7 +55,7 @@ func (b *hist) sorted() checker.History {
 }
 
 // witnessOf is the overlap of a's and b's holds, as the checker names it.
-func witnessOf(t *testing.T, h checker.History, a, b int) *checker.Witness {
+func witnessOf(t *testing.T, h history.History, a, b int) *checker.Witness {
 	t.Helper()
 	var ha, hb *checker.Hold
 	for _, hd := range checker.Holds(h) {
@@ -101,24 +102,24 @@ func TestScheduleFromHistory(t *testing.T) {
 			name: "pause past the TTL",
 			history: func(b *hist) {
 				b.step(5, 0.5, "cycle/before-acquire")
-				b.op(5, 0.6, checker.Invoke, checker.FAcquire, "")
+				b.op(5, 0.6, history.Invoke, history.FAcquire, "")
 				b.step(3, 1, "cycle/before-acquire")
-				b.op(3, 1.1, checker.Invoke, checker.FAcquire, "")
+				b.op(3, 1.1, history.Invoke, history.FAcquire, "")
 				b.step(3, 1.2, "cmd/n1/SET/before")
 				b.step(3, 2, "cmd/n1/SET/after")
-				b.op(3, 2.1, checker.Ok, checker.FAcquire, "t3")
+				b.op(3, 2.1, history.Ok, history.FAcquire, "t3")
 				b.step(3, 3, "cs/hold")
-				b.add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStart, Value: "pause pick=holder",
-					N: 1, Time: ms(5), Targets: &checker.FaultTargets{Clients: []int{3}}})
+				b.add(history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: -1, F: history.FStart, Value: "pause pick=holder",
+					N: 1, Time: ms(5), Targets: &history.FaultTargets{Clients: []int{3}}})
 				for t := 3.0; t < 250; t += 5 {
 					b.step(5, t, "cmd/n1/SET/before")
 					b.step(5, t+1, "cmd/n1/SET/after")
 				}
-				b.op(5, 252, checker.Ok, checker.FAcquire, "t5")
+				b.op(5, 252, history.Ok, history.FAcquire, "t5")
 				b.step(5, 252.1, "cs/hold")
-				b.op(5, 300, checker.Invoke, checker.FRelease, "t5")
-				b.add(checker.Op{Type: checker.Ok, Process: checker.NemesisProcess, Client: -1, F: checker.FStop, Value: "pause pick=holder", N: 1, Time: ms(405)})
-				b.op(3, 406, checker.Invoke, checker.FRelease, "t3")
+				b.op(5, 300, history.Invoke, history.FRelease, "t5")
+				b.add(history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: -1, F: history.FStop, Value: "pause pick=holder", N: 1, Time: ms(405)})
+				b.op(3, 406, history.Invoke, history.FRelease, "t3")
 			},
 			a: 3, b: 5, keep: []int{3, 5}, clients: 2,
 			must: [][]spec.FailpointSpec{
@@ -135,18 +136,18 @@ func TestScheduleFromHistory(t *testing.T) {
 			name: "DEL race after a crash",
 			history: func(b *hist) {
 				b.step(0, 0.5, "cycle/before-acquire")
-				b.op(0, 0.55, checker.Invoke, checker.FAcquire, "")
+				b.op(0, 0.55, history.Invoke, history.FAcquire, "")
 				b.step(1, 0.6, "cycle/before-acquire")
-				b.op(1, 0.65, checker.Invoke, checker.FAcquire, "")
+				b.op(1, 0.65, history.Invoke, history.FAcquire, "")
 				b.step(2, 1, "cycle/before-acquire")
-				b.op(2, 1.1, checker.Invoke, checker.FAcquire, "")
+				b.op(2, 1.1, history.Invoke, history.FAcquire, "")
 				b.step(2, 1.2, "l/before-setnx")
 				b.step(2, 1.3, "cmd/n1/SETNX/before")
 				b.server(1.8, "set", "s2")
 				b.step(2, 2, "cmd/n1/SETNX/after")
-				b.op(2, 2.1, checker.Ok, checker.FAcquire, "s2")
+				b.op(2, 2.1, history.Ok, history.FAcquire, "s2")
 				b.step(2, 3, "cs/hold")
-				b.op(2, 3.1, checker.Ok, checker.FCrash, "")
+				b.op(2, 3.1, history.Ok, history.FCrash, "")
 				b.poll(0, 0.7, 155)
 				b.poll(1, 1.7, 155)
 				// Both read the expired stamp, then go their ways.
@@ -176,14 +177,14 @@ func TestScheduleFromHistory(t *testing.T) {
 				b.step(1, 163.7, "l/after-del")
 				b.step(1, 163.8, "cmd/n1/SETNX/before")
 				b.step(0, 164, "cmd/n1/SETNX/after")
-				b.op(0, 164.1, checker.Ok, checker.FAcquire, "s0")
+				b.op(0, 164.1, history.Ok, history.FAcquire, "s0")
 				b.step(0, 164.2, "cs/hold")
 				b.server(164.3, "set", "s1")
 				b.step(1, 164.6, "cmd/n1/SETNX/after")
-				b.op(1, 164.7, checker.Ok, checker.FAcquire, "s1")
+				b.op(1, 164.7, history.Ok, history.FAcquire, "s1")
 				b.step(1, 164.8, "cs/hold")
-				b.op(0, 166, checker.Invoke, checker.FRelease, "s0")
-				b.op(1, 167, checker.Invoke, checker.FRelease, "s1")
+				b.op(0, 166, history.Invoke, history.FRelease, "s0")
+				b.op(1, 167, history.Invoke, history.FRelease, "s1")
 			},
 			a: 0, b: 1, keep: []int{2, 0, 1}, clients: 3,
 			must: [][]spec.FailpointSpec{

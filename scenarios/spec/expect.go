@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
@@ -31,7 +32,7 @@ type Expectation struct {
 	Search bool `json:"search,omitempty"`
 	// Permissions say which kinds of finding the run may show (set by
 	// scenarios.Compile from the claims, the spec's facts and its rules).
-	Permissions []checker.Permission `json:"permissions,omitempty"`
+	Permissions []history.Permission `json:"permissions,omitempty"`
 }
 
 // Rule derives an expectation from a lock's claims: when every claim named
@@ -60,7 +61,7 @@ type Rule struct {
 	Expect  string           `yaml:"expect"`
 	Because string           `yaml:"because"`
 	Search  bool             `yaml:"search"`
-	// Permit and Forbid name kinds of finding (checker.Kinds) the locks
+	// Permit and Forbid name kinds of finding (history.Kinds) the locks
 	// this rule matches may, or may not, show here, over the defaults their
 	// claims give (Permissions).
 	Permit OneOf `yaml:"permit"`

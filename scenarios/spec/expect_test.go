@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
@@ -184,12 +185,12 @@ func TestRulePermitsAndForbids(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
-	got := map[checker.Kind]bool{}
+	got := map[history.Kind]bool{}
 	for _, p := range s.PermissionsFor(s.Derived(c), c) {
 		got[p.Kind] = p.Permitted
 	}
-	want := map[checker.Kind]bool{checker.KindTwoHolders: true, checker.KindHarm: false, checker.KindOrphanedKey: true,
-		checker.KindReleaseFalseSuccess: false, checker.KindLostAcquireUnknown: true, checker.KindStarvation: false}
+	want := map[history.Kind]bool{history.KindTwoHolders: true, history.KindHarm: false, history.KindOrphanedKey: true,
+		history.KindReleaseFalseSuccess: false, history.KindLostAcquireUnknown: true, history.KindStarvation: false}
 	for k, w := range want {
 		if got[k] != w {
 			t.Errorf("%s permitted %v, want %v", k, got[k], w)
@@ -218,26 +219,26 @@ func TestPermissionDefaults(t *testing.T) {
 		verdict string
 		c       lockimpl.Claims
 		f       Facts
-		kind    checker.Kind
+		kind    history.Kind
 		want    bool
 	}{
-		{"an expected overlap", checker.Unsafe, single, Facts{}, checker.KindTwoHolders, true},
-		{"an overlap where safe is expected", checker.Safe, single, Facts{}, checker.KindTwoHolders, false},
-		{"a fenced lock's overlap", checker.Safe, fenced, Facts{}, checker.KindTwoHolders, true},
-		{"harm to a fenced lock's resource", checker.Safe, fenced, Facts{}, checker.KindHarm, false},
-		{"a lying owner-checked release inside an expected overlap", checker.Unsafe, single, Facts{}, checker.KindReleaseFalseSuccess, false},
-		{"a plain DEL's late release", checker.Unsafe, plainDel, Facts{}, checker.KindReleaseFalseSuccess, true},
-		{"seed 002's Redisson unlock of an absent key", checker.Unsafe, absentOK, Facts{}, checker.KindReleaseFalseSuccess, true},
-		{"a foreign renewal by an owner-checked lock", checker.Unsafe, single, Facts{}, checker.KindExtendFalseSuccess, false},
-		{"an owner-checked release that freed nothing", checker.Safe, single, Facts{}, checker.KindReleaseNotFreed, false},
-		{"seed 000's expired-only release", checker.Deadlock, expiredOnly, Facts{}, checker.KindReleaseNotFreed, true},
-		{"a single-instance lost acquire", checker.Safe, single, Facts{Network: true}, checker.KindLostAcquire, false},
-		{"a quorum lock's lost acquire", checker.Safe, quorum, Facts{}, checker.KindLostAcquire, true},
-		{"an unknown acquire's leak", checker.Safe, single, Facts{}, checker.KindLostAcquireUnknown, true},
-		{"an orphan with crashes and a TTL set with the lock", checker.Safe, single, Facts{Crashes: true}, checker.KindOrphanedKey, false},
-		{"an orphan with crashes and the TTL set apart", checker.Deadlock, separate, Facts{Crashes: true}, checker.KindOrphanedKey, true},
-		{"an orphan while a server's clock is stopped", checker.Safe, single, Facts{ServerTime: true}, checker.KindOrphanedKey, true},
-		{"starvation where deadlock is expected", checker.Deadlock, single, Facts{}, checker.KindStarvation, true},
+		{"an expected overlap", checker.Unsafe, single, Facts{}, history.KindTwoHolders, true},
+		{"an overlap where safe is expected", checker.Safe, single, Facts{}, history.KindTwoHolders, false},
+		{"a fenced lock's overlap", checker.Safe, fenced, Facts{}, history.KindTwoHolders, true},
+		{"harm to a fenced lock's resource", checker.Safe, fenced, Facts{}, history.KindHarm, false},
+		{"a lying owner-checked release inside an expected overlap", checker.Unsafe, single, Facts{}, history.KindReleaseFalseSuccess, false},
+		{"a plain DEL's late release", checker.Unsafe, plainDel, Facts{}, history.KindReleaseFalseSuccess, true},
+		{"seed 002's Redisson unlock of an absent key", checker.Unsafe, absentOK, Facts{}, history.KindReleaseFalseSuccess, true},
+		{"a foreign renewal by an owner-checked lock", checker.Unsafe, single, Facts{}, history.KindExtendFalseSuccess, false},
+		{"an owner-checked release that freed nothing", checker.Safe, single, Facts{}, history.KindReleaseNotFreed, false},
+		{"seed 000's expired-only release", checker.Deadlock, expiredOnly, Facts{}, history.KindReleaseNotFreed, true},
+		{"a single-instance lost acquire", checker.Safe, single, Facts{Network: true}, history.KindLostAcquire, false},
+		{"a quorum lock's lost acquire", checker.Safe, quorum, Facts{}, history.KindLostAcquire, true},
+		{"an unknown acquire's leak", checker.Safe, single, Facts{}, history.KindLostAcquireUnknown, true},
+		{"an orphan with crashes and a TTL set with the lock", checker.Safe, single, Facts{Crashes: true}, history.KindOrphanedKey, false},
+		{"an orphan with crashes and the TTL set apart", checker.Deadlock, separate, Facts{Crashes: true}, history.KindOrphanedKey, true},
+		{"an orphan while a server's clock is stopped", checker.Safe, single, Facts{ServerTime: true}, history.KindOrphanedKey, true},
+		{"starvation where deadlock is expected", checker.Deadlock, single, Facts{}, history.KindStarvation, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, p := range Permissions(Expectation{Verdict: tc.verdict}, tc.c, tc.f) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
@@ -55,30 +56,30 @@ func (s *Spec) FactsOf() Facts {
 // facts f, and why. The defaults come from the claims, so a user's lock is
 // judged per kind without writing anything; a derive rule's permit and
 // forbid lists override them for the locks it matches.
-func Permissions(exp Expectation, c lockimpl.Claims, f Facts) []checker.Permission {
+func Permissions(exp Expectation, c lockimpl.Claims, f Facts) []history.Permission {
 	v := exp.Verdict
-	var out []checker.Permission
-	add := func(k checker.Kind, ok bool, yes, no string) {
+	var out []history.Permission
+	add := func(k history.Kind, ok bool, yes, no string) {
 		why := no
 		if ok {
 			why = yes
 		}
-		out = append(out, checker.Permission{Kind: k, Permitted: ok, Why: why})
+		out = append(out, history.Permission{Kind: k, Permitted: ok, Why: why})
 	}
 	fenced := c.Fencing
-	add(checker.KindTwoHolders, v == checker.Unsafe || fenced,
+	add(history.KindTwoHolders, v == checker.Unsafe || fenced,
 		map[bool]string{true: "fencing tokens make an overlap harmless: the resource judges", false: "the scenario expects two holders"}[fenced && v != checker.Unsafe],
 		"the scenario expects mutual exclusion to hold")
-	add(checker.KindHarm, v == checker.Unsafe, "the scenario expects the resource to be harmed", "the scenario expects the resource to stay correct")
+	add(history.KindHarm, v == checker.Unsafe, "the scenario expects the resource to be harmed", "the scenario expects the resource to stay correct")
 	owner := c.Release == lockimpl.OwnerCheckedRelease
-	add(checker.KindReleaseFalseSuccess, !owner || c.AbsentReleaseOK,
+	add(history.KindReleaseFalseSuccess, !owner || c.AbsentReleaseOK,
 		map[bool]string{true: "its release reports ok on a key already gone (absent_release_ok)",
 			false: fmt.Sprintf("release is %s: it may act on a key that is no longer its own", c.Release)}[owner],
 		"release is owner-checked: it must not report ok on a key that is not its own")
-	add(checker.KindExtendFalseSuccess, !owner, fmt.Sprintf("release is %s, and so its extends may be", c.Release),
+	add(history.KindExtendFalseSuccess, !owner, fmt.Sprintf("release is %s, and so its extends may be", c.Release),
 		"the lock checks its owner: an extend or renewal must not report ok on a key that is not its own")
 	freeing := c.Release == lockimpl.OwnerCheckedRelease || c.Release == lockimpl.UnconditionalRelease
-	add(checker.KindReleaseNotFreed, !freeing, fmt.Sprintf("release is %s: it may leave a live key to its TTL", c.Release),
+	add(history.KindReleaseNotFreed, !freeing, fmt.Sprintf("release is %s: it may leave a live key to its TTL", c.Release),
 		fmt.Sprintf("release is %s: a release that reports ok must free the key", c.Release))
 	// Redlock counts a node that did not answer within its timeout as not
 	// won and unwinds on a best-effort basis: a SET still in flight (on a
@@ -87,21 +88,21 @@ func Permissions(exp Expectation, c lockimpl.Claims, f Facts) []checker.Permissi
 	// stated cost). Seen on client-clock-jump-random × redlock on a loaded
 	// machine: SETs to three nodes answered after the node timeout, the
 	// unwind's deletes found nothing, the SETs landed.
-	add(checker.KindLostAcquire, c.Topology == lockimpl.Quorum,
+	add(history.KindLostAcquire, c.Topology == lockimpl.Quorum,
 		"a quorum lock counts a node that did not answer in time as not won, and its unwind cannot stop a SET still in flight",
 		"an acquire that reports failure must leave the key free")
-	add(checker.KindLostAcquireUnknown, true, "an unknown outcome is honest: the key leaks until its TTL", "")
+	add(history.KindLostAcquireUnknown, true, "an unknown outcome is honest: the key leaks until its TTL", "")
 	orphanOK := v == checker.Deadlock || f.ServerTime ||
 		f.Crashes && (c.Expiry == lockimpl.NoExpiry || c.Expiry == lockimpl.SeparateExpiry)
-	add(checker.KindOrphanedKey, orphanOK,
+	add(history.KindOrphanedKey, orphanOK,
 		"the scenario stops, moves or kills a server's clock, or crashes holders of a lock whose key may never expire",
 		"a key must not outlive its last holder by more than its TTL")
-	add(checker.KindStarvation, v == checker.Deadlock, "the scenario expects a deadlock", "the scenario expects the lock to stay live")
+	add(history.KindStarvation, v == checker.Deadlock, "the scenario expects a deadlock", "the scenario expects the lock to stay live")
 	return out
 }
 
 // withRule applies a derive rule's permit and forbid lists.
-func withRule(ps []checker.Permission, r *Rule) []checker.Permission {
+func withRule(ps []history.Permission, r *Rule) []history.Permission {
 	if r == nil {
 		return ps
 	}
@@ -120,9 +121,9 @@ func withRule(ps []checker.Permission, r *Rule) []checker.Permission {
 // validateKinds checks a rule's permit or forbid list.
 func (v *validation) validateKinds(field string, ks OneOf) error {
 	for i, k := range ks {
-		if !checker.KnownKind(k) {
-			names := make([]string, len(checker.Kinds))
-			for j, kk := range checker.Kinds {
+		if !history.KnownKind(k) {
+			names := make([]string, len(history.Kinds))
+			for j, kk := range history.Kinds {
 				names[j] = string(kk)
 			}
 			return v.bad(fmt.Sprintf("%s.%d", field, i), "unknown kind %q (known: %s)", k, strings.Join(names, ", "))
@@ -134,7 +135,7 @@ func (v *validation) validateKinds(field string, ks OneOf) error {
 // PermissionsFor is Permissions for the lock with claims c under this
 // spec's facts, with the permit and forbid lists of the derive rule that
 // matches c (the first, as Derived).
-func (s *Spec) PermissionsFor(exp Expectation, c lockimpl.Claims) []checker.Permission {
+func (s *Spec) PermissionsFor(exp Expectation, c lockimpl.Claims) []history.Permission {
 	ps := Permissions(exp, c, s.FactsOf())
 	if !c.Declared() {
 		return ps

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
@@ -28,12 +29,12 @@ const TimeScaleUnits = 3
 // is in its own units), or when the lock counts in Redis's milliseconds:
 // the scenarios are written in those, so such locks run exactly what the
 // spec says.
-func FitTimeScale(granularity, ttl time.Duration) *checker.TimeScale {
+func FitTimeScale(granularity, ttl time.Duration) *history.TimeScale {
 	want := TimeScaleUnits * granularity
 	if granularity <= time.Millisecond || ttl <= 0 || ttl >= want {
 		return nil
 	}
-	return &checker.TimeScale{Factor: float64(want) / float64(ttl), Granularity: granularity, TTL: ttl}
+	return &history.TimeScale{Factor: float64(want) / float64(ttl), Granularity: granularity, TTL: ttl}
 }
 
 // Scaled is a copy of s with every time in it (duration, TTL and the other
@@ -46,7 +47,7 @@ func FitTimeScale(granularity, ttl time.Duration) *checker.TimeScale {
 // reflection, so a field added later cannot be forgotten. The copy is
 // checked against the limits s was validated with: scaling can push a run
 // past --max-duration. s is unchanged; an unscaled ts returns s.
-func (s *Spec) Scaled(ts *checker.TimeScale) (*Spec, error) {
+func (s *Spec) Scaled(ts *history.TimeScale) (*Spec, error) {
 	if !ts.Scaled() {
 		return s, nil
 	}
@@ -77,7 +78,7 @@ func (s *Spec) Scaled(ts *checker.TimeScale) (*Spec, error) {
 
 // ScaledOptions is o with its times multiplied by ts's factor, as Scaled
 // does to a spec's lock options.
-func ScaledOptions(o lockimpl.Options, ts *checker.TimeScale) lockimpl.Options {
+func ScaledOptions(o lockimpl.Options, ts *history.TimeScale) lockimpl.Options {
 	if ts.Scaled() {
 		scaleTimes(reflect.ValueOf(&o).Elem(), ts)
 	}
@@ -88,7 +89,7 @@ func ScaledOptions(o lockimpl.Options, ts *checker.TimeScale) lockimpl.Options {
 // value v by ts's factor, copying what it goes through (pointers, slices,
 // maps) first, so the value v was copied from is never touched.
 // Unexported fields are left as they are (they hold no schedule).
-func scaleTimes(v reflect.Value, ts *checker.TimeScale) {
+func scaleTimes(v reflect.Value, ts *history.TimeScale) {
 	if v.Type() == durationType {
 		d := time.Duration(v.Int())
 		scaled := ts.Of(d)

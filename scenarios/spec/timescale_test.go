@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 )
 
 func TestFitTimeScale(t *testing.T) {
@@ -82,7 +83,7 @@ func TestSpecScaledEveryTime(t *testing.T) {
 		}
 		before := map[string]time.Duration{}
 		durations(reflect.ValueOf(spec).Elem(), "", before)
-		ts := &checker.TimeScale{Factor: 10, Granularity: time.Second, TTL: spec.Lock.TTL}
+		ts := &history.TimeScale{Factor: 10, Granularity: time.Second, TTL: spec.Lock.TTL}
 		scaled, err := spec.Scaled(ts)
 		if err != nil {
 			t.Fatal(err)

@@ -51,7 +51,7 @@ type Input struct {
 	// Owners maps an acquire's token to the client it was granted to
 	// (AmbiguousOwner: to several).
 	Owners map[string]int
-	// StampTokens: values name no writer (checker.Options.StampTokens).
+	// StampTokens: values name no writer (history.Options.StampTokens).
 	StampTokens bool
 
 	// For false successes: whether the history recorded any lateness of
@@ -63,7 +63,7 @@ type Input struct {
 	LateIn    func(client int, from, to int64) int64
 	HoldStart func(key string, client int, t int64) int64
 
-	// For leaks: Quorum and OrphanBound as checker.Options say; Failed the
+	// For leaks: Quorum and OrphanBound as history.Options say; Failed the
 	// acquires that ended without a grant, by key; BeliefEnd when the last
 	// client that believed in each (key, token) stopped (Leaks writes it).
 	Quorum      bool

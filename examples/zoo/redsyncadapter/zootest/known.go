@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/locktest"
 )
@@ -121,7 +122,7 @@ func releaseFalse(t *testing.T, reps []*locktest.Report, want bool) {
 		n, where := 0, map[string]int{}
 		failed := 0 // runs the false successes failed: their claims forbid them
 		for _, o := range rep.Outcomes {
-			if f := o.Result.Finding(checker.KindReleaseFalseSuccess); f != nil {
+			if f := o.Result.Finding(history.KindReleaseFalseSuccess); f != nil {
 				n += f.Count
 				where[o.Scenario] += f.Count
 				if !f.Permitted && !o.AsExpected() {

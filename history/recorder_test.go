@@ -1,4 +1,4 @@
-package checker
+package history
 
 import (
 	"reflect"
@@ -11,7 +11,7 @@ import (
 // entries, every one.
 func TestRecorderCodes(t *testing.T) {
 	for i, ty := range recTypes {
-		if c := typeCode(ty); int(c) != i {
+		if c := TypeCode(ty); int(c) != i {
 			t.Errorf("type %q: code %d, want %d", ty, c, i)
 		}
 	}
@@ -20,7 +20,7 @@ func TestRecorderCodes(t *testing.T) {
 			t.Errorf("function %q: code %d, want %d", f, c, i)
 		}
 	}
-	if typeCode("weird") != noCode || funcCode("custom") != noCode {
+	if TypeCode("weird") != noCode || funcCode("custom") != noCode {
 		t.Error("a string outside the tables got a code")
 	}
 }
@@ -31,7 +31,7 @@ func TestRecorderCodes(t *testing.T) {
 // index and a time that never goes back, also under concurrent Adds.
 func TestRecorderKeepsEveryField(t *testing.T) {
 	ops := []Op{
-		{Type: Ok, Process: FinalProcess, Client: -1, F: FMeta, Meta: &Meta{Scenario: "s", Keys: []string{"k"}}},
+		{Type: Ok, Process: FinalProcess, Client: -1, F: FMeta, Meta: &Meta{Identity: Identity{Scenario: "s"}, Keys: []string{"k"}}},
 		{Type: Invoke, Process: 3, Client: 3, F: FAcquire, Key: "lock:0", Value: "tok"},
 		{Type: Ok, Process: 3, Client: 3, F: FAcquire, Key: "lock:0", Value: "tok", Fence: 7},
 		{Type: Fail, Process: 4, Client: 4, F: FWrite, Key: "lock:0", N: 5, Fence: 6, Error: "ERR no", ErrorReply: true},

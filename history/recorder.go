@@ -1,4 +1,4 @@
-package checker
+package history
 
 import (
 	"math"
@@ -77,9 +77,11 @@ var (
 
 const noCode = 255
 
-// typeCode and funcCode are the positions in recTypes and recFuncs (a
-// switch: a walk over the table comparing strings was a fifth of Add).
-func typeCode(t Type) uint8 {
+// TypeCode and funcCode are the positions in recTypes and recFuncs (a
+// switch: a walk over the table comparing strings was a fifth of Add). A
+// checker keeps entry types in its own compact records by TypeCode, and
+// reads them back with TypeOfCode.
+func TypeCode(t Type) uint8 {
 	switch t {
 	case "":
 		return 0
@@ -94,6 +96,9 @@ func typeCode(t Type) uint8 {
 	}
 	return noCode
 }
+
+// TypeOfCode is the type whose TypeCode is c.
+func TypeOfCode(c uint8) Type { return recTypes[c] }
 
 func funcCode(f string) uint8 {
 	switch f {
@@ -148,7 +153,7 @@ func fits(v int) bool { return v >= math.MinInt32 && v <= math.MaxInt32 }
 func pack(op *Op) (r recOp, rare bool) {
 	r = recOp{n: op.N, fence: op.Fence, process: int32(op.Process), client: int32(op.Client),
 		keyLen: uint16(len(op.Key)), valueLen: uint16(len(op.Value)), errLen: uint16(len(op.Error)),
-		errorReply: op.ErrorReply, typ: typeCode(op.Type), f: funcCode(op.F)}
+		errorReply: op.ErrorReply, typ: TypeCode(op.Type), f: funcCode(op.F)}
 	rare = r.typ == noCode || r.f == noCode || op.Node != "" || op.Owner != "" || op.Targets != nil ||
 		op.Fired != nil || op.Meta != nil || !fits(op.Process) || !fits(op.Client) ||
 		len(op.Key) > math.MaxUint16 || len(op.Value) > math.MaxUint16 || len(op.Error) > math.MaxUint16

@@ -1,15 +1,15 @@
-// Package checker turns a recorded history into verdicts: mutual exclusion
-// (a porcupine mutex model partitioned per key, plus a linear overlap pass
-// that names the witness), lost updates on the counter resource, fencing and
-// liveness.
-package checker
+// Package history is a run's record: its entries (Op, one per line of
+// history.jsonl), their types and functions, the header that says what the
+// run was asked to do (Meta), the Recorder that appends them as the run
+// goes, the JSONL form, the rules a well-formed history keeps (Validate)
+// and synthetic histories for benchmarks and tests.
+package history
 
 import (
 	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 )
 
@@ -86,7 +86,7 @@ const (
 	// harness owns in its loop (its hold, think time, back-off) woke N ns
 	// after it was due while the rest of the process ran, or a pause of c
 	// was healed N ns late; it is recorded only where lateness can only
-	// delay that client (see lag.go).
+	// delay that client (see checker/lag.go).
 	FStall = "stall"
 	// FSentinel is an event from a Sentinel's own event stream (process
 	// NemesisProcess); Value is "s1 +switch-master n1 n1 r1".
@@ -145,35 +145,46 @@ type Op struct {
 	Meta *Meta `json:"meta,omitempty"`
 }
 
-// Meta is the header of a runner's history: what the run was asked to do,
-// so that `lockstorm check` judges a history file alone, and can tell what
-// the run was supposed to exercise (every key, every armed failpoint).
-type Meta struct {
+// Identity is a run's identity: which scenario, lock and seed, where and
+// how it ran, and what it was expected to give. It is defined once and
+// carried, embedded, by the history's header (Meta), the runner's outcome
+// and the report's row, so the data moves one way, from the plan through
+// the history to the row, without a copy field by field.
+type Identity struct {
 	Scenario string `json:"scenario"`
 	Impl     string `json:"impl"`
 	Seed     uint64 `json:"seed"`
-	Backend  string `json:"backend,omitempty"`
+	Backend  string `json:"backend"`
 	// Mode is the spec's mode: scheduled or random.
-	Mode string `json:"mode,omitempty"`
+	Mode string `json:"mode"`
 	// Client is the workload's client (careful or careless).
 	Client string `json:"client,omitempty"`
 	// File is the spec's file, for a spec that is not embedded.
-	File  string `json:"file,omitempty"`
-	Gated bool   `json:"gated,omitempty"`
+	File string `json:"file,omitempty"`
+	// Gated says a difference from the expectation fails the gate.
+	Gated bool `json:"gated"`
 	// Expected is the expected verdict ("" for none), ExpectedReason why,
 	// ExpectedSource where it came from (spec, claims, baseline).
-	Expected       string `json:"expected,omitempty"`
+	Expected       string `json:"expected"`
 	ExpectedReason string `json:"expected_reason,omitempty"`
 	ExpectedSource string `json:"expected_source,omitempty"`
+	// TimeScale, when set, says the run's times were stretched to fit the
+	// lock's clock (the evidence says so).
+	TimeScale *TimeScale `json:"time_scale,omitempty"`
+}
+
+// Meta is the header of a runner's history: what the run was asked to do,
+// so that `lockstorm check` judges a history file alone, and can tell what
+// the run was supposed to exercise (every key, every armed failpoint). Its
+// Gated is the spec's own gating.
+type Meta struct {
+	Identity
 	// Keys are every lock key the clients contend on.
 	Keys []string `json:"keys"`
 	// Options are the checker settings the run is judged with.
 	Options Options `json:"checker_options"`
 	// Failpoints are the spec's failpoint actions, as armed for this run.
 	Failpoints []Armed `json:"failpoints,omitempty"`
-	// TimeScale, when set, says the run's times were stretched to fit the
-	// lock's clock (the evidence says so).
-	TimeScale *TimeScale `json:"time_scale,omitempty"`
 }
 
 // Armed is one failpoint action of a spec, as armed in a run.
@@ -223,11 +234,6 @@ func (t *FaultTargets) Count() int {
 
 // History is a recorded run.
 type History []Op
-
-// Infinity is the return time of an operation whose outcome is unknown: it
-// may take effect at any moment after its invocation, even after the client
-// gave up (a SET NX stuck in a delayed link lands later).
-const Infinity = int64(math.MaxInt64)
 
 // WriteJSONL writes h, one entry per line.
 func WriteJSONL(w io.Writer, h History) error {

@@ -1,4 +1,4 @@
-package checker
+package history
 
 import (
 	"fmt"

@@ -1,0 +1,56 @@
+package history
+
+import "slices"
+
+// Kind is one kind of wrong a lock can show. A run's result lists each kind
+// it showed as a checker.Finding; an expectation says which kinds a lock may
+// show in a scenario (the rest fail the run wherever they appear, even inside
+// a run whose overlap was expected), and the history's header records it
+// (Options.Permissions).
+type Kind string
+
+// The kinds, in the order checker.Result.Findings lists them.
+const (
+	// KindTwoHolders: two clients held one key at once (by their own
+	// definite grants), not explained by the harness's own stalls.
+	KindTwoHolders Kind = "two-holders"
+	// KindHarm: the resource was harmed: a stale write, a fence that went
+	// back, a fence granted twice, or updates lost.
+	KindHarm Kind = "harm"
+	// KindReleaseFalseSuccess: a release acknowledged ok on a key that, by
+	// the servers' events, was already gone or someone else's.
+	KindReleaseFalseSuccess Kind = "release-false-success"
+	// KindExtendFalseSuccess: an extend or a watchdog's renewal
+	// acknowledged ok on a key that was not the extender's (a foreign
+	// renewal, one that extended another holder's key, included).
+	KindExtendFalseSuccess Kind = "extend-false-success"
+	// KindReleaseNotFreed: a release acknowledged ok whose key stood as the
+	// releaser's across it.
+	KindReleaseNotFreed Kind = "release-not-freed"
+	// KindLostAcquire: an acquire that reported a definite failure while
+	// its set landed and held the key after it returned.
+	KindLostAcquire Kind = "lost-acquire"
+	// KindLostAcquireUnknown: the same after an acquire whose outcome was
+	// unknown (a lost reply): honest, but the key leaks until its TTL.
+	KindLostAcquireUnknown Kind = "lost-acquire-unknown"
+	// KindStarvation: a key nobody could take for longer than the deadlock
+	// bound while acquisitions were attempted.
+	KindStarvation Kind = "starvation"
+	// KindOrphanedKey: a key that stayed set for longer than the orphan
+	// bound after the last client that believed in it stopped.
+	KindOrphanedKey Kind = "orphaned-key"
+)
+
+// Kinds are every kind, in order.
+var Kinds = []Kind{KindTwoHolders, KindHarm, KindReleaseFalseSuccess, KindExtendFalseSuccess,
+	KindReleaseNotFreed, KindLostAcquire, KindLostAcquireUnknown, KindStarvation, KindOrphanedKey}
+
+// KnownKind says k is one of Kinds.
+func KnownKind(k string) bool { return slices.Contains(Kinds, Kind(k)) }
+
+// Permission says whether one kind of finding may appear in a run, and why.
+type Permission struct {
+	Kind      Kind   `json:"kind"`
+	Permitted bool   `json:"permitted"`
+	Why       string `json:"why,omitempty"`
+}
