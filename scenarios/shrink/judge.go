@@ -97,9 +97,9 @@ func overruns(o *scenarios.Outcome) int {
 			break
 		}
 		switch {
-		case op.F == checker.FAcquire && op.Type == checker.Ok:
+		case op.F == history.FAcquire && op.Type == history.Ok:
 			from[op.Process] = op.Time
-		case op.F == checker.FRelease && op.Type == checker.Invoke, op.F == checker.FCrash, op.F == checker.FAbandon:
+		case op.F == history.FRelease && op.Type == history.Invoke, op.F == history.FCrash, op.F == history.FAbandon:
 			if t, ok := from[op.Process]; ok {
 				if op.Time-t > ttl {
 					n++

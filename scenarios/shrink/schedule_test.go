@@ -258,33 +258,33 @@ func TestLiveFirst(t *testing.T) {
 		var b hist
 		build(&b)
 		h := b.sorted()
-		return &scenarios.Outcome{Spec: &spec.Spec{Lock: lockimpl.Options{TTL: ttl}}, History: h, Result: checker.Result{Witness: witnessOf(t, h, 1, 2)}}
+		return &scenarios.Outcome{Spec: &spec.Spec{Lock: lockimpl.Options{TTL: ttl}}, History: h, Result: checker.Result{Exclusion: checker.Exclusion{Witness: witnessOf(t, h, 1, 2)}}}
 	}
 	// c0 holds 150 ms (past its TTL) and releases; c1 takes over at 120,
 	// c2 acquires at 160 while c1 holds: one overrun.
 	late := run(func(b *hist) {
-		b.op(0, 0, checker.Invoke, checker.FAcquire, "")
-		b.op(0, 1, checker.Ok, checker.FAcquire, "t0")
-		b.op(1, 110, checker.Invoke, checker.FAcquire, "")
-		b.op(1, 120, checker.Ok, checker.FAcquire, "t1")
-		b.op(0, 150, checker.Invoke, checker.FRelease, "t0")
-		b.op(0, 151, checker.Ok, checker.FRelease, "t0")
-		b.op(2, 155, checker.Invoke, checker.FAcquire, "")
-		b.op(2, 160, checker.Ok, checker.FAcquire, "t2")
-		b.op(1, 170, checker.Invoke, checker.FRelease, "t1")
-		b.op(2, 175, checker.Invoke, checker.FRelease, "t2")
+		b.op(0, 0, history.Invoke, history.FAcquire, "")
+		b.op(0, 1, history.Ok, history.FAcquire, "t0")
+		b.op(1, 110, history.Invoke, history.FAcquire, "")
+		b.op(1, 120, history.Ok, history.FAcquire, "t1")
+		b.op(0, 150, history.Invoke, history.FRelease, "t0")
+		b.op(0, 151, history.Ok, history.FRelease, "t0")
+		b.op(2, 155, history.Invoke, history.FAcquire, "")
+		b.op(2, 160, history.Ok, history.FAcquire, "t2")
+		b.op(1, 170, history.Invoke, history.FRelease, "t1")
+		b.op(2, 175, history.Invoke, history.FRelease, "t2")
 	})
 	// c0 crashes holding; c1 and c2 take it over 120 and 125 ms in: none.
 	live := run(func(b *hist) {
-		b.op(0, 0, checker.Invoke, checker.FAcquire, "")
-		b.op(0, 1, checker.Ok, checker.FAcquire, "t0")
-		b.op(0, 2, checker.Info, checker.FCrash, "")
-		b.op(1, 110, checker.Invoke, checker.FAcquire, "")
-		b.op(1, 120, checker.Ok, checker.FAcquire, "t1")
-		b.op(2, 111, checker.Invoke, checker.FAcquire, "")
-		b.op(2, 125, checker.Ok, checker.FAcquire, "t2")
-		b.op(1, 170, checker.Invoke, checker.FRelease, "t1")
-		b.op(2, 175, checker.Invoke, checker.FRelease, "t2")
+		b.op(0, 0, history.Invoke, history.FAcquire, "")
+		b.op(0, 1, history.Ok, history.FAcquire, "t0")
+		b.op(0, 2, history.Info, history.FCrash, "")
+		b.op(1, 110, history.Invoke, history.FAcquire, "")
+		b.op(1, 120, history.Ok, history.FAcquire, "t1")
+		b.op(2, 111, history.Invoke, history.FAcquire, "")
+		b.op(2, 125, history.Ok, history.FAcquire, "t2")
+		b.op(1, 170, history.Invoke, history.FRelease, "t1")
+		b.op(2, 175, history.Invoke, history.FRelease, "t2")
 	})
 	if got := overruns(late); got != 1 {
 		t.Errorf("overruns(late) = %d, want 1", got)
