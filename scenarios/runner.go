@@ -172,6 +172,9 @@ type runClient struct {
 	// the relays' points; relays are the client's wire points (client.Relay).
 	call   atomic.Value
 	relays []*client.Relay
+	// due is when the sleep the harness owns that the client is in ends
+	// (the recorder's clock), 0 outside one (sleepTimed).
+	due atomic.Int64
 }
 
 // callNow is the client's Locker call in flight, or "".
@@ -195,6 +198,9 @@ type run struct {
 	// a grace after the first overlap; stoppedAfter is that grace when it did.
 	overlaps     *overlapWatch
 	stoppedAfter time.Duration
+	// cutting says a final early stop (settledFinal) is cancelling the
+	// clients inside their cycles instead of letting them finish.
+	cutting atomic.Bool
 	// trafficEnd is when the duration ended (or the early stop came), for
 	// the phases' Traffic and Drain.
 	trafficEnd time.Time
