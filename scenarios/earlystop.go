@@ -19,9 +19,9 @@ import (
 // (settled). Never with a fenced resource (its overlaps may be safe), and
 // never for safe, inconclusive or deadlock runs, which keep their whole
 // duration. A run whose outcome can no longer change (settledFinal: unsafe
-// where another verdict was expected, or none was) stops as soon as the
-// history so far says so, and its clients are cut short inside their
-// cycles: nothing those could add would change it.
+// where another verdict was expected) ends its traffic as soon as the
+// history so far says so; its clients still finish the cycles they are in,
+// whose findings are judged.
 type overlapWatch struct {
 	mu      sync.Mutex
 	holders map[string]map[int]int // key → client → open holds (reentrant)
@@ -96,9 +96,8 @@ const (
 	// the traffic ends a grace after the overlap and every client finishes
 	// the cycle it is in, whose release and write are judged.
 	settledUnsafe
-	// settledFinal: unsafe, and nothing the rest of the traffic or the
-	// clients' cycles could add changes the verdict or whether it is as
-	// expected (final).
+	// settledFinal: unsafe, and nothing the rest of the traffic could add
+	// changes the verdict or whether it is as expected (final).
 	settledFinal
 )
 
@@ -115,21 +114,22 @@ func (r *run) settle() settlement {
 }
 
 // final says an unsafe result can no longer change whether the run is as
-// expected (Outcome.AsExpected): the run has no expectation (nothing is
-// judged, every finding is permitted) or expects another verdict (unsafe
-// stays unsafe: more history only adds overlaps, and the run fails on its
-// verdict whatever else it shows). A run expected unsafe is never final: a
+// expected (Outcome.AsExpected): the run expects another verdict, and
+// unsafe stays unsafe (more history only adds overlaps), so it fails on its
+// verdict whatever else it shows. A run expected unsafe is never final: a
 // finding its expectation forbids may still come (a false success on a
 // release, a foreign renewal), and stopping would hide it. Nor is a run
-// recording its steps (Config.RecordSteps): its history is the material of
-// a schedule, aftermath included. Nor while a client is late in a sleep
-// the harness owns: its lag, recorded only when it runs, may yet explain
-// the overlap (the run would be inconclusive, not unsafe).
+// without an expectation, whose findings are its report, nor one recording
+// its steps (Config.RecordSteps): its history is the material of a
+// schedule. Nor while a client is late in a sleep the harness owns: its
+// lag, recorded only when it runs, may yet explain the overlap (the run
+// would be inconclusive, not unsafe).
 func (r *run) final() bool {
 	if r.plan.Points.Recorded || r.lagging() {
 		return false
 	}
-	return r.plan.Expectation.Verdict != checker.Unsafe
+	exp := r.plan.Expectation.Verdict
+	return exp != "" && exp != checker.Unsafe
 }
 
 // lagging says a client is past the due time of a sleep the harness owns

@@ -229,9 +229,9 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 			tl.stopAndHeal()
 			return
 		case <-found:
-			// The verdict may be settled: checked at once if the run's
-			// outcome is final, and a grace from now, once the overlap's
-			// aftermath is recorded, the traffic ends if it is unsafe.
+			// The verdict may be settled: checked soon (a final outcome
+			// ends the traffic then), and a grace from now, once the
+			// overlap's aftermath is recorded, the traffic ends if unsafe.
 			found = nil
 			overlapAt = time.Now()
 			settle = time.After(r.recheck(0))
@@ -241,7 +241,6 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 			switch st := r.settle(); {
 			case st == settledFinal:
 				r.stoppedAfter = since
-				r.cutting.Store(true)
 				stop()
 			case since < plan.Stop.EarlyStop:
 				settle = time.After(r.recheck(since))
@@ -257,9 +256,6 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 			}
 		case <-runCtx.Done():
 			r.trafficEnd = time.Now()
-			if !overlapAt.IsZero() && r.stoppedAfter == 0 && r.settle() == settledFinal {
-				r.cutting.Store(true)
-			}
 			r.stopTraffic(ctx, tl, done)
 			return
 		}
@@ -281,20 +277,16 @@ func (r *run) recheck(since time.Duration) time.Duration {
 // stopTraffic ends a run whose time is up: faults heal first (a paused
 // client must be able to finish), then clients finish the cycle they are
 // in (a critical section ends with its release), within a grace period
-// that covers one more wait and hold; then they are cancelled. A run whose
-// outcome is final (settledFinal) cancels them at once: nothing their
-// cycles could add changes it.
+// that covers one more wait and hold; then they are cancelled.
 func (r *run) stopTraffic(ctx context.Context, tl *timeline, done <-chan struct{}) {
 	tl.stopAndHeal()
-	if !r.cutting.Load() {
-		grace := time.NewTimer(r.plan.Stop.Grace)
-		defer grace.Stop()
-		select {
-		case <-done:
-			return
-		case <-grace.C:
-		case <-ctx.Done():
-		}
+	grace := time.NewTimer(r.plan.Stop.Grace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return
+	case <-grace.C:
+	case <-ctx.Done():
 	}
 	for _, c := range r.clients {
 		c.cancel()

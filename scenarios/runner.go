@@ -198,9 +198,6 @@ type run struct {
 	// a grace after the first overlap; stoppedAfter is that grace when it did.
 	overlaps     *overlapWatch
 	stoppedAfter time.Duration
-	// cutting says a final early stop (settledFinal) is cancelling the
-	// clients inside their cycles instead of letting them finish.
-	cutting atomic.Bool
 	// trafficEnd is when the duration ended (or the early stop came), for
 	// the phases' Traffic and Drain.
 	trafficEnd time.Time

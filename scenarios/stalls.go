@@ -76,17 +76,12 @@ func (r *run) sleepOwn(ctx context.Context, c *runClient, d time.Duration) error
 // pause's; one inside a pause of c the checker disregards).
 //
 // While it sleeps, c.due holds the due time, so the early stop can tell a
-// client that is late and has not run yet (run.lagging). A sleep cut short
-// by a final early stop (run.cutting) still records the lag of a client
-// that was late when it was cut: that lag may explain an overlap.
+// client that is late and has not run yet (run.lagging).
 func (r *run) sleepTimed(ctx context.Context, c *runClient, d time.Duration) error {
 	due := r.rec.Now() + int64(d)
 	c.due.Store(due)
 	defer c.due.Store(0)
 	if err := lockimpl.SleepCtx(ctx, d); err != nil {
-		if r.cutting.Load() {
-			r.lateSince(due, c.id)
-		}
 		return err
 	}
 	r.lateSince(due, c.id)
