@@ -111,15 +111,9 @@ func FormCluster(ctx context.Context, masters, replicas []*Process, announce map
 			return nil, fmt.Errorf("%s: CLUSTER ADDSLOTSRANGE %d %d: %w", m.Name, lo, hi, err)
 		}
 	}
-	// Every node meets every other: waiting for gossip to introduce them
-	// (a few nodes in each ping) took about a second.
-	all := c.all()
-	for i, p := range all {
-		for _, q := range all[i+1:] {
-			if err := c.meetFrom(p, q); err != nil {
-				return nil, err
-			}
-		}
+	// Every node meets the first master; gossip introduces the rest.
+	if err := c.meet(c.all()[1:]); err != nil {
+		return nil, err
 	}
 	// A handshake not finished within node_timeout (a busy machine) is
 	// dropped on the side that started it, and a node ignores the pings of
