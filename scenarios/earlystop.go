@@ -19,7 +19,10 @@ import (
 // decides when to stop, and only once the history so far is unsafe
 // (settled). Never with a fenced resource (its overlaps may be safe), and
 // never for safe, inconclusive or deadlock runs, which keep their whole
-// duration.
+// duration. A run whose outcome can no longer change (settledFinal: unsafe
+// where another verdict was expected) ends its traffic as soon as the
+// history so far says so; its clients still finish the cycles they are in,
+// whose findings are judged.
 type overlapWatch struct {
 	mu      sync.Mutex
 	holders map[string]map[int]int // key → client → open holds (reentrant)
@@ -80,5 +83,64 @@ func (w *overlapWatch) rearm() <-chan struct{} {
 // stopping there would hide the bug. The partial history lacks its end
 // record; a violation is unsafe all the same, anything else is not settled.
 func (r *run) settled() bool {
-	return checker.Check(r.rec.History(), r.plan.Check).Verdict == checker.Unsafe
+	return r.settle() != unsettled
+}
+
+// A settlement is what the history so far makes of the run's outcome.
+type settlement int
+
+const (
+	// unsettled: the verdict may still change.
+	unsettled settlement = iota
+	// settledUnsafe: the verdict is unsafe, but the run may still owe a
+	// finding its expectation forbids (a false success, a foreign renewal):
+	// the traffic ends a grace after the overlap and every client finishes
+	// the cycle it is in, whose release and write are judged.
+	settledUnsafe
+	// settledFinal: unsafe, and nothing the rest of the traffic could add
+	// changes the verdict or whether it is as expected (final).
+	settledFinal
+)
+
+// settle checks the history so far (see settled and final).
+func (r *run) settle() settlement {
+	res := checker.Check(r.rec.History(), r.plan.Check)
+	switch {
+	case res.Verdict != checker.Unsafe:
+		return unsettled
+	case r.final():
+		return settledFinal
+	}
+	return settledUnsafe
+}
+
+// final says an unsafe result can no longer change whether the run is as
+// expected (Outcome.AsExpected): the run expects another verdict, and
+// unsafe stays unsafe (more history only adds overlaps), so it fails on its
+// verdict whatever else it shows. A run expected unsafe is never final: a
+// finding its expectation forbids may still come (a false success on a
+// release, a foreign renewal), and stopping would hide it. Nor is a run
+// without an expectation, whose findings are its report, nor one recording
+// its steps (Config.RecordSteps): its history is the material of a
+// schedule. Nor while a client is late in a sleep the harness owns: its
+// lag, recorded only when it runs, may yet explain the overlap (the run
+// would be inconclusive, not unsafe).
+func (r *run) final() bool {
+	if r.plan.Points.Recorded || r.lagging() {
+		return false
+	}
+	exp := r.plan.Expectation.Verdict
+	return exp != "" && exp != checker.Unsafe
+}
+
+// lagging says a client is past the due time of a sleep the harness owns
+// (sleepTimed) and has not run since: its lag is not recorded yet.
+func (r *run) lagging() bool {
+	now := r.rec.Now()
+	for _, c := range r.clients {
+		if due := c.due.Load(); due != 0 && now > due {
+			return true
+		}
+	}
+	return false
 }

@@ -220,6 +220,7 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 	defer tick.Stop()
 	var found <-chan struct{}
 	var settle <-chan time.Time
+	var overlapAt time.Time
 	if r.overlaps != nil {
 		found = r.overlaps.found
 	}
@@ -230,18 +231,27 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 			tl.stopAndHeal()
 			return
 		case <-found:
-			// The verdict may be settled: a grace from now, once the
-			// overlap's aftermath is recorded, the traffic ends if it is.
+			// The verdict may be settled: checked soon (a final outcome
+			// ends the traffic then), and a grace from now, once the
+			// overlap's aftermath is recorded, the traffic ends if unsafe.
 			found = nil
-			settle = time.After(plan.Stop.EarlyStop)
+			overlapAt = time.Now()
+			settle = time.After(r.recheck(0))
 		case <-settle:
 			settle = nil
-			if !r.settled() {
+			since := time.Since(overlapAt)
+			switch st := r.settle(); {
+			case st == settledFinal:
+				r.stoppedAfter = since
+				stop()
+			case since < plan.Stop.EarlyStop:
+				settle = time.After(r.recheck(since))
+			case st == settledUnsafe:
+				r.stoppedAfter = plan.Stop.EarlyStop
+				stop()
+			default:
 				found = r.overlaps.rearm()
-				continue
 			}
-			r.stoppedAfter = plan.Stop.EarlyStop
-			stop()
 		case <-tick.C:
 			if cfg.Progress != nil {
 				cfg.Progress(Progress{Scenario: plan.Scenario, Impl: cfg.Impl, Elapsed: time.Since(start), Total: plan.Duration, Acquired: acquired.Load()})
@@ -252,6 +262,18 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 			return
 		}
 	}
+}
+
+// recheck is when, since an overlap was seen, the early stop checks the
+// history again: soon after the overlap (a final outcome stops the run at
+// once), then at most four times more until the grace (EarlyStop) is up,
+// when an unsafe run stops as before.
+func (r *run) recheck(since time.Duration) time.Duration {
+	first, grace := r.plan.Scaled(300*time.Millisecond), r.plan.Stop.EarlyStop
+	if since == 0 {
+		return min(first, grace)
+	}
+	return min(max(first, grace/4), grace-since)
 }
 
 // stopTraffic ends a run whose time is up: faults heal first (a paused

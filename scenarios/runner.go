@@ -161,6 +161,9 @@ type runClient struct {
 	// the relays' points; relays are the client's wire points (client.Relay).
 	call   atomic.Value
 	relays []*client.Relay
+	// due is when the sleep the harness owns that the client is in ends
+	// (the recorder's clock), 0 outside one (sleepTimed).
+	due atomic.Int64
 }
 
 // callNow is the client's Locker call in flight, or "".

@@ -74,8 +74,13 @@ func (r *run) sleepOwn(ctx context.Context, c *runClient, d time.Duration) error
 // wait is left to the caller: a pause is the fault under test, not lateness
 // (a timer is never late because of it, so a lag measured here is not the
 // pause's; one inside a pause of c the checker disregards).
+//
+// While it sleeps, c.due holds the due time, so the early stop can tell a
+// client that is late and has not run yet (run.lagging).
 func (r *run) sleepTimed(ctx context.Context, c *runClient, d time.Duration) error {
 	due := r.rec.Now() + int64(d)
+	c.due.Store(due)
+	defer c.due.Store(0)
 	if err := lockimpl.SleepCtx(ctx, d); err != nil {
 		return err
 	}

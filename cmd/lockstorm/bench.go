@@ -196,7 +196,7 @@ func benchOutcome(f *benchFlags, rep *bench.Report) error {
 		if f.json {
 			out = os.Stderr // keep stdout one JSON object
 		}
-		bad, err := compareBench(out, rep, f.compare)
+		bad, err := compareBench(out, rep, f.compare, f.groups)
 		if err != nil {
 			return &exitError{2, fmt.Errorf("bench: --compare: %w", err)}
 		}

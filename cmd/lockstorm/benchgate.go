@@ -36,8 +36,11 @@ type baselineRow struct {
 // compareBench prints each guarded ratio against the baseline and returns
 // how many regressed past the tolerance; a guarded row the run lacks, or
 // whose measurement failed, counts as a regression (the gate must not pass
-// by measuring nothing).
-func compareBench(w io.Writer, rep *bench.Report, path string) (int, error) {
+// by measuring nothing). A row of a group the run did not select (its name's
+// prefix, e.g. battery/ for --only 6) is listed as not selected and left
+// out, so that a slow group can be guarded apart; a run that selects no
+// guarded row at all is an error.
+func compareBench(w io.Writer, rep *bench.Report, path string, selected map[string]bool) (int, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
@@ -57,8 +60,13 @@ func compareBench(w io.Writer, rep *bench.Report, path string) (int, error) {
 	}
 	fmt.Fprintf(w, "\nbench gate against %s (tolerance %.0f%%):\n", path, 100*base.Tolerance)
 	fmt.Fprintf(w, "  %-32s %10s %10s %8s  %s\n", "row (ratio)", "baseline", "now", "better", "mark")
-	bad := 0
+	bad, compared := 0, 0
 	for _, br := range base.Rows {
+		if group, _, _ := strings.Cut(br.Name, "/"); !selected[group] {
+			fmt.Fprintf(w, "  %-32s %10.3f %10s %8s  not selected (--only)\n", br.Name, br.Ratio, "-", "-")
+			continue
+		}
+		compared++
 		r, ok := got[br.Name]
 		if !ok || r.Status == bench.Failed || r.Ratio <= 0 {
 			fmt.Fprintf(w, "  %-32s %10.3f %10s %8s  REGRESSED (not measured)\n", br.Name, br.Ratio, "-", "-")
@@ -80,6 +88,9 @@ func compareBench(w io.Writer, rep *bench.Report, path string) (int, error) {
 			bad++
 		}
 		fmt.Fprintf(w, "  %-32s %10.3f %10.3f %+7.0f%%  %s\n", br.Name, br.Ratio, r.Ratio, 100*change, mark)
+	}
+	if compared == 0 {
+		return 0, fmt.Errorf("%s: no guarded row in the groups this run selected", path)
 	}
 	return bad, nil
 }

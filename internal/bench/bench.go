@@ -65,6 +65,9 @@ type Row struct {
 	Extra map[string]float64 `json:"extra,omitempty"`
 	// Note explains the row: how it was measured, what limited it.
 	Note string `json:"note,omitempty"`
+	// Detail are further lines under the note: the parts a figure is made
+	// of (the battery's runs, each with its phases).
+	Detail []string `json:"detail,omitempty"`
 
 	// Display texts for the table (derived from the figures when empty).
 	FigureText string `json:"-"`
@@ -168,6 +171,9 @@ func WriteTable(w io.Writer, r *Report) error {
 	for _, row := range r.Rows {
 		if row.Note != "" {
 			fmt.Fprintf(w, "  [%s] %s\n", row.Row, row.Note)
+		}
+		for _, d := range row.Detail {
+			fmt.Fprintf(w, "      %s\n", d)
 		}
 	}
 	return nil
