@@ -33,8 +33,8 @@ func overlapsWithoutStalls(a *analysis) int {
 			// when the server ran the command, at any time while the
 			// acquire was in flight, and a stall between that and the
 			// reply's receipt lengthened the hold as surely as one inside
-			// it (seen at load 30: a 1086 ms stall while c11's SET reply
-			// was in flight, then c11 and c12 granted 0.4 ms apart).
+			// it (a stall while one client's SET reply is in flight can
+			// make two grants land fractions of a millisecond apart).
 			if h.To > h.From {
 				h.To -= liveness.Covered(a.lateFor(h.Client), min(h.invoke, h.From), h.To)
 				h.To = max(h.To, h.From)

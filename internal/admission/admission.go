@@ -33,9 +33,9 @@ import (
 // ownBudget of them, fewer than autoMaxPerCPU runs per CPU are running, and
 // at least Every passed since the last start (a run's set-up shows in
 // the figures only once it runs). Both figures count: a loaded machine
-// leaves no room (measured at load 14: twice as many runs as the floor
-// gave 18 unexpected verdicts against 12), and the suite's own use alone
-// would read low there, since a starved process uses little.
+// leaves no room (more runs than the floor there turn into unexpected
+// verdicts), and the suite's own use alone would read low there, since a
+// starved process uses little.
 //
 // On a quiet machine the own budget sets the suite's wall time: runs are
 // started until their use reaches it, so the wall is about the suite's CPU

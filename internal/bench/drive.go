@@ -407,9 +407,8 @@ func DriveLocker(ctx context.Context, impl string, addrs []string, keys int, war
 	var firstErr atomic.Value
 	// Each drive locks keys of its own: a drive stopped mid-cycle leaves
 	// some keys held for their TTL (10 s), and a drive that reused them
-	// on the same server would spend its window retrying on them. The
-	// proxied drive follows the direct one on one server; with shared
-	// names it measured 0.10-0.19 of the reference, and 0.26 alone.
+	// on the same server would spend its window retrying on them (the
+	// proxied drive follows the direct one on one server).
 	prefix := "bench:" + strconv.FormatInt(driveSeq.Add(1), 10) + ":lock:"
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()

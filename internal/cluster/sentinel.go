@@ -271,9 +271,9 @@ func (p *Process) MasterAddr(name string) (string, error) {
 // to promote, no quorum), so a run must not start earlier. Sentinels find
 // replicas in the master's INFO at once, and each other through hello
 // messages published every 2 s, unless their sentinel.conf names them
-// (SentinelOptions.Peers). Waiting also for every peer's flags to read
-// exactly "sentinel" (linked, not down) timed out once at load 18, with
-// down_after 500 ms: it is not asked, as it was not before.
+// (SentinelOptions.Peers). Every peer's flags reading exactly "sentinel"
+// (linked, not down) is not waited for: with a short down_after a busy
+// machine flaps them, and a failover needs only the quorum.
 func WaitSentinelsReady(ctx context.Context, sentinels []*Process, masters []string, replicas int) error {
 	for {
 		last := sentinelsNotReady(sentinels, masters, replicas)
