@@ -143,6 +143,13 @@ func check(ctx context.Context, lock lockimpl.Info, b Battery, selected func(lab
 			}
 			continue
 		}
+		// A client process is handed node addresses (the line protocol has
+		// no Sentinel discovery and no cluster redirects), as lockstorm run
+		// --exec skips them too.
+		if len(lock.Program) > 0 && (spec.Cluster != nil || spec.Sentinel != nil) {
+			rep.Skipped[spec.Name] = "a client process is given node addresses, not Sentinels or a cluster"
+			continue
+		}
 		if n := lock.NodesUnder(spec.Lock); spec.Cluster != nil && n > 1 {
 			rep.Skipped[spec.Name] = fmt.Sprintf("a Redis Cluster gives a lock one cluster client; %s needs %d masters of its own", lock.Name, n)
 			continue

@@ -246,3 +246,27 @@ func TestCheckRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestClientProcessSkipsTopologies: a lock served by a client process is
+// handed node addresses, so the Sentinel and Cluster scenarios are skipped
+// for it with the reason (nothing starts: the program here does not exist),
+// where they made Check fail before.
+func TestClientProcessSkipsTopologies(t *testing.T) {
+	lock := lockimpl.Info{Name: "proc-lock", Program: []string{"/nonexistent/lock-client"},
+		Claims: lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease},
+		New: func(lockimpl.Env, lockimpl.Options) (lockimpl.Locker, error) {
+			return nil, errors.New("a skipped scenario must not start the lock")
+		}}
+	rep, err := locktest.Check(context.Background(), lock, locktest.Battery{Scenarios: []string{"cluster-failover", "sentinel-kill"}, Keep: "none"})
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if len(rep.Outcomes) != 0 {
+		t.Errorf("%d runs, want none", len(rep.Outcomes))
+	}
+	for _, n := range []string{"cluster-failover", "sentinel-kill"} {
+		if why := rep.Skipped[n]; !strings.Contains(why, "client process") {
+			t.Errorf("Skipped[%s] = %q, want the client-process reason", n, why)
+		}
+	}
+}
