@@ -74,3 +74,21 @@ func TestStartRefusesAStrangersPort(t *testing.T) {
 		t.Errorf("the stranger is not its own: %v", err)
 	}
 }
+
+// TestPortsNeverRepeat: a port is handed out once per process. A crashed
+// node keeps its address; had the kernel given the freed port to a
+// parallel test's server, a client dialing the dead node would have
+// reached a stranger (TestRedlockQuorum once won a quorum that way).
+func TestPortsNeverRepeat(t *testing.T) {
+	seen := map[int]bool{}
+	for i := 0; i < 400; i++ {
+		p, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[p] {
+			t.Fatalf("port %d handed out twice (draw %d)", p, i)
+		}
+		seen[p] = true
+	}
+}

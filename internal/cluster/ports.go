@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -72,22 +73,58 @@ func (p *Process) release() {
 	}
 }
 
-// reservePort asks the kernel for a free loopback port and keeps it
-// listening until released.
+// handedOut holds every port this process has handed out. A port is never
+// handed out twice: a stopped (crashed) node keeps its address, and a
+// client that still dials it must meet a refused connection, not another
+// run's server that the kernel gave the freed port to. (A parallel test
+// once reached a quorum through such a stranger.)
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// reservePort asks the kernel for a free loopback port this process has
+// not handed out before, and keeps it listening until released.
 func reservePort() (net.Listener, int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, 0, fmt.Errorf("free port: %w", err)
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, 0, fmt.Errorf("free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		// Kept open while looking further, so the kernel offers another.
+		if handedOut.ports[port] && len(held) < 64 {
+			held = append(held, l)
+			continue
+		}
+		handedOut.ports[port] = true
+		return l, port, nil
 	}
-	return l, l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// FreePort asks the kernel for a free loopback port.
+// Listen listens on a free loopback port this process has not handed out
+// before: the proxies and relays of a run take their ports from the same
+// pool as the servers, so none lands on a stopped server's address.
+func Listen() (net.Listener, error) {
+	l, _, err := reservePort()
+	return l, err
+}
+
+// FreePort asks the kernel for a free loopback port this process has not
+// handed out before.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, port, err := reservePort()
 	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
+		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	l.Close()
+	return port, nil
 }

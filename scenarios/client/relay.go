@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
@@ -47,7 +48,7 @@ type Relay struct {
 
 // NewRelay listens on a free loopback port and relays to upstream.
 func NewRelay(upstream, node string, hook *CmdHook, call func() string, crash func()) (*Relay, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := cluster.Listen()
 	if err != nil {
 		return nil, fmt.Errorf("relay to %s: %w", node, err)
 	}

@@ -13,6 +13,8 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/stream"
+
+	"github.com/lockstorm/lockstorm/internal/cluster"
 )
 
 // A link's connections pass bytes in two ways. While a direction has no
@@ -348,7 +350,7 @@ func (l *Link) dropConns() {
 
 // newLink listens on a free loopback port for host's traffic to upstream.
 func newLink(srv *toxiproxy.ApiServer, host, node, upstream string, bus bool) (*Link, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := cluster.Listen()
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"sync"
+
+	"github.com/lockstorm/lockstorm/internal/cluster"
 )
 
 // Router is the address a Redis process is known by to the other Redis
@@ -62,7 +64,7 @@ func (n *Network) AddRouter(server string) (*Router, error) { return n.addRouter
 func (n *Network) AddBusRouter(server string) (*Router, error) { return n.addRouter(server, true) }
 
 func (n *Network) addRouter(server string, bus bool) (*Router, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := cluster.Listen()
 	if err != nil {
 		return nil, fmt.Errorf("router for %s: %w", server, err)
 	}
