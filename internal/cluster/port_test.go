@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,5 +93,48 @@ func TestPortsNeverRepeat(t *testing.T) {
 			t.Fatalf("port %d handed out twice (draw %d)", p, i)
 		}
 		seen[p] = true
+	}
+}
+
+// TestPortClaimedElsewhereIsSkipped: a port whose claim another process
+// holds (a parallel test binary whose stopped node still stands for it) is
+// not handed out here.
+func TestPortClaimedElsewhereIsSkipped(t *testing.T) {
+	if os.Getenv("LOCKSTORM_PORT_HOLDER") != "" {
+		port, _ := strconv.Atoi(os.Getenv("LOCKSTORM_PORT_HOLDER"))
+		if !claimPort(port) {
+			os.Exit(3)
+		}
+		fmt.Println("claimed")
+		time.Sleep(time.Minute) // killed by the parent
+		return
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestPortClaimedElsewhereIsSkipped$")
+	cmd.Env = append(os.Environ(), "LOCKSTORM_PORT_HOLDER="+strconv.Itoa(port))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if !strings.Contains(line, "claimed") {
+		t.Fatalf("holder: %q", line)
+	}
+	if claimPort(port) {
+		t.Fatalf("port %d claimed here while another process holds its claim", port)
+	}
+	l.Close()
+	cmd.Process.Kill()
+	cmd.Wait()
+	if !claimPort(port) {
+		t.Fatalf("port %d: the claim outlived its holder", port)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +85,36 @@ var handedOut = struct {
 	ports map[int]bool
 }{ports: map[int]bool{}}
 
+// portClaims is where processes of lockstorm claim the ports they hand
+// out: a file per port, flocked for as long as the claiming process lives
+// (the kernel drops the lock when it dies). Two test binaries run at once
+// (go test runs packages in parallel), and the kernel may give one the port
+// the other's stopped node still stands for; a claim held elsewhere makes
+// the port unavailable here.
+var portClaims = filepath.Join(os.TempDir(), fmt.Sprintf("lockstorm-ports-%d", os.Getuid()))
+
+// claimPort takes port's claim file, or reports that another live process
+// holds it. Without the folder there are no claims to respect (the
+// in-process record still holds).
+func claimPort(port int) bool {
+	if err := os.MkdirAll(portClaims, 0o755); err != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(portClaims, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return !errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	claimFiles = append(claimFiles, f) // held open: the claim lasts the process
+	return true
+}
+
+// claimFiles keeps the claims' files open (guarded by handedOut).
+var claimFiles []*os.File
+
 // reservePort asks the kernel for a free loopback port this process has
 // not handed out before, and keeps it listening until released.
 func reservePort() (net.Listener, int, error) {
@@ -101,7 +133,7 @@ func reservePort() (net.Listener, int, error) {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		// Kept open while looking further, so the kernel offers another.
-		if handedOut.ports[port] && len(held) < 64 {
+		if (handedOut.ports[port] || !claimPort(port)) && len(held) < 64 {
 			held = append(held, l)
 			continue
 		}
