@@ -26,9 +26,9 @@ func overlapsWithoutStalls(a *analysis) int {
 		if len(kd.holds) < 2 {
 			continue
 		}
-		short := &keyData{name: kd.name, holds: append([]holdRec(nil), kd.holds...)}
-		for i := range short.holds {
-			h := &short.holds[i]
+		short := &keyData{name: kd.name, holds: make([]holdRec, 0, len(kd.holds))}
+		var vague []holdRec
+		for _, h := range kd.holds {
 			// From the acquire's invoke, not the grant: the lease began
 			// when the server ran the command, at any time while the
 			// acquire was in flight, and a stall between that and the
@@ -36,13 +36,35 @@ func overlapsWithoutStalls(a *analysis) int {
 			// it (a stall while one client's SET reply is in flight can
 			// make two grants land fractions of a millisecond apart).
 			if h.To > h.From {
-				h.To -= liveness.Covered(a.lateFor(h.Client), min(h.invoke, h.From), h.To)
-				h.To = max(h.To, h.From)
+				late := liveness.Covered(a.lateFor(h.Client), min(h.invoke, h.From), h.To)
+				if late >= h.To-h.From && h.invoke < h.From {
+					vague = append(vague, h)
+					continue
+				}
+				h.To = max(h.To-late, h.From)
 			}
+			short.holds = append(short.holds, h)
 		}
 		pairs += overlapPass(short).pairs
+		for _, v := range vague {
+			pairs += coveringHolds(short.holds, v)
+		}
 	}
 	return pairs
+}
+
+// coveringHolds counts the holds that overlap v wherever v lay: v was late
+// by more than it held, so it may have come and gone at any moment of its
+// acquire's flight (a lease stamped when the acquire began can run out in
+// flight); only a hold spanning that flight certainly overlapped it.
+func coveringHolds(holds []holdRec, v holdRec) int {
+	n := 0
+	for _, h := range holds {
+		if h.Process != v.Process && h.From <= v.invoke && h.To > v.From {
+			n++
+		}
+	}
+	return n
 }
 
 // stallOverlapCheck counts the overlaps left without the harness's stalls
@@ -66,11 +88,6 @@ func (stallOverlapCheck) run(a *analysis) finding {
 type stallOverlapFinding int
 
 func (f stallOverlapFinding) apply(r *Result) { r.OverlapsWithoutStalls = int(f) }
-
-// healSlack is how soon after a stall a pause's heal still counts as
-// delayed by it: the heal's goroutine runs within milliseconds of the stall
-// ending, so a heal recorded later than this was on its own schedule.
-const healSlack = int64(10e6)
 
 // pauseRec is an open pause fault: when it started and whom it paused.
 type pauseRec struct {
@@ -103,28 +120,8 @@ func (a *analysis) pauseOp(op *history.Op) {
 }
 
 // outsidePauses are the stalls (or lags) that may have lengthened a hold of
-// client: all but those lying within a nemesis pause of that client and
-// ending well before its heal. While paused on purpose the client would
-// not have run anyway, so such a stall lengthened nothing (a pause past the
-// TTL is the fault under test, not the harness's doing); a stall that
-// reaches the heal may have delayed it, and counts.
+// client: a stall inside a nemesis pause of that client lengthened nothing
+// (a pause past the TTL is the fault under test, not the harness's doing).
 func (a *analysis) outsidePauses(client int, stalls []liveness.Interval) []liveness.Interval {
-	pauses := a.paused[client]
-	if len(pauses) == 0 {
-		return stalls
-	}
-	out := make([]liveness.Interval, 0, len(stalls))
-	for _, s := range stalls {
-		inside := false
-		for _, p := range pauses {
-			if s.From >= p.From && s.To+healSlack <= p.To {
-				inside = true
-				break
-			}
-		}
-		if !inside {
-			out = append(out, s)
-		}
-	}
-	return out
+	return liveness.OutsidePauses(stalls, a.paused[client])
 }

@@ -86,3 +86,31 @@ func Percentile(xs []int64, p float64) int64 {
 	i := int(p*float64(len(xs))+0.999999) - 1
 	return xs[max(0, min(i, len(xs)-1))]
 }
+
+// healSlack is how soon after a stall a pause's heal still counts as
+// delayed by it: the heal's goroutine runs within milliseconds of the stall
+// ending, so a heal recorded later than this was on its own schedule.
+const healSlack = int64(10e6)
+
+// OutsidePauses are the stalls not lying within one of pauses and ending
+// well before its heal. While paused on purpose a client would not have
+// run anyway; a stall that reaches the heal may have delayed it, and counts.
+func OutsidePauses(stalls, pauses []Interval) []Interval {
+	if len(pauses) == 0 {
+		return stalls
+	}
+	out := make([]Interval, 0, len(stalls))
+	for _, s := range stalls {
+		inside := false
+		for _, p := range pauses {
+			if s.From >= p.From && s.To+healSlack <= p.To {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			out = append(out, s)
+		}
+	}
+	return out
+}
