@@ -35,6 +35,12 @@ type Claims struct {
 	// its lock expired says it freed it. Meaningful with an owner-checked
 	// release, whose other false successes stay forbidden.
 	AbsentReleaseOK bool `yaml:"absent_release_ok" json:"absent_release_ok,omitempty"`
+	// Reentrant says an acquire by the lock's own holder re-enters it: a
+	// count on the server goes up, and only as many releases free the key
+	// (seed 002's Redisson hash, HINCRBY). An acquire retried after a lost
+	// reply re-enters a lock that is already its own, and one release then
+	// leaves the key held until its TTL (Redisson issues 4822 and 7367).
+	Reentrant bool `yaml:"reentrant" json:"reentrant,omitempty"`
 	// Fencing says each holder gets a token that increases with every
 	// acquisition (Lease.Fence) and the resource refuses older tokens.
 	Fencing bool `yaml:"fencing" json:"fencing,omitempty"`

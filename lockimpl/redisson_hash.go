@@ -94,10 +94,13 @@ return 0;
 // redissonClaims are set-nx-px's, and the unlock script's first branch: a
 // key that no longer exists is "unlocked" (return 1), so a release after
 // the lock expired reports ok (seed 002's script; Redisson's unlock then
-// succeeds where later versions throw IllegalMonitorStateException).
+// succeeds where later versions throw IllegalMonitorStateException). The
+// lock script's second branch re-enters a key whose hash already holds the
+// owner's field (reentrant).
 func redissonClaims(o Options) Claims {
 	c := setNXPXClaims(o)
 	c.AbsentReleaseOK = true
+	c.Reentrant = true
 	return c
 }
 

@@ -214,6 +214,8 @@ func TestPermissionDefaults(t *testing.T) {
 	fenced.Fencing = true
 	absentOK := single
 	absentOK.AbsentReleaseOK = true
+	reentrant := single
+	reentrant.Reentrant = true
 	for _, tc := range []struct {
 		name    string
 		verdict string
@@ -232,6 +234,8 @@ func TestPermissionDefaults(t *testing.T) {
 		{"a foreign renewal by an owner-checked lock", checker.Unsafe, single, Facts{}, history.KindExtendFalseSuccess, false},
 		{"an owner-checked release that freed nothing", checker.Safe, single, Facts{}, history.KindReleaseNotFreed, false},
 		{"seed 000's expired-only release", checker.Deadlock, expiredOnly, Facts{}, history.KindReleaseNotFreed, true},
+		{"a reentrant lock's release after lost replies", checker.Safe, reentrant, Facts{Network: true}, history.KindReleaseNotFreed, true},
+		{"a reentrant lock's release without lost replies", checker.Safe, reentrant, Facts{Crashes: true}, history.KindReleaseNotFreed, false},
 		{"a single-instance lost acquire", checker.Safe, single, Facts{Network: true}, history.KindLostAcquire, false},
 		{"a quorum lock's lost acquire", checker.Safe, quorum, Facts{}, history.KindLostAcquire, true},
 		{"an unknown acquire's leak", checker.Safe, single, Facts{}, history.KindLostAcquireUnknown, true},

@@ -79,7 +79,10 @@ func Permissions(exp Expectation, c lockimpl.Claims, f Facts) []history.Permissi
 	add(history.KindExtendFalseSuccess, !owner, fmt.Sprintf("release is %s, and so its extends may be", c.Release),
 		"the lock checks its owner: an extend or renewal must not report ok on a key that is not its own")
 	freeing := c.Release == lockimpl.OwnerCheckedRelease || c.Release == lockimpl.UnconditionalRelease
-	add(history.KindReleaseNotFreed, !freeing, fmt.Sprintf("release is %s: it may leave a live key to its TTL", c.Release),
+	reentered := c.Reentrant && f.Network
+	add(history.KindReleaseNotFreed, !freeing || reentered,
+		map[bool]string{false: fmt.Sprintf("release is %s: it may leave a live key to its TTL", c.Release),
+			true: "a reentrant lock's acquire retried after a lost reply re-enters its own key: one release leaves it held to its TTL"}[reentered],
 		fmt.Sprintf("release is %s: a release that reports ok must free the key", c.Release))
 	// Redlock counts a node that did not answer within its timeout as not
 	// won and unwinds on a best-effort basis: a SET still in flight (on a
