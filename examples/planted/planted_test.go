@@ -236,3 +236,23 @@ func judgeTrial(t *testing.T, tr trial, seed uint64, rep *locktest.Report) {
 	}
 	t.Errorf("planted %s (%s), seed %d: no scenario flagged it %s; matrix:\n%s", tr.lock.Name, tr.part, seed, tr.want, m.String())
 }
+
+// TestLostGrantReply keeps, inside the default go test, the one scenario
+// through which the battery reaches a lost acquire (TestPlanted needs
+// minutes): a lock that reads a lost reply as a definite no must be
+// flagged lost-acquire on it, its correct original not at all. Its two
+// runs take about two seconds.
+func TestLostGrantReply(t *testing.T) {
+	for _, tr := range []trial{
+		{Single, "correct", ""},
+		{ErrIsNo, "acquire errors", string(history.KindLostAcquire)},
+	} {
+		t.Run(tr.lock.Name, func(t *testing.T) {
+			rep, err := locktest.Check(t.Context(), tr.lock, locktest.Battery{Scenarios: []string{"lost-grant-reply"}, Seed: 1, Keep: keep()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			judgeTrial(t, tr, 1, rep)
+		})
+	}
+}
