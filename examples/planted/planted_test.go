@@ -92,6 +92,15 @@ func allTrials(t *testing.T) []trial {
 	}
 }
 
+// keep is which run folders to keep: LOCKSTORM_TEST_KEEP (failures, all
+// or none), failures by default.
+func keep() string {
+	if k := os.Getenv("LOCKSTORM_TEST_KEEP"); k != "" {
+		return k
+	}
+	return reports.KeepFailures
+}
+
 // seeds are 1..LOCKSTORM_TEST_SEEDS (default 1).
 func seeds(t *testing.T) []uint64 {
 	n := 1
@@ -111,13 +120,22 @@ func seeds(t *testing.T) []uint64 {
 
 // battery is every shipped scenario but the real-Sentinel and Redis
 // Cluster ones (which examples/battery_test.go leaves out for the reasons
-// it gives): no scenario is chosen for any lock here.
-func battery() []string {
+// it gives): no scenario is chosen for any lock here. LOCKSTORM_TEST_SCENARIOS
+// (comma-separated) narrows it to those it names, to look again at a few
+// without the whole battery's eight minutes a seed.
+func battery(t *testing.T) []string {
+	only := os.Getenv("LOCKSTORM_TEST_SCENARIOS")
 	var names []string
 	for _, n := range spec.Names() {
-		if !strings.HasPrefix(n, "sentinel-") && !strings.HasPrefix(n, "cluster-") {
+		if strings.HasPrefix(n, "sentinel-") || strings.HasPrefix(n, "cluster-") {
+			continue
+		}
+		if only == "" || slices.Contains(strings.Split(only, ","), n) {
 			names = append(names, n)
 		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("LOCKSTORM_TEST_SCENARIOS=%q names none of the battery's scenarios", only)
 	}
 	return names
 }
@@ -137,7 +155,7 @@ func TestPlanted(t *testing.T) {
 		t.Skip("fifteen batteries, about eight minutes a seed: set LOCKSTORM_TEST_PLANTED=1 (make planted)")
 	}
 	all := trials(t)
-	names := battery()
+	names := battery(t)
 	type cell struct {
 		caught []string // scenario: verdict, for the differing runs
 		rep    *locktest.Report
@@ -149,7 +167,7 @@ func TestPlanted(t *testing.T) {
 		// stalled harness is judged inconclusive, which hides what a lock
 		// does.
 		for _, tr := range all {
-			rep, err := locktest.Check(context.Background(), tr.lock, locktest.Battery{Scenarios: names, Seed: seed, Parallel: 4, Keep: reports.KeepFailures})
+			rep, err := locktest.Check(context.Background(), tr.lock, locktest.Battery{Scenarios: names, Seed: seed, Parallel: 4, Keep: keep()})
 			if err != nil {
 				t.Errorf("%s seed %d: %v", tr.lock.Name, seed, err)
 				continue
@@ -217,4 +235,24 @@ func judgeTrial(t *testing.T, tr trial, seed uint64, rep *locktest.Report) {
 		}
 	}
 	t.Errorf("planted %s (%s), seed %d: no scenario flagged it %s; matrix:\n%s", tr.lock.Name, tr.part, seed, tr.want, m.String())
+}
+
+// TestLostGrantReply keeps, inside the default go test, the one scenario
+// through which the battery reaches a lost acquire (TestPlanted needs
+// minutes): a lock that reads a lost reply as a definite no must be
+// flagged lost-acquire on it, its correct original not at all. Its two
+// runs take about two seconds.
+func TestLostGrantReply(t *testing.T) {
+	for _, tr := range []trial{
+		{Single, "correct", ""},
+		{ErrIsNo, "acquire errors", string(history.KindLostAcquire)},
+	} {
+		t.Run(tr.lock.Name, func(t *testing.T) {
+			rep, err := locktest.Check(t.Context(), tr.lock, locktest.Battery{Scenarios: []string{"lost-grant-reply"}, Seed: 1, Keep: keep()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			judgeTrial(t, tr, 1, rep)
+		})
+	}
 }
