@@ -59,6 +59,11 @@ type Action struct {
 	// ID names the action in Hub.OnHit's report of the actions that
 	// applied (the runner uses the failpoint's index in the spec).
 	ID int `yaml:"-" json:"-"`
+	// pattern is the pattern the action was attached at, if any: its
+	// Skip, Times and Nth count the hits of every point it matches (the
+	// second SET of a cycle on any node, one lost reply among all of a
+	// cycle's commands), not of each point apart.
+	pattern string
 }
 
 // Hub coordinates the failpoints of every client of a run: it counts hits so
@@ -176,8 +181,8 @@ type Failpoints struct {
 	// segment each: cmd/*/SET/after); resolved caches what they match.
 	patterns map[string][]*Action
 	resolved map[string][]*Action
-	counts   map[string]int // per point hits seen by this client (own goroutines serialised by mu)
-	cycle    map[string]int // per point hits since the client's cycle began
+	counts   map[string]int // per point (and per pattern) hits seen by this client (own goroutines serialised by mu)
+	cycle    map[string]int // per point (and per pattern) hits since the client's cycle began
 	rng      *rand.Rand     // Prob draws; guarded by mu
 	mu       sync.Mutex
 }
@@ -195,6 +200,7 @@ func NewFailpoints(hub *Hub, client int) *Failpoints {
 func (f *Failpoints) Attach(point string, a Action) {
 	f.mu.Lock()
 	if strings.Contains(point, "*") {
+		a.pattern = point
 		f.patterns[point] = append(f.patterns[point], &a)
 	} else {
 		f.actions[point] = append(f.actions[point], &a)
@@ -227,6 +233,18 @@ func (f *Failpoints) lookup(point string) []*Action {
 	return acts
 }
 
+// patternKey keeps a pattern's counts apart from a point's of the same name.
+const patternKey = "pattern:"
+
+// count counts one hit of key: the hits before it, and its place in the
+// cycle. f.mu is held.
+func (f *Failpoints) count(key string) [2]int {
+	n := f.counts[key]
+	f.counts[key] = n + 1
+	f.cycle[key]++
+	return [2]int{n, f.cycle[key]}
+}
+
 // NewCycle starts a new cycle of the client: Nth counts from here.
 func (f *Failpoints) NewCycle() {
 	if f == nil || !f.hub.armed.Load() {
@@ -249,11 +267,17 @@ func (f *Failpoints) Hit(ctx context.Context, point string) error {
 		return nil
 	}
 	f.mu.Lock()
-	n := f.counts[point]
-	f.counts[point] = n + 1
-	nth := f.cycle[point] + 1
-	f.cycle[point] = nth
 	acts := f.lookup(point)
+	own := f.count(point)
+	var pats map[string][2]int
+	for _, a := range acts {
+		if _, ok := pats[a.pattern]; a.pattern != "" && !ok {
+			if pats == nil {
+				pats = map[string][2]int{}
+			}
+			pats[a.pattern] = f.count(patternKey + a.pattern)
+		}
+	}
 	f.mu.Unlock()
 
 	h := f.hub
@@ -267,6 +291,11 @@ func (f *Failpoints) Hit(ctx context.Context, point string) error {
 	var apply []*Action
 	var fired []int
 	for _, a := range acts {
+		c := own
+		if a.pattern != "" {
+			c = pats[a.pattern]
+		}
+		n, nth := c[0], c[1]
 		if n < a.Skip || (a.Times > 0 && n >= a.Skip+a.Times) || (a.Nth > 0 && nth != a.Nth) {
 			continue
 		}
