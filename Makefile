@@ -112,13 +112,11 @@ vet:
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # After the main tests, the examples module (its own go.mod): lockstorm's
-# first outside user, real lock libraries on trial through the public API;
-# -parallel 3 lets TestBatterySentinel's three libraries wait on Sentinel's
-# timers together (the default, GOMAXPROCS, is 2 on CI's two cores and held
-# the third back until the first was done). Then CI's part of the zoo.
+# first outside user, real lock libraries on trial through the public API.
+# Then CI's part of the zoo.
 test: redis-server stress-ng chromium clients zoo-clients vet $(SHIM)
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 10m ./...
-	cd examples && CI=$${CI:-true} $(GO) test -count=1 -parallel 3 -timeout 10m ./...
+	cd examples && CI=$${CI:-true} $(GO) test -count=1 -timeout 10m ./...
 	@$(MAKE) --no-print-directory zoo-ci
 
 # Regenerate the tool's own output in the docs (docs/cli.md's -h pages)
@@ -171,10 +169,10 @@ noisy: build stress-ng
 # shows at its fixed one (a verdict that differs from the claims' is a
 # finding of the matrix, not a failure: lockstorm report's exit 1). On
 # three seeds a Go release module took 4-8 minutes and an npm client 3-7
-# (about an hour in all, on a loaded machine), so not in CI. ZOO_SHARD=K/N
-# runs the K-th of N slices of the modules (the npm module is one slice).
-# `make zoo-quick` is the known-bug scenario on seed 1 for every release
-# (80 s, mostly compiling).
+# (about an hour in all, on a loaded machine), so CI runs zoo-ci (below)
+# instead. ZOO_SHARD=K/N runs the K-th of N slices of the modules (the npm
+# module is one slice). `make zoo-quick` is every module's known-bug
+# scenarios on seed 1 (80 s, mostly compiling).
 ZOO_GO := $(sort $(dir $(wildcard examples/zoo/*/go.mod)))
 ZOO_SEEDS ?= 1,2,3
 ZOO_SHARD ?= 0/1
