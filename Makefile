@@ -171,8 +171,9 @@ noisy: build stress-ng
 # three seeds a Go release module took 4-8 minutes and an npm client 3-7
 # (about an hour in all, on a loaded machine), so CI runs zoo-ci (below)
 # instead. ZOO_SHARD=K/N runs the K-th of N slices of the modules (the npm
-# module is one slice). `make zoo-quick` is every module's known-bug
-# scenarios on seed 1 (80 s, mostly compiling).
+# module is one slice). `make zoo-quick` is each redsync release's
+# known-bug subtests and quorum-slow-extend, and the npm clients' hellos,
+# on seed 1 (80 s, mostly compiling).
 ZOO_GO := $(sort $(dir $(wildcard examples/zoo/*/go.mod)))
 ZOO_SEEDS ?= 1,2,3
 ZOO_SHARD ?= 0/1
