@@ -53,33 +53,16 @@ expected: {set-nx-px: safe}
 
 // TestScheduledCasesReproduce runs the scheduled documented cases on real
 // redis-server and checks each verdict against the spec's expectation:
-// the failpoints must force the documented interleaving on any seed.
-//
-// The runs go through RunMany's admission gate, longest first, as make
-// gate's do, not one parallel subtest each: -parallel (GOMAXPROCS, 2 on
-// CI's two cores) would hold them to two at a time while each mostly waits
-// on its timers, and the gate adds runs only while the CPUs have room. Each
-// case is still its own subtest, which registers its job and waits for
-// the batch: -run selects which cases run at all.
+// the failpoints must force the documented interleaving on any seed. The
+// runs go at once as make gate's do (BatchForTest), each case its own
+// subtest.
 func TestScheduledCasesReproduce(t *testing.T) {
 	cluster.StartForTest(t, 1)
 	if testing.Short() {
 		t.Skip("runs every scheduled case")
 	}
-	var (
-		jobs []Job
-		outs []*Outcome
-		errs []error
-		done = make(chan struct{})
-	)
-	// The selected subtests register their jobs and wait in t.Parallel
-	// until this function returns, a t.Fatal below included.
-	defer func() {
-		go func() {
-			defer close(done)
-			outs, errs = RunMany(context.Background(), jobs, 0, nil, nil)
-		}()
-	}()
+	b := NewBatchForTest()
+	defer b.Start(5 * time.Minute)
 	for _, name := range spec.Names() {
 		spec, err := spec.Load(name)
 		if err != nil {
@@ -94,14 +77,8 @@ func TestScheduledCasesReproduce(t *testing.T) {
 		}
 		for _, impl := range spec.Impls {
 			t.Run(name+"/"+impl, func(t *testing.T) {
-				i := len(jobs)
-				jobs = append(jobs, Job{Spec: spec, Config: Config{Impl: impl, Backend: cluster.RedisServer, Seed: 7}})
-				t.Parallel()
-				<-done
-				if errs[i] != nil {
-					t.Fatal(errs[i])
-				}
-				if out := outs[i]; !out.AsExpected() {
+				i := b.Add(Job{Spec: spec, Config: Config{Impl: impl, Backend: cluster.RedisServer, Seed: 7}})
+				if out := b.Wait(t, i); !out.AsExpected() {
 					t.Errorf("verdict %s, expected %s: %s", out.Result.Verdict, out.Expected, out.Result.Reason)
 				}
 			})
