@@ -228,6 +228,7 @@ zoo-ci: $(SHIM) redis-server zoo-clients
 	  (cd $$m && LOCKSTORM_ZOO_SEEDS=1 CI=$${CI:-true} $(CURDIR)/build/zoo-ci/$$b.test \
 	    -test.count=1 -test.timeout=5m -test.v -test.run "$$run") > build/zoo-ci/$$b.log 2>&1 || \
 	    { cat build/zoo-ci/$$b.log; echo "zoo-ci: $$m FAILED"; exit 1; }; \
+	  grep -qE '^\s+--- PASS' build/zoo-ci/$$b.log || { echo "zoo-ci: $$m: -run $$run selected no test"; exit 1; }; \
 	  grep -E '^\s*--- ' build/zoo-ci/$$b.log | sed "s|^|zoo-ci: $$b |"; \
 	done
 
