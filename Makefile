@@ -9,7 +9,7 @@ SHIM := build/clockshim.so
 # build it themselves into the user's cache.
 export LOCKSTORM_CLOCKSHIM := $(CURDIR)/$(SHIM)
 
-.PHONY: all build scenarios test docs planted gate bench-gate noisy redis-server stress-ng chromium clients vet clean zoo zoo-quick zoo-clients seed001
+.PHONY: all build scenarios test docs planted gate bench-gate noisy redis-server stress-ng chromium clients vet clean zoo zoo-quick zoo-ci zoo-clients seed001
 
 all: build
 
@@ -113,9 +113,11 @@ vet:
 
 # After the main tests, the examples module (its own go.mod): lockstorm's
 # first outside user, real lock libraries on trial through the public API.
-test: redis-server stress-ng chromium clients vet $(SHIM)
+# Then CI's part of the zoo.
+test: redis-server stress-ng chromium clients zoo-clients vet $(SHIM)
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 10m ./...
 	cd examples && CI=$${CI:-true} $(GO) test -count=1 -timeout 10m ./...
+	@$(MAKE) --no-print-directory zoo-ci
 
 # Regenerate the tool's own output in the docs (docs/cli.md's -h pages)
 # from the binary; the docs test (TestDocs, in `make test`) fails when they
@@ -167,10 +169,11 @@ noisy: build stress-ng
 # shows at its fixed one (a verdict that differs from the claims' is a
 # finding of the matrix, not a failure: lockstorm report's exit 1). On
 # three seeds a Go release module took 4-8 minutes and an npm client 3-7
-# (about an hour in all, on a loaded machine), so not in CI. ZOO_SHARD=K/N
-# runs the K-th of N slices of the modules (the npm module is one slice).
-# `make zoo-quick` is the known-bug scenario on seed 1 for every release
-# (80 s, mostly compiling).
+# (about an hour in all, on a loaded machine), so CI runs zoo-ci (below)
+# instead. ZOO_SHARD=K/N runs the K-th of N slices of the modules (the npm
+# module is one slice). `make zoo-quick` is each redsync release's
+# known-bug subtests and quorum-slow-extend, and the npm clients' hellos,
+# on seed 1 (80 s, mostly compiling).
 ZOO_GO := $(sort $(dir $(wildcard examples/zoo/*/go.mod)))
 ZOO_SEEDS ?= 1,2,3
 ZOO_SHARD ?= 0/1
@@ -199,6 +202,35 @@ zoo-clients: clients
 	    [ examples/zoo/npm/package-lock.json -nt examples/zoo/npm/node_modules ]; then \
 	  (cd examples/zoo/npm && npm ci --no-audit --no-fund --loglevel=error) && touch examples/zoo/npm/node_modules; \
 	fi
+
+# CI's part of the zoo (in `make test`): the known bugs, each asserted at
+# a release that has it and at one that fixed it, on seed 1. redsync v4.0.3
+# (release false successes on the scheduled expired releases, unsafe on
+# extend-reply-late) against v4.4.1, the first release that fixed both;
+# npm redlock 5.0.0-beta.2 (split-first-try deadlock, grant-after-ttl
+# unsafe) against 4.2.0 (safe). Two Go modules, not five: each is a test
+# binary to link; the boundary releases (v4.0.4, v4.3.0), the other seeds
+# and the battery are `make zoo`'s. The three binaries are linked at once
+# (build/zoo-ci), then run one after another, so that no verdict is
+# reached beside another module's runs; each runs in its module's folder
+# (its go.mod, node_modules) and leaves its log in build/zoo-ci. About 30 s
+# once linked (docs/zoo.md).
+ZOO_CI := examples/zoo/redsync-v4.0.3 examples/zoo/redsync-v4.4.1 examples/zoo/npm
+zoo-ci: $(SHIM) redis-server zoo-clients
+	@mkdir -p build/zoo-ci; pids=""; \
+	for m in $(ZOO_CI); do \
+	  (cd $$m && $(GO) test -c -o $(CURDIR)/build/zoo-ci/$$(basename $$m).test .) & pids="$$pids $$!"; \
+	done; \
+	for p in $$pids; do wait $$p || exit 1; done; \
+	for m in $(ZOO_CI); do \
+	  b=$$(basename $$m); run='TestZoo/^(extend-reply-late|expired-release)$$'; \
+	  [ $$b = npm ] && run='TestKnownBugs$$'; \
+	  (cd $$m && LOCKSTORM_ZOO_SEEDS=1 CI=$${CI:-true} $(CURDIR)/build/zoo-ci/$$b.test \
+	    -test.count=1 -test.timeout=5m -test.v -test.run "$$run") > build/zoo-ci/$$b.log 2>&1 || \
+	    { cat build/zoo-ci/$$b.log; echo "zoo-ci: $$m FAILED"; exit 1; }; \
+	  grep -qE '^\s+--- PASS' build/zoo-ci/$$b.log || { echo "zoo-ci: $$m: -run $$run selected no test"; exit 1; }; \
+	  grep -E '^\s*--- ' build/zoo-ci/$$b.log | sed "s|^|zoo-ci: $$b |"; \
+	done
 
 zoo-quick: $(SHIM) redis-server zoo-clients
 	@for m in $(ZOO_GO); do ls $$m*_test.go >/dev/null 2>&1 || continue; \

@@ -21,7 +21,8 @@ import (
 // TestBatterySentinel: their runs mostly wait on Sentinel's timers, so
 // they run many at once, and make noisy (which runs TestBattery under
 // load) leaves them out to keep CI's time. So do the Redis Cluster ones
-// (cluster-*, TestBatteryCluster).
+// (cluster-*, TestBatteryCluster). Each library's extend must show in the
+// history of the battery's extending scenario (extendsRecorded).
 func TestBattery(t *testing.T) {
 	var names []string
 	for _, n := range spec.Names() {
@@ -31,7 +32,8 @@ func TestBattery(t *testing.T) {
 	}
 	for _, lock := range []lockimpl.Info{Redsync, Redlock, Redislock} {
 		t.Run(lock.Name, func(t *testing.T) {
-			locktest.Run(t, lock, locktest.Battery{Parallel: 3, Scenarios: names})
+			rep := locktest.Run(t, lock, locktest.Battery{Parallel: 3, Scenarios: names})
+			extendsRecorded(t, rep)
 		})
 	}
 }

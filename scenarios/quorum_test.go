@@ -1,11 +1,11 @@
 package scenarios_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
@@ -29,6 +29,9 @@ func TestQuorumScenariosCatchBrokenRedlock(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("LOCKSTORM_TEST_SEEDS")); err == nil && n > 0 {
 		seeds = uint64(n)
 	}
+	// The runs go at once, through the admission gate.
+	b := scenarios.NewBatchForTest()
+	defer b.Start(5 * time.Minute)
 	for _, tc := range []struct {
 		scenario string
 		broken   map[string]string
@@ -54,11 +57,8 @@ func TestQuorumScenariosCatchBrokenRedlock(t *testing.T) {
 						t.Fatal(err)
 					}
 					want := spec.Derived(info.ClaimsUnder(spec.Lock)).Verdict
-					out, err := scenarios.Run(context.Background(), spec, scenarios.Config{Impl: "redlock", Backend: cluster.RedisServer, Seed: seed})
-					if err != nil {
-						t.Fatal(err)
-					}
-					r := out.Result
+					i := b.Add(scenarios.Job{Spec: spec, Config: scenarios.Config{Impl: "redlock", Backend: cluster.RedisServer, Seed: seed}})
+					r := b.Wait(t, i).Result
 					t.Logf("%s: %s (derived %s): %s", name, r.Verdict, want, r.Reason)
 					switch {
 					case !broken && r.Verdict != want:

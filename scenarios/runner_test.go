@@ -53,12 +53,16 @@ expected: {set-nx-px: safe}
 
 // TestScheduledCasesReproduce runs the scheduled documented cases on real
 // redis-server and checks each verdict against the spec's expectation:
-// the failpoints must force the documented interleaving on any seed.
+// the failpoints must force the documented interleaving on any seed. The
+// runs go at once as make gate's do (BatchForTest), each case its own
+// subtest.
 func TestScheduledCasesReproduce(t *testing.T) {
 	cluster.StartForTest(t, 1)
 	if testing.Short() {
 		t.Skip("runs every scheduled case")
 	}
+	b := NewBatchForTest()
+	defer b.Start(5 * time.Minute)
 	for _, name := range spec.Names() {
 		spec, err := spec.Load(name)
 		if err != nil {
@@ -73,12 +77,8 @@ func TestScheduledCasesReproduce(t *testing.T) {
 		}
 		for _, impl := range spec.Impls {
 			t.Run(name+"/"+impl, func(t *testing.T) {
-				t.Parallel()
-				out, err := Run(context.Background(), spec, Config{Impl: impl, Backend: cluster.RedisServer, Seed: 7})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !out.AsExpected() {
+				i := b.Add(Job{Spec: spec, Config: Config{Impl: impl, Backend: cluster.RedisServer, Seed: 7}})
+				if out := b.Wait(t, i); !out.AsExpected() {
 					t.Errorf("verdict %s, expected %s: %s", out.Result.Verdict, out.Expected, out.Result.Reason)
 				}
 			})

@@ -1,7 +1,6 @@
 package scenarios_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -31,6 +30,9 @@ func TestSlowObserver(t *testing.T) {
 	// foreign-unlock's TTL is 600 ms and its late release comes 800 ms
 	// after the acquire: events 1 s late reach the harness after it.
 	pastTTL := scenarios.Delay{Latency: time.Second}
+	// The runs go at once, through the admission gate.
+	b := scenarios.NewBatchForTest()
+	defer b.Start(4 * time.Minute)
 	for _, tc := range []struct {
 		scenario, impl string
 		delay          scenarios.Delay
@@ -49,17 +51,12 @@ func TestSlowObserver(t *testing.T) {
 		{"foreign-unlock", "getset", pastTTL, true, true},
 	} {
 		t.Run(tc.scenario+"/"+tc.impl+"/"+tc.delay.Latency.String(), func(t *testing.T) {
-			t.Parallel()
 			spec, err := spec.Load(tc.scenario)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			out, err := scenarios.Run(ctx, spec, scenarios.Config{Impl: tc.impl, Backend: cluster.RedisServer, Seed: 17, ObserverDelay: tc.delay})
-			if err != nil {
-				t.Fatal(err)
-			}
+			i := b.Add(scenarios.Job{Spec: spec, Config: scenarios.Config{Impl: tc.impl, Backend: cluster.RedisServer, Seed: 17, ObserverDelay: tc.delay}})
+			out := b.Wait(t, i)
 			r := out.Result
 			if r.ServerEvents == 0 || r.ObserverSyncs == 0 {
 				t.Fatalf("observer %q: %d events, %d syncs", out.Observer, r.ServerEvents, r.ObserverSyncs)

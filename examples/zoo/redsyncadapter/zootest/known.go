@@ -37,12 +37,15 @@ type Known struct {
 var extendReplyLate []byte
 
 // Zoo is one release's trial; module is the library's module path
-// (its version must be the one the test's go.mod selects). Under LOCKSTORM_ZOO=1 (make zoo) every lock
-// runs the battery on the zoo's seeds, its matrix row and rows are written
-// (Write), and the first lock (one node) must show the release false
-// successes exactly when known says so. Always, the first lock runs
-// extend-reply-late on the seeds and must come out unsafe exactly when
-// known says ExtendLateYes (about 3 s a seed).
+// (its version must be the one the test's go.mod selects). Under
+// LOCKSTORM_ZOO=1 (make zoo) every lock runs the battery on the zoo's
+// seeds, its matrix row and rows are written (Write), and the first lock
+// (one node) must show the release false successes exactly when known
+// says so. Always, on the seeds, the first lock runs extend-reply-late
+// and must come out unsafe exactly when known says ExtendLateYes, and runs
+// expiredReleases, which must show release false successes exactly when
+// known says ReleaseFalseSuccess (the subtests make zoo-ci runs); every
+// quorum lock runs quorum-slow-extend.
 func Zoo(t *testing.T, module, version string, known Known, locks ...lockimpl.Info) {
 	seeds, err := Seeds()
 	if err != nil {
@@ -57,6 +60,9 @@ func Zoo(t *testing.T, module, version string, known Known, locks ...lockimpl.In
 	}
 	t.Run("extend-reply-late", func(t *testing.T) {
 		lateReply(t, locks[0], seeds, known.ExtendLateYes)
+	})
+	t.Run("expired-release", func(t *testing.T) {
+		expiredRelease(t, locks[0], seeds, known.ReleaseFalseSuccess)
 	})
 	for _, lock := range locks[1:] {
 		t.Run(lock.Name+"/quorum-slow-extend", func(t *testing.T) {
@@ -79,6 +85,46 @@ func Zoo(t *testing.T, module, version string, known Known, locks ...lockimpl.In
 			}
 		})
 	}
+}
+
+// expiredReleases are the shipped scheduled scenarios whose schedule has
+// a holder release a lock that expired under it (its release delayed past
+// the TTL; its client paused past the TTL): the release false success is
+// asserted on them on every seed, cheaply, and over the whole battery
+// under make zoo.
+var expiredReleases = []string{"foreign-unlock", "pause-past-ttl"}
+
+// expiredRelease runs expiredReleases on each seed: release false
+// successes when the release has the bug, none when it does not. Without
+// the bug the release of the expired lock must still have happened and
+// been refused, or the absence would say nothing.
+func expiredRelease(t *testing.T, lock lockimpl.Info, seeds []uint64, want bool) {
+	t.Helper()
+	reps := Run(t, lock, seeds, expiredReleases)
+	releaseFalse(t, reps, want)
+	for _, rep := range reps {
+		refused := 0
+		for _, o := range rep.Outcomes {
+			n := refusedReleases(o.History)
+			refused += n
+			t.Logf("%s seed %d: %s (expected %s), false successes %d, releases refused %d", o.Scenario, o.Seed, o.Result.Verdict, o.Expected, o.Result.FalseSuccesses, n)
+		}
+		if !want && refused == 0 {
+			t.Errorf("seed %d: no release was refused: the scenarios did not have a holder release an expired lock", rep.Outcomes[0].Seed)
+		}
+	}
+}
+
+// refusedReleases counts the releases the lock answered with a definite
+// no.
+func refusedReleases(h history.History) int {
+	n := 0
+	for _, op := range h {
+		if op.F == history.FRelease && op.Type == history.Fail {
+			n++
+		}
+	}
+	return n
 }
 
 // slowExtend runs the shipped quorum-slow-extend against a quorum lock,
