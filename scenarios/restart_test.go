@@ -71,16 +71,9 @@ impls: [set-nx-px]
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := lockimpl.Lookup("set-nx-px")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := base
-	info.Name = "dying"
-	info.New = func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
-		l, err := base.New(env, o)
-		return &dyingLocker{Locker: l, startup: startup}, err
-	}
+	info := wrapSetNXPX(t, "dying", func(_ lockimpl.Env, l lockimpl.Locker) lockimpl.Locker {
+		return &dyingLocker{Locker: l, startup: startup}
+	})
 	out, err := Run(context.Background(), sp, Config{Info: &info, Backend: cluster.RedisServer})
 	if err != nil {
 		t.Fatal(err)
