@@ -88,6 +88,9 @@ type Lease struct {
 //     client's New and before the run's clock starts, for all clients at
 //     once; the run starts when all returned, and an error aborts it. For a
 //     Locker that starts something slow of its own (a client process).
+//     Called again before each acquire is recorded, so a process that died
+//     is started again outside the acquire (its error is left to the
+//     acquire): it must be cheap when nothing needs starting.
 //   - ProcessStats() ProcessStats: read once after the run, summed over the
 //     clients into the outcome (lockimpl/exec's process failures).
 //   - Process: the client runs as an OS process of its own; the client

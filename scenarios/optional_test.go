@@ -55,6 +55,26 @@ func (s *spyLocker) Ready(context.Context) error { s.log.add("ready %d", s.clien
 
 func (s *spyLocker) Close() error { s.log.add("close %d", s.client); return nil }
 
+// wrapSetNXPX is set-nx-px under another name, each client's Locker
+// wrapped by wrap: a test's lock with the optional interfaces it needs.
+func wrapSetNXPX(t *testing.T, name string, wrap func(lockimpl.Env, lockimpl.Locker) lockimpl.Locker) lockimpl.Info {
+	t.Helper()
+	base, err := lockimpl.Lookup("set-nx-px")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := base
+	info.Name = name
+	info.New = func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
+		l, err := base.New(env, o)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(env, l), nil
+	}
+	return info
+}
+
 // TestOptionalInterfaces: the runner calls Ready on every client before any
 // acquires, and Close on a crashed client's Locker when it crashes (the
 // other client acquires after that Close, so it is not the end-of-run one),
@@ -74,17 +94,10 @@ impls: [set-nx-px]
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := lockimpl.Lookup("set-nx-px")
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := &eventLog{}
-	info := base
-	info.Name = "spy"
-	info.New = func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
-		l, err := base.New(env, o)
-		return &spyLocker{Locker: l, client: env.Client, log: log}, err
-	}
+	info := wrapSetNXPX(t, "spy", func(env lockimpl.Env, l lockimpl.Locker) lockimpl.Locker {
+		return &spyLocker{Locker: l, client: env.Client, log: log}
+	})
 	out, err := Run(context.Background(), spec, Config{Info: &info, Backend: cluster.RedisServer})
 	if err != nil {
 		t.Fatal(err)

@@ -318,6 +318,10 @@ func runOnce(ctx context.Context, plan *Plan, cfg Config) (o *Outcome, err error
 	return o, nil
 }
 
+// readyLocker is a Locker that starts something slow of its own (a client
+// process): lockimpl.Locker's optional Ready.
+type readyLocker interface{ Ready(context.Context) error }
+
 // ready waits, before the run's clock starts, for lockers that start
 // something of their own (a client process loading its runtime) to be able
 // to serve; they start together, so their start-ups overlap.
@@ -325,7 +329,7 @@ func (r *run) ready(ctx context.Context) error {
 	errs := make([]error, len(r.clients))
 	var wg sync.WaitGroup
 	for i, c := range r.clients {
-		rd, ok := c.locker.(interface{ Ready(context.Context) error })
+		rd, ok := c.locker.(readyLocker)
 		if !ok {
 			continue
 		}

@@ -99,3 +99,24 @@ func (r *run) lateSince(due int64, clients ...int) {
 		r.rec.Add(history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: c, F: history.FStall, N: late})
 	}
 }
+
+// A client whose lock runs in a process of its own (lockimpl/exec) has
+// that process started again by the harness after it died mid-request: a
+// runtime loading, seconds on a busy machine, in which that client alone
+// can ask nothing. readyAgain starts it before the next acquire is
+// recorded, so the acquire measures the lock and not the start-up, and
+// records the start-up as that client's lag: between operations, as a late
+// back-off, it delays only the client's next request, and a starvation is
+// net of the moments when every client that wanted the key was starting
+// (counted as a wait, a key free all along read as starved). Ready's
+// error is left to the acquire, which starts the process itself and
+// records what fails.
+func (r *run) readyAgain(ctx context.Context, c *runClient) {
+	rd, ok := c.locker.(readyLocker)
+	if !ok {
+		return
+	}
+	due := r.rec.Now()
+	_ = rd.Ready(ctx)
+	r.lateSince(due, c.id)
+}

@@ -38,6 +38,7 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 			r.crashedBy(c, err)
 			return
 		}
+		r.readyAgain(ctx, c)
 		lease, res, err := c.rec.acquire(ctx, key)
 		switch res {
 		case success:

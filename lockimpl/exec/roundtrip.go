@@ -151,7 +151,8 @@ func (l *Locker) died(p *proc) error {
 // Ready starts the client process if needed and waits for its hello: the
 // runner calls it once the scenario's failpoints are attached (so the
 // client knows whether to announce its points) and before the run's clock
-// starts (so a runtime's start-up is not counted as the lock's latency).
+// starts (so a runtime's start-up is not counted as the lock's latency),
+// and again before each acquire, to start a process that died outside it.
 func (l *Locker) Ready(ctx context.Context) error {
 	l.req.Lock()
 	defer l.req.Unlock()
