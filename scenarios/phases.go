@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -204,6 +205,9 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 	plan, cfg := r.plan, r.cfg
 	runCtx, stop := context.WithTimeout(ctx, plan.Duration)
 	defer stop()
+	holdsEnd, endHolds := context.WithCancel(ctx)
+	defer endHolds()
+	r.holdsEnd = holdsEnd
 	tl.start(runCtx, plan.Faults)
 	var attempts, acquired atomic.Int64
 	var wg sync.WaitGroup
@@ -258,7 +262,11 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 			}
 		case <-runCtx.Done():
 			r.trafficEnd = time.Now()
-			r.stopTraffic(ctx, tl, done)
+			holds := func() {}
+			if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+				holds = endHolds
+			}
+			r.stopTraffic(ctx, tl, done, holds)
 			return
 		}
 	}
@@ -277,11 +285,14 @@ func (r *run) recheck(since time.Duration) time.Duration {
 }
 
 // stopTraffic ends a run whose time is up: faults heal first (a paused
-// client must be able to finish), then clients finish the cycle they are
-// in (a critical section ends with its release), within a grace period
-// that covers one more wait and hold; then they are cancelled.
-func (r *run) stopTraffic(ctx context.Context, tl *timeline, done <-chan struct{}) {
+// client must be able to finish, a release must not meet a partition the
+// spec has already lifted), then endHolds (run.holdsEnd), then clients
+// finish the cycle they are in (a critical section ends with its release),
+// within a grace period that covers one more wait and hold; then they are
+// cancelled.
+func (r *run) stopTraffic(ctx context.Context, tl *timeline, done <-chan struct{}, endHolds func()) {
 	tl.stopAndHeal()
+	endHolds()
 	grace := time.NewTimer(r.plan.Stop.Grace)
 	defer grace.Stop()
 	select {

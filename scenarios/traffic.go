@@ -19,6 +19,7 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 	rng := rand.New(rand.NewPCG(r.seed(), uint64(c.id)+0x10000))
 	ctx := c.ctx
 	barrierCtx := runCtxOf(runCtx, ctx)
+	holdCtx := runCtxOf(r.holdsEnd, ctx)
 	cycles := 0
 	for runCtx.Err() == nil && ctx.Err() == nil {
 		if w.Ops > 0 && attempts.Add(1) > int64(w.Ops) {
@@ -67,7 +68,7 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 			}
 			continue
 		}
-		if !r.criticalSection(ctx, c, key, lease, rng) {
+		if !r.criticalSection(ctx, holdCtx, c, key, lease, rng) {
 			return
 		}
 		res, err = c.rec.release(ctx, key, lease, func() error { return c.fp.Hit(ctx, spec.PointBeforeRelease) })
@@ -84,8 +85,10 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 }
 
 // criticalSection reads the counter, holds, writes N+1. It returns false
-// when the client crashed or was cancelled inside.
-func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lease *lockimpl.Lease, rng *rand.Rand) bool {
+// when the client crashed or was cancelled inside. The hold (not the
+// write, not the release) ends early when the traffic's time is up
+// (holdCtx ends): see run.holdsEnd.
+func (r *run) criticalSection(ctx, holdCtx context.Context, c *runClient, key string, lease *lockimpl.Lease, rng *rand.Rand) bool {
 	if r.abandoned(c, key, lease) {
 		return true
 	}
@@ -99,7 +102,7 @@ func (r *run) criticalSection(ctx context.Context, c *runClient, key string, lea
 	if err := c.fp.Hit(ctx, spec.PointHold); err != nil {
 		return !r.crashedBy(c, err)
 	}
-	refused, err := r.holdExtending(ctx, c, key, lease, hold)
+	refused, err := r.holdExtending(ctx, holdCtx, c, key, lease, hold)
 	if err != nil {
 		r.crashedBy(c, err)
 		return false
@@ -187,18 +190,18 @@ func (r *run) abandoned(c *runClient, key string, lease *lockimpl.Lease) bool {
 // outlasts its TTL does. A definite "not yours" stops the extending and is
 // reported (refused): a careful holder then stops at once, a careless one
 // works on regardless. An unknown outcome stops nothing.
-func (r *run) holdExtending(ctx context.Context, c *runClient, key string, lease *lockimpl.Lease, hold time.Duration) (refused bool, _ error) {
+func (r *run) holdExtending(ctx, holdCtx context.Context, c *runClient, key string, lease *lockimpl.Lease, hold time.Duration) (refused bool, _ error) {
 	every := r.plan.Workload.ExtendEvery
 	if every <= 0 || !lockimpl.CanExtend(c.locker) {
-		return false, r.work(ctx, c, lease, hold)
+		return false, r.work(ctx, holdCtx, c, lease, hold)
 	}
 	for hold > 0 {
 		d := min(every, hold)
-		if err := r.work(ctx, c, lease, d); err != nil {
+		if err := r.work(ctx, holdCtx, c, lease, d); err != nil {
 			return false, err
 		}
 		hold -= d
-		if hold <= 0 || ctx.Err() != nil || r.leaseOver(c, lease) {
+		if hold <= 0 || holdCtx.Err() != nil || r.leaseOver(c, lease) {
 			break // a careful holder whose lease is over extends nothing
 		}
 		res, err := r.extendOnce(ctx, c, key, lease)
@@ -216,7 +219,7 @@ func (r *run) holdExtending(ctx context.Context, c *runClient, key string, lease
 			break
 		}
 	}
-	return refused, r.work(ctx, c, lease, hold)
+	return refused, r.work(ctx, holdCtx, c, lease, hold)
 }
 
 // extendOnce extends lease once. A careful client gives the call no more
@@ -245,29 +248,25 @@ func (r *run) leaseOver(c *runClient, lease *lockimpl.Lease) bool {
 // it lost, whichever comes first, and the check before the write then
 // abandons. A pause still defeats it: a paused client's timer fires only when
 // the world restarts, which is why careful clients are not safe under pauses
-// past the TTL either.
-func (r *run) work(ctx context.Context, c *runClient, lease *lockimpl.Lease, d time.Duration) error {
-	if r.plan.Workload.Client != spec.Careful {
-		return r.sleepOwn(ctx, c, d)
-	}
-	if lease.Validity > 0 {
+// past the TTL either. Either ends early, without error, when holdCtx ends
+// while ctx does not (the traffic's time is up).
+func (r *run) work(ctx, holdCtx context.Context, c *runClient, lease *lockimpl.Lease, d time.Duration) error {
+	if r.plan.Workload.Client == spec.Careful && lease.Validity > 0 {
 		d = max(0, min(d, lease.Validity-c.clock.Now().Sub(lease.Acquired)))
 	}
-	if lease.Lost == nil {
-		return r.sleepOwn(ctx, c, d)
+	if r.plan.Workload.Client == spec.Careful && lease.Lost != nil {
+		lctx, cancel := context.WithCancel(holdCtx)
+		defer cancel()
+		go func() {
+			select {
+			case <-lease.Lost:
+				cancel()
+			case <-lctx.Done():
+			}
+		}()
+		holdCtx = lctx
 	}
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		select {
-		case <-lease.Lost:
-			cancel()
-		case <-stop:
-		}
-	}()
-	if err := r.sleepTimed(lctx, c, d); err != nil && ctx.Err() != nil {
+	if err := r.sleepTimed(holdCtx, c, d); err != nil && ctx.Err() != nil {
 		return err
 	}
 	return c.pause.Wait(ctx)
