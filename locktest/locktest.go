@@ -63,8 +63,12 @@ type Battery struct {
 	// embedded miniredis), redis-server or embedded. Scenarios the backend
 	// cannot run (replicas need redis-server) are skipped, with the reason.
 	Backend string
-	// Parallel is how many scenarios run at once (default 4: each has its
-	// own servers and ports, and spends its time waiting).
+	// Parallel is how many scenarios run at once (each has its own servers
+	// and ports, and spends its time waiting). 0, the default, follows the
+	// machine as lockstorm run --parallel 0 does: three on two CPUs, and
+	// more while the CPUs have room, so a battery is as fast as the machine
+	// allows without runs starved into harness stalls (a loaded CI machine
+	// gets the floor).
 	Parallel int
 	// Out is the root of the run folders kept for failures; default the
 	// LOCKSTORM_OUT environment variable, else a new directory under the
@@ -164,7 +168,7 @@ func check(ctx context.Context, lock lockimpl.Info, b Battery, selected func(lab
 		}
 	}
 	start := time.Now()
-	outs, errs := scenarios.RunMany(ctx, jobs, orDefault(b.Parallel, 4), nil, nil)
+	outs, errs := scenarios.RunMany(ctx, jobs, max(b.Parallel, 0), nil, nil)
 	rep.Wall = time.Since(start)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

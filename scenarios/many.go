@@ -80,10 +80,16 @@ func RunMany(ctx context.Context, jobs []Job, parallel int, before func(i int), 
 // suite's run phases: 0.2 s alone, up to 2 s on a loaded machine.
 const sentinelStartUp = time.Second
 
+// clusterStartUp is what a Redis Cluster adds: a master that has just
+// started refuses writes (CLUSTERDOWN) for CLUSTER_WRITABLE_DELAY, 2 s
+// from its start, a constant of Redis's source that no setting shortens;
+// the nodes' meeting and the replicas' syncs fit inside it.
+const clusterStartUp = 2 * time.Second
+
 // expectedLength is a job's expected wall time, for ordering only: its
 // plan's duration (a lock with whole-second expiry runs the scenario
-// stretched: lua-getset's 5 s spec runs 15 s), plus the Sentinel
-// topology's start-up; the spec's duration when it does not compile (the
+// stretched: lua-getset's 5 s spec runs 15 s), plus the Sentinel or
+// Cluster topology's start-up; the spec's duration when it does not compile (the
 // run will say why).
 func expectedLength(j Job) time.Duration {
 	d := j.Spec.Duration
@@ -92,6 +98,9 @@ func expectedLength(j Job) time.Duration {
 	}
 	if j.Spec.Sentinel != nil {
 		d += sentinelStartUp
+	}
+	if j.Spec.Cluster != nil {
+		d += clusterStartUp
 	}
 	return d
 }

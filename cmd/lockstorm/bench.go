@@ -50,7 +50,7 @@ func parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.BoolVar(&f.suite, "suite", false, "also time make scenarios and make gate (minutes)")
 	fs.StringVar(&f.root, "root", ".", "repository root for the suite rows")
 	fs.IntVar(&f.seeds, "seeds", 0, "seeds per spec for time to bug (0: 10, or 3 with --quick)")
-	fs.IntVar(&f.parallel, "parallel", 1, "time-to-bug runs at once")
+	fs.IntVar(&f.parallel, "parallel", 0, "time-to-bug runs at once; 0: three, and more while the CPUs have room (as lockstorm run --parallel 0)")
 	fs.DurationVar(&f.duration, "duration", 0, "drive window per measurement (0: 5s, or 2s with --quick)")
 	fs.StringVar(&f.sizes, "sizes", "", "check-rate history sizes, comma-separated (default 10000,100000,1000000)")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole bench to this file")
@@ -70,8 +70,8 @@ func parseBenchFlags(args []string) (*benchFlags, error) {
 			}
 		}
 	}
-	if f.seeds < 0 || f.duration < 0 || f.parallel < 1 {
-		return nil, usage("bench: --seeds and --duration must not be negative, --parallel at least 1")
+	if f.seeds < 0 || f.duration < 0 || f.parallel < 0 {
+		return nil, usage("bench: --seeds, --duration and --parallel must not be negative")
 	}
 	f.groups = map[string]bool{}
 	for _, o := range f.only {
@@ -266,7 +266,7 @@ func (f *benchFlags) plan(sizes []int, progress bench.Progress) []benchGroup {
 				seeds = 3
 			}
 		}
-		gs = append(gs, benchGroup{"3", "ttb", time.Duration(seeds) * 25 * time.Second / time.Duration(f.parallel),
+		gs = append(gs, benchGroup{"3", "ttb", time.Duration(seeds) * 25 * time.Second / time.Duration(max(f.parallel, 3)),
 			func(ctx context.Context) ([]bench.Row, error) {
 				return bench.TimeToBug(ctx, bench.TTBConfig{Seeds: seeds, Parallel: f.parallel, Progress: progress})
 			}})

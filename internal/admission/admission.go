@@ -50,9 +50,13 @@ const (
 	floorPerCPU   = 1
 	autoMaxPerCPU = 4
 	maxBusy       = 0.6
-	ownBudget     = 0.35 // of all CPUs: 0.7 of a core on two
+	ownBudget     = OwnBudget
 	busyWindow    = time.Second
 )
+
+// OwnBudget is the share of all CPUs that lockstorm and the processes it
+// started may use before no more runs start (see above).
+const OwnBudget = 0.35 // of all CPUs: 0.7 of a core on two
 
 // Every is the least time between two starts beyond the floor.
 const Every = 250 * time.Millisecond
