@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -68,13 +69,24 @@ func (p *pingsAtReady) Ready(ctx context.Context) error {
 // of every explore-crash run of an ioredis client). A fault named by a
 // failpoint and one drawn by the explorer, on a client process and on a Go
 // lock: the run ends without error, every client asks for the lock, and
-// no crash is recorded (the lock never sends the command in the run).
+// no crash is recorded (the lock never sends the command in the run). And
+// a crash in the run, at a command point or by a crash fault, is the
+// recorded crash of its client, not a run error at its next Ready.
 func TestNoFaultBeforeTheClock(t *testing.T) {
 	cluster.StartForTest(t, 1)
-	faults := []struct{ name, yaml string }{
+	faults := []struct {
+		name, yaml string
+		crashed    []int // the clients whose crash the history must record
+	}{
 		{"failpoint", `failpoints:
-  - {client: -1, point: cmd/*/PING/before, crash: true}`},
-		{"explore", `explore: {actions: [crash], rate: 1, points: ["cmd/*/PING/*"]}`},
+  - {client: -1, point: cmd/*/PING/before, crash: true}`, nil},
+		{"explore", `explore: {actions: [crash], rate: 1, points: ["cmd/*/PING/*"]}`, nil},
+		// In the run, a crash stays a recorded crash: never a run error at
+		// the next Ready (the runner's readyAgain before each acquire).
+		{"in-run-failpoint", `failpoints:
+  - {client: 0, point: cmd/*/SET/before, times: 1, crash: true}`, []int{0}},
+		{"in-run-fault", `faults:
+  - {at: 300ms, kind: crash, clients: [1]}`, []int{1}},
 	}
 	locks := []struct {
 		name string
@@ -119,14 +131,17 @@ impls: [set-nx-px]
 				if err != nil {
 					t.Fatalf("run error: %v", err)
 				}
-				asked := map[int]bool{}
+				asked, crashed := map[int]bool{}, []int{}
 				for _, op := range out.History {
 					switch {
 					case op.F == history.FCrash:
-						t.Errorf("client %d crashed at %v (%s): the set-up's command was faulted", op.Client, op.Time, op.Error)
+						crashed = append(crashed, op.Client)
 					case op.F == history.FAcquire && op.Type == history.Invoke:
 						asked[op.Client] = true
 					}
+				}
+				if !slices.Equal(crashed, f.crashed) {
+					t.Errorf("crashes recorded of clients %v, want %v", crashed, f.crashed)
 				}
 				for c := range sp.Clients {
 					if !asked[c] {
