@@ -302,8 +302,8 @@ func runOnce(ctx context.Context, plan *Plan, cfg Config) (o *Outcome, err error
 	defer w.close()
 	// The clock has started: from here the clients' hits count and act, and
 	// what they do goes into this run's history. Before it, a crash at a
-	// library's own set-up command would have killed a client that never
-	// ran, recorded in no history, or failed ready (lockimpl.Hub.Hold).
+	// library's own set-up command would kill a client that never ran,
+	// recorded in no history, or fail ready (lockimpl.Hub.Hold).
 	r.hub.Start()
 	clock.lap(&ph.Clients)
 	start := time.Now()
