@@ -70,6 +70,7 @@ type Action struct {
 // barriers can wait on them, and holds the gates.
 type Hub struct {
 	armed atomic.Bool
+	held  atomic.Bool // Hold: armed, but hits pass untouched until Start
 	mu    sync.Mutex
 	cond  *sync.Cond
 	hits  map[hitKey]int
@@ -255,15 +256,28 @@ func (f *Failpoints) NewCycle() {
 	f.mu.Unlock()
 }
 
-// Armed says whether hits are counted (some action, explorer or Arm).
+// Armed says whether hits are counted (some action, explorer or Arm), once
+// a Hold is over.
 func (f *Failpoints) Armed() bool { return f != nil && f.hub.armed.Load() }
 
 // Arm makes the hub count and report hits without any action attached.
 func (h *Hub) Arm() { h.armed.Store(true) }
 
+// Hold lets every hit pass untouched until Start: not counted, not reported,
+// no action and no exploration, while Armed still says yes. A runner holds
+// its hub from the moment its clients are armed (a client process is told
+// at its hello whether to announce its points) until its clock starts:
+// what a client does before (a library's own connection set-up, sent
+// through a relay) is no step of the run, and a crash there would kill a
+// client that never ran, recorded nowhere, or abort the run.
+func (h *Hub) Hold() { h.held.Store(true) }
+
+// Start ends Hold: hits count and act from now on.
+func (h *Hub) Start() { h.held.Store(false) }
+
 // Hit is called by an implementation at each algorithmic step.
 func (f *Failpoints) Hit(ctx context.Context, point string) error {
-	if f == nil || !f.hub.armed.Load() {
+	if f == nil || !f.hub.armed.Load() || f.hub.held.Load() {
 		return nil
 	}
 	f.mu.Lock()

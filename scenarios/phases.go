@@ -38,6 +38,9 @@ func newRun(cfg Config, plan *Plan) *run {
 	}
 	r.hub = lockimpl.NewHub()
 	r.hub.Seed = plan.Seed
+	// Held until the clock starts (runOnce starts it): no fault reaches a
+	// client before its run begins.
+	r.hub.Hold()
 	return r
 }
 

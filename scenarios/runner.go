@@ -310,6 +310,11 @@ func runOnce(ctx context.Context, plan *Plan, cfg Config) (o *Outcome, err error
 	}
 	w := r.watch(ctx, plan, topo)
 	defer w.close()
+	// The clock has started: from here the clients' hits count and act, and
+	// what they do goes into this run's history. Before it, a crash at a
+	// library's own set-up command would kill a client that never ran,
+	// recorded in no history, or fail ready (lockimpl.Hub.Hold).
+	r.hub.Start()
 	clock.lap(&ph.Clients)
 	start := time.Now()
 	r.playTraffic(ctx, tl, start)
