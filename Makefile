@@ -148,7 +148,7 @@ gate: build
 # guards it too.
 BENCH_ONLY ?= 1,2,5
 bench-gate: build
-	./$(BIN) bench --quick --only $(BENCH_ONLY) --sizes 100000 --compare .ci/bench-baseline.json
+	./$(BIN) bench --quick --only $(BENCH_ONLY) --sizes 100000,1000000 --compare .ci/bench-baseline.json
 
 # The gate and the examples battery on a noisy machine: one core kept busy
 # by stress-ng for the whole target (killed however it ends). Users' CI

@@ -64,7 +64,7 @@ type Observer struct {
 	keys map[string]string // the Redis key watched → the harness's key
 	done chan struct{}
 	// stop ends the periodic syncs; last is closed when the final sync's
-	// reply has been recorded.
+	// reply has been recorded and no read is in flight.
 	stop chan struct{}
 	last chan struct{}
 	// after runs once the observer is closed (OnClose: the delay proxies).
@@ -82,6 +82,15 @@ type Observer struct {
 	queue []*queued
 	reads []*queued
 	seen  map[string]int // key → value-changing events received
+	// unsent holds the reads not yet written, those of the last nUnsent
+	// entries of reads: one write per batch of events received together
+	// instead of one per event, as a write is a system call on a path
+	// that runs once per lock cycle (pipelined reads prove what a read
+	// written at once proves, see event).
+	unsent  []byte
+	nUnsent int
+	// finalIn: the final sync's reply came; lastClosed: last is closed.
+	finalIn, lastClosed bool
 }
 
 type queued struct {
@@ -275,7 +284,8 @@ func (o *Observer) sync(final bool) bool {
 	defer o.mu.Unlock()
 	q := &queued{op: history.Op{Type: history.Ok, Process: history.ServerProcess, Client: -1, F: history.FSync,
 		Node: o.node, N: o.rec.Now()}, waiting: true, final: final}
-	if o.send("PING") != nil {
+	o.unsent = append(o.unsent, resp.Command("PING")...)
+	if !o.flushReads() {
 		return false
 	}
 	// Into the queue only when its reply arrives: the events the node
@@ -301,6 +311,11 @@ func (o *Observer) loop() {
 			o.event(p)
 		} else {
 			o.reply(v)
+		}
+		// The reads go out when nothing received is left to handle: the
+		// next read may wait for the node, and no read may wait on it.
+		if o.r.Buffered() == 0 {
+			o.flushReads()
 		}
 		o.mu.Unlock()
 	}
@@ -333,12 +348,42 @@ func (o *Observer) event(p resp.Push) {
 		read = "HKEYS"
 	}
 	q := &queued{op: op}
-	if read != "" && o.send(read, key) == nil {
+	if read != "" {
+		// Written with the batch's other reads, after every event received
+		// with this one: an event on the key that lands between the set
+		// and the read's execution counts in seen before the reply, as it
+		// would for a read written at once, and the owner stays unknown.
 		q.waiting, q.seen = true, o.seen[key]
 		o.reads = append(o.reads, q)
+		o.unsent = append(o.unsent, resp.Command(read, key)...)
+		o.nUnsent++
 	}
 	o.queue = append(o.queue, q)
 	o.drain()
+}
+
+// flushReads writes the unsent commands (the batch's reads, a sync's
+// PING last). When the write fails, the batch's reads are given up as a
+// read that could not be sent always was: their sets are recorded with
+// the owner unknown instead of waiting for replies that will not come.
+// The caller holds mu.
+func (o *Observer) flushReads() bool {
+	if len(o.unsent) == 0 {
+		return true
+	}
+	_, err := o.conn.Write(o.unsent)
+	o.unsent = o.unsent[:0]
+	if err != nil {
+		for _, q := range o.reads[len(o.reads)-o.nUnsent:] {
+			q.waiting = false
+		}
+		o.reads = o.reads[:len(o.reads)-o.nUnsent]
+		o.nUnsent = 0
+		o.drain()
+		return false
+	}
+	o.nUnsent = 0
+	return true
 }
 
 // reply answers the oldest read in flight.
@@ -351,13 +396,8 @@ func (o *Observer) reply(v any) {
 	q.waiting = false
 	if q.op.F == history.FSync {
 		o.queue = append(o.queue, q)
-		o.drain()
-		if q.final {
-			close(o.last)
-		}
-		return
-	}
-	if o.seen[q.op.Key] == q.seen {
+		o.finalIn = o.finalIn || q.final
+	} else if o.seen[q.op.Key] == q.seen {
 		// No event on the key between the set and the read: the value is
 		// the one the set wrote.
 		switch x := v.(type) {
@@ -374,6 +414,13 @@ func (o *Observer) reply(v any) {
 		}
 	}
 	o.drain()
+	// The final sync's reply proves every event before it received, not
+	// the replies to the reads those events sent after the sync: Close
+	// waits for them too, or the run's last sets would lose their owners.
+	if o.finalIn && len(o.reads) == 0 && !o.lastClosed {
+		o.lastClosed = true
+		close(o.last)
+	}
 }
 
 // drain records the queue's head up to the first entry still waiting.

@@ -1,10 +1,17 @@
 package observe
 
 import (
+	"context"
+	"fmt"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockstorm/lockstorm/history"
+	"github.com/lockstorm/lockstorm/internal/cluster"
 )
 
 // TestUnseenKeys: when no acquired key had an event, every acquired key is
@@ -33,5 +40,93 @@ func TestUnseenKeys(t *testing.T) {
 		if got := UnseenKeys(tc.h); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: UnseenKeys = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestOwnersOfPipelinedSets: an observer's reads go out in batches, so a
+// set's read may run after later sets on the same key. Whatever the
+// batching, a set's owner is the value that set wrote or unknown, never
+// another set's; the last set on a key (nothing after it) is known; every
+// set is recorded. Writers send their sets one at a time and pipelined
+// (several sets on one key executed before the observer can read).
+func TestOwnersOfPipelinedSets(t *testing.T) {
+	srv := cluster.StartForTest(t, 1)
+	cases := []struct {
+		name        string
+		keys, batch int
+		rounds      int
+		writers     int // writer w sets the keys i with i mod writers = w
+	}{
+		{name: "one at a time", keys: 4, batch: 1, rounds: 300, writers: 1},
+		{name: "pipelined on one key", keys: 1, batch: 20, rounds: 30, writers: 1},
+		{name: "pipelined, concurrent writers", keys: 8, batch: 8, rounds: 60, writers: 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			keys := make([]string, tc.keys)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("owners:%s:%d", strings.ReplaceAll(tc.name, " ", "-"), i)
+			}
+			rec := history.NewRecorder()
+			obs, err := Start(ctx, srv.Nodes(), keys, nil, rec, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// written[key] is the values set on key, in the server's order:
+			// each writer owns its keys, so its order is the server's.
+			written := make([]map[string][]string, tc.writers)
+			var wg sync.WaitGroup
+			for w := 0; w < tc.writers; w++ {
+				written[w] = map[string][]string{}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rdb := redis.NewClient(&redis.Options{Addr: srv.Nodes()[0].Addr, Protocol: 2, DisableIdentity: true})
+					defer rdb.Close()
+					for r := 0; r < tc.rounds; r++ {
+						key := keys[(w+r*tc.writers)%len(keys)]
+						p := rdb.Pipeline()
+						for b := 0; b < tc.batch; b++ {
+							v := fmt.Sprintf("w%d-r%d-b%d", w, r, b)
+							p.Set(ctx, key, v, 0)
+							written[w][key] = append(written[w][key], v)
+						}
+						if _, err := p.Exec(ctx); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			CloseAll(obs)
+			got := map[string][]string{} // key → owners of its set events, in order
+			for _, op := range rec.History() {
+				if op.F == history.FServer && op.Value == "set" {
+					got[op.Key] = append(got[op.Key], op.Owner)
+				}
+			}
+			want := map[string][]string{}
+			for _, m := range written {
+				for k, vs := range m {
+					want[k] = append(want[k], vs...)
+				}
+			}
+			for k, vs := range want {
+				owners := got[k]
+				if len(owners) != len(vs) {
+					t.Fatalf("%s: %d set events recorded, %d sets made", k, len(owners), len(vs))
+				}
+				for i, o := range owners {
+					if o != "" && o != vs[i] {
+						t.Fatalf("%s: set %d wrote %q, recorded owner %q", k, i, vs[i], o)
+					}
+				}
+				if last := owners[len(owners)-1]; last != vs[len(vs)-1] {
+					t.Errorf("%s: last set wrote %q, recorded owner %q", k, vs[len(vs)-1], last)
+				}
+			}
+		})
 	}
 }
