@@ -54,7 +54,9 @@ func (w *overlapWatch) observe(client int, t history.Type, f, key string) {
 		hs[client]++
 	case f == history.FRelease && t == history.Invoke:
 		if hs := w.holders[key]; hs[client] > 0 {
-			hs[client]--
+			if hs[client]--; hs[client] == 0 {
+				delete(hs, client) // each acquire loops over the holders left
+			}
 		}
 	case f == history.FAbandon:
 		delete(w.holders[key], client)
