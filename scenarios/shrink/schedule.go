@@ -258,7 +258,22 @@ func landmarks(steps []step, first bool, hold int) ([]stopKind, []int) {
 		return out, nth
 	}
 	out[0], nth[0] = landmarkStop, 1 // cycle/before-acquire
-	tail := len(steps)
+	// The polling loop is sought in the lane's last acquire: up to the
+	// hold it led to (acq), or to the lane's end if it was still under
+	// way. From that hold on the client passed the runner's points once
+	// each and the lock's own as its critical section made it (an extend
+	// every few milliseconds repeats its commands): no loop of the
+	// acquire's, so a pause or a crash met there is pinned to the hold,
+	// not to the start of the cycle.
+	acq := len(steps)
+	for i := len(steps) - 1; i > 0 && steps[i].point != spec.PointBeforeAcquire; i-- {
+		if steps[i].point == spec.PointHold {
+			acq = i
+			break
+		}
+	}
+	held(steps, acq, out, nth)
+	tail := acq
 	seen := map[string]bool{}
 	for tail > 1 && !seen[steps[tail-1].point] {
 		seen[steps[tail-1].point] = true
@@ -274,7 +289,7 @@ func landmarks(steps []step, first bool, hold int) ([]stopKind, []int) {
 			loop[steps[i].point] = true
 		}
 	}
-	for i := tail; i < len(steps); i++ {
+	for i := tail; i < acq; i++ {
 		switch {
 		case steps[i].point == spec.PointBeforeAcquire:
 		case loop[steps[i].point]:
@@ -284,6 +299,28 @@ func landmarks(steps []step, first bool, hold int) ([]stopKind, []int) {
 		}
 	}
 	return out, nth
+}
+
+// held marks the steps from a non-first lane's last hold (steps[from:]):
+// the runner's points by their hit in the whole window, the lock's by
+// their first if they were passed once from the start of the window on;
+// a point passed more than once there is not named.
+func held(steps []step, from int, out []stopKind, nth []int) {
+	count := map[string]int{}
+	for _, s := range steps {
+		count[s.point]++
+	}
+	seen := map[string]int{}
+	for i, s := range steps {
+		seen[s.point]++
+		switch {
+		case i < from:
+		case runnerStep(s.point):
+			out[i], nth[i] = landmarkStop, seen[s.point]
+		case count[s.point] == 1:
+			out[i], nth[i] = landmarkStop, 1
+		}
+	}
 }
 
 // stopKind is what a step of a lane is to a schedule.

@@ -144,6 +144,15 @@ func orderGates(lanes []*lane) []gate {
 			if !d.events[e2.i].sig && !lc.events[e1].sig {
 				continue
 			}
+			// A pass of c's polling loop before its last, or a repeated
+			// step of its critical section (an extend's), is named by no
+			// stop: the landmark after it may come much later (the hold
+			// the polling ended in), and waiting for that would put d's
+			// event after steps of c that followed it. Such a pass
+			// changed nothing d can see; its order is not kept.
+			if !lc.events[e1].sig && lc.events[e1].lm < 0 {
+				continue
+			}
 			if x := landmarkFrom(lc, e1); x >= 0 {
 				add(e2.lane, gl, c, x)
 			}

@@ -129,6 +129,74 @@ func TestScheduleFromHistory(t *testing.T) {
 			},
 		},
 		{
+			// c5 holds first; c3 polls until c5 releases, takes the lock,
+			// extends it twice (every 10 ms of its hold) and is paused
+			// for 400 ms; c5, back for the lock, takes it once it
+			// expired. c3's extends repeat their points inside its hold:
+			// they are not the acquire's polling loop, and the pause is
+			// pinned to c3's hold, not to the start of its cycle.
+			name: "pause after extends",
+			history: func(b *hist) {
+				extend := func(c int, t float64, n int64, tok string) {
+					b.add(history.Op{Type: history.Invoke, Process: c, Client: c, F: history.FExtend, Key: "lock:0", Value: tok, N: n, Time: ms(t)})
+					b.step(c, t+0.1, "cmd/n1/EVALSHA:1/before")
+					b.server(t+0.3, "expire", tok)
+					b.step(c, t+0.5, "cmd/n1/EVALSHA:1/after")
+					b.add(history.Op{Type: history.Ok, Process: c, Client: c, F: history.FExtend, Key: "lock:0", N: n, Time: ms(t + 0.6)})
+				}
+				b.step(5, 0.5, "cycle/before-acquire")
+				b.op(5, 0.55, history.Invoke, history.FAcquire, "")
+				b.step(5, 0.6, "cmd/n1/SET/before")
+				b.server(0.8, "set", "t5a")
+				b.step(5, 1.0, "cmd/n1/SET/after")
+				b.op(5, 1.1, history.Ok, history.FAcquire, "t5a")
+				b.step(5, 2, "cs/hold")
+				extend(5, 12, 1, "t5a")
+				extend(5, 22, 2, "t5a")
+				b.op(5, 29, history.Invoke, history.FRelease, "t5a")
+				b.step(5, 29.05, "cycle/before-release")
+				b.step(5, 29.1, "cmd/n1/EVALSHA:2/before")
+				b.server(29.3, "del", "")
+				b.step(5, 29.6, "cmd/n1/EVALSHA:2/after")
+				b.op(5, 29.7, history.Ok, history.FRelease, "t5a")
+				b.step(5, 29.8, "cycle/before-acquire")
+				b.op(5, 29.85, history.Invoke, history.FAcquire, "")
+				b.step(3, 1, "cycle/before-acquire")
+				b.op(3, 1.05, history.Invoke, history.FAcquire, "")
+				for t := 1.2; t < 29; t += 5 {
+					b.step(3, t, "cmd/n1/SET/before")
+					b.step(3, t+1, "cmd/n1/SET/after")
+				}
+				b.step(3, 29.4, "cmd/n1/SET/before")
+				b.server(29.7, "set", "t3")
+				b.step(3, 30.0, "cmd/n1/SET/after")
+				b.op(3, 30.1, history.Ok, history.FAcquire, "t3")
+				b.step(3, 30.2, "cs/hold")
+				extend(3, 40, 1, "t3")
+				extend(3, 50, 2, "t3")
+				b.add(history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: -1, F: history.FStart, Value: "pause pick=holder",
+					N: 1, Time: ms(55), Targets: &history.FaultTargets{Clients: []int{3}}})
+				for t := 30.0; t < 250; t += 5 {
+					b.step(5, t, "cmd/n1/SET/before")
+					b.step(5, t+1, "cmd/n1/SET/after")
+				}
+				b.server(250.5, "expired", "")
+				b.step(5, 251, "cmd/n1/SET/before")
+				b.server(251.3, "set", "t5b")
+				b.step(5, 251.6, "cmd/n1/SET/after")
+				b.op(5, 252, history.Ok, history.FAcquire, "t5b")
+				b.step(5, 252.1, "cs/hold")
+				b.op(5, 300, history.Invoke, history.FRelease, "t5b")
+				b.add(history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: -1, F: history.FStop, Value: "pause pick=holder", N: 1, Time: ms(455)})
+				b.op(3, 456, history.Invoke, history.FRelease, "t3")
+			},
+			a: 3, b: 5, keep: []int{3, 5}, clients: 2,
+			must: [][]spec.FailpointSpec{
+				{{Client: 1, Point: "cs/hold", Action: lockimpl.Action{Times: 1},
+					Fault: &nemesis.Spec{Kind: "pause", Clients: []int{1}, For: 400 * time.Millisecond}}},
+			},
+		},
+		{
 			// The DEL race: c2 crashed holding; c0 and c1 both read its
 			// expired stamp; c0 deletes it and takes the lock; c1's DEL,
 			// which the server ran after c0's SETNX, removes c0's lock
