@@ -3,12 +3,15 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -136,5 +139,35 @@ func TestPortClaimedElsewhereIsSkipped(t *testing.T) {
 	cmd.Wait()
 	if !claimPort(port) {
 		t.Fatalf("port %d: the claim outlived its holder", port)
+	}
+}
+
+// TestSweepRemovesOnlyDeadClaims: a claim file no process holds (its
+// claimer died) is removed by the sweep; one a live process holds stays.
+func TestSweepRemovesOnlyDeadClaims(t *testing.T) {
+	if err := os.MkdirAll(portClaims, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := func(what string) string {
+		return filepath.Join(portClaims, fmt.Sprintf("test-%s-%d", what, os.Getpid()))
+	}
+	dead, live := name("dead"), name("live")
+	if err := os.WriteFile(dead, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(live, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { f.Close(); os.Remove(live) }()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	sweepClaims()
+	if _, err := os.Stat(dead); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a claim nobody holds is left: %v", err)
+	}
+	if !isFileAt(f, live) {
+		t.Errorf("a held claim was removed")
 	}
 }

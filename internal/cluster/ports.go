@@ -100,16 +100,66 @@ func claimPort(port int) bool {
 	if err := os.MkdirAll(portClaims, 0o755); err != nil {
 		return true
 	}
-	f, err := os.OpenFile(filepath.Join(portClaims, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
+	sweep.Do(sweepClaims)
+	path := filepath.Join(portClaims, strconv.Itoa(port))
+	for try := 0; ; try++ {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return true
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			return !errors.Is(err, syscall.EWOULDBLOCK)
+		}
+		// A sweep may have removed the file between the open and the
+		// lock: a lock on a removed file claims nothing, as the next
+		// claimer creates a new one.
+		if !isFileAt(f, path) && try < 3 {
+			f.Close()
+			continue
+		}
+		claimFiles = append(claimFiles, f) // held open: the claim lasts the process
 		return true
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return !errors.Is(err, syscall.EWOULDBLOCK)
+}
+
+// sweep runs sweepClaims once per process, before its first claim.
+var sweep sync.Once
+
+// sweepClaims removes the claim files no live process holds. The kernel
+// drops a dead process's lock but not its file, so every port any run
+// ever used left one behind (thousands in a day's work). A file is removed
+// only while this process holds its lock and only if it is still the file
+// at its path; as nobody else removes a file whose lock is held, and a
+// claimer checks after locking that its file is still there (claimPort),
+// a removal cannot let two live processes claim one port.
+func sweepClaims() {
+	entries, err := os.ReadDir(portClaims)
+	if err != nil {
+		return
 	}
-	claimFiles = append(claimFiles, f) // held open: the claim lasts the process
-	return true
+	for _, e := range entries {
+		path := filepath.Join(portClaims, e.Name())
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil && isFileAt(f, path) {
+			_ = os.Remove(path)
+		}
+		f.Close()
+	}
+}
+
+// isFileAt says whether the open file f is the file at path (the same
+// inode), not one that replaced it or none.
+func isFileAt(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
 }
 
 // claimFiles keeps the claims' files open (guarded by handedOut).
