@@ -10,8 +10,10 @@ import (
 )
 
 // TestLoadGate: up to the floor a job starts whatever the load; beyond it
-// only below the cap, Every after the previous start, while the CPUs
-// were less than maxBusy busy and the suite used less than its budget.
+// only below the cap, Every after the previous start, while the machine
+// was less than maxBusy busy, the processes that are not the suite's used
+// less than othersMax of it, and the suite, with the runs started within
+// the last window counted as pending, stayed under its budget.
 func TestLoadGate(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	const cpus = 2
@@ -20,23 +22,35 @@ func TestLoadGate(t *testing.T) {
 		running      int
 		machine, own float64 // CPUs busy
 		since        time.Duration
+		recent       []time.Duration // admissions this long ago
 		want         bool
 	}{
-		{"room", 4, 0.4, 0.2, time.Second, true},
-		{"under the floor, machine saturated", 2, 2, 0.4, 0, true},
-		{"machine busy", 4, maxBusy * cpus, 0.2, time.Second, false},
-		{"machine just under", 4, maxBusy*cpus - 0.01, 0.2, time.Second, true},
-		{"suite over its budget", 4, 0.6, ownBudget * cpus, time.Second, false},
-		{"too soon after the last start", 4, 0.2, 0.1, Every - time.Millisecond, false},
-		{"at the cap", 8, 0, 0, time.Second, false},
+		{"room", 4, 0.4, 0.2, time.Second, nil, true},
+		{"under the floor, machine saturated", 2, 2, 0.4, 0, nil, true},
+		{"machine busy", 4, maxBusy * cpus, maxBusy*cpus - 0.1, time.Second, nil, false},
+		{"others busy", 4, 1.2, 0.2, time.Second, nil, false},
+		{"others just under", 4, othersMax*cpus + 0.19, 0.2, time.Second, nil, true},
+		{"suite over its budget", 4, ownBudget * cpus, ownBudget * cpus, time.Second, nil, false},
+		{"suite under its budget alone", 4, 1.2, 1.2, time.Second, nil, true},
+		// Three runs at 0.3 CPUs each started 200 ms ago will add about
+		// 0.72 CPUs the meter has not seen yet.
+		{"room taken by runs just started", 4, 1.2, 1.2, 200 * time.Millisecond,
+			[]time.Duration{200 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond}, false},
+		{"runs started a window ago are in the meter", 4, 1.2, 1.2, time.Second,
+			[]time.Duration{time.Second, time.Second, time.Second}, true},
+		{"too soon after the last start", 4, 0.2, 0.1, Every - time.Millisecond, nil, false},
+		{"at the cap", 8, 0, 0, time.Second, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := t0
 			g := &loadGate{machine: func() float64 { return tc.machine }, own: func() float64 { return tc.own },
 				stop: func() {}, floor: 3, max: 8, cpus: cpus, now: func() time.Time { return now }, last: t0.Add(-tc.since)}
+			for _, d := range tc.recent {
+				g.recent = append(g.recent, t0.Add(-d))
+			}
 			if got := g.Admit(tc.running); got != tc.want {
-				t.Fatalf("admit(%d) at %.2f CPUs busy (%.2f the suite's), %v after the last start = %v, want %v",
-					tc.running, tc.machine, tc.own, tc.since, got, tc.want)
+				t.Fatalf("admit(%d) at %.2f CPUs busy (%.2f the suite's), %v after the last start, %d recent = %v, want %v",
+					tc.running, tc.machine, tc.own, tc.since, len(tc.recent), got, tc.want)
 			}
 			if tc.want && !g.last.Equal(now) {
 				t.Fatal("an admission did not restart the spacing")
