@@ -33,6 +33,20 @@ func Nodes(addr string) ([]ClusterNode, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: CLUSTER NODES: %w", addr, err)
 	}
+	return parseNodes(v), nil
+}
+
+// Nodes is CLUSTER NODES as the server at c's address sees the cluster.
+func (c *Conn) Nodes() ([]ClusterNode, error) {
+	v, err := c.do("CLUSTER", "NODES")
+	if err != nil {
+		return nil, fmt.Errorf("%s: CLUSTER NODES: %w", c.Addr, err)
+	}
+	return parseNodes(v), nil
+}
+
+// parseNodes reads the lines of a CLUSTER NODES reply.
+func parseNodes(v any) []ClusterNode {
 	text, _ := v.(string)
 	var out []ClusterNode
 	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
@@ -43,7 +57,7 @@ func Nodes(addr string) ([]ClusterNode, error) {
 		out = append(out, ClusterNode{ID: f[0], Addr: f[1], Flags: strings.Split(f[2], ","), MasterID: f[3],
 			Linked: f[7] == "connected", Slots: f[8:]})
 	}
-	return out, nil
+	return out
 }
 
 // Owner is the name of the master serving slot, as the first node that
@@ -164,6 +178,20 @@ func ClusterState(addr string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: CLUSTER INFO: %w", addr, err)
 	}
+	return clusterStateOf(addr, v)
+}
+
+// ClusterState is cluster_state from CLUSTER INFO at c's address.
+func (c *Conn) ClusterState() (string, error) {
+	v, err := c.do("CLUSTER", "INFO")
+	if err != nil {
+		return "", fmt.Errorf("%s: CLUSTER INFO: %w", c.Addr, err)
+	}
+	return clusterStateOf(c.Addr, v)
+}
+
+// clusterStateOf reads cluster_state from a CLUSTER INFO reply.
+func clusterStateOf(addr string, v any) (string, error) {
 	text, _ := v.(string)
 	for _, line := range strings.Split(text, "\r\n") {
 		if st, ok := strings.CutPrefix(line, "cluster_state:"); ok {

@@ -360,7 +360,8 @@ func (cs *clusterSet) watch() {
 	cs.wg.Add(1)
 	go func() {
 		defer cs.wg.Done()
-		w := &clusterWatch{cs: cs, state: map[string]string{}}
+		w := &clusterWatch{cs: cs, state: map[string]string{}, conns: map[string]*cluster.Conn{}}
+		defer w.close()
 		t := time.NewTicker(watchEvery)
 		defer t.Stop()
 		for {
@@ -378,6 +379,23 @@ func (cs *clusterSet) watch() {
 type clusterWatch struct {
 	cs    *clusterSet
 	state map[string]string
+	conns map[string]*cluster.Conn // by address, kept across polls
+}
+
+// conn is the watcher's connection to addr.
+func (w *clusterWatch) conn(addr string) *cluster.Conn {
+	c := w.conns[addr]
+	if c == nil {
+		c = &cluster.Conn{Addr: addr}
+		w.conns[addr] = c
+	}
+	return c
+}
+
+func (w *clusterWatch) close() {
+	for _, c := range w.conns {
+		c.Close()
+	}
 }
 
 // poll asks every running node for its view and reports, as "WHO EVENT
@@ -391,7 +409,8 @@ func (w *clusterWatch) poll() {
 		if !p.Running() {
 			continue
 		}
-		ns, err := cluster.Nodes(p.Addr)
+		c := w.conn(p.Addr)
+		ns, err := c.Nodes()
 		if err != nil {
 			continue
 		}
@@ -424,7 +443,7 @@ func (w *clusterWatch) poll() {
 				return ""
 			})
 		}
-		if st, err := cluster.ClusterState(p.Addr); err == nil {
+		if st, err := c.ClusterState(); err == nil {
 			w.change(p.Name+" state", st, func(old string) string {
 				if st == "fail" {
 					return p.Name + " +cluster-down"
