@@ -108,6 +108,9 @@ func claimPort(port int) bool {
 			return true
 		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			// Held: by a live claimer, or for a moment by another
+			// process's sweep removing a dead claim. Either way the port
+			// is skipped, which costs nothing: another is drawn.
 			f.Close()
 			return !errors.Is(err, syscall.EWOULDBLOCK)
 		}
