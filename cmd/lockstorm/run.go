@@ -89,7 +89,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.StringVar(&f.junit, "junit", "", "also write JUnit XML to this file")
 	fs.BoolVar(&f.onlyDiff, "only-diff", false, "print only the verdicts that differ from the expected ones (the gate's output)")
 	fs.StringVar(&f.baseline, "baseline", "", "expect the verdicts recorded in this baseline file (lockstorm baseline) for the pairs it holds")
-	fs.IntVar(&f.parallel, "parallel", 0, "scenario runs at once (each has its own servers and ports); 0: three, and more while other processes use under 20% of the CPUs and lockstorm with its servers under 80%")
+	fs.IntVar(&f.parallel, "parallel", 0, "scenario runs at once (each has its own servers and ports); 0: three, and more while other processes use under 20% of the CPUs and lockstorm with its servers under 90%")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print each run's compiled plan (lock and options, topology, workload, network, clocks, faults and what they apply to, failpoints, checker options, expectation, how the run stops) and start nothing")
 	fs.BoolVar(&f.dryRun, "plan", false, "same as --dry-run")
 	fs.StringVar(&f.shard, "shard", "", "run the K-th of N disjoint slices of the jobs (scenario × impl × seed), e.g. 0/4; also from JOB_COMPLETION_INDEX or LOCKSTORM_SHARD with LOCKSTORM_SHARDS; writes OUT/results.jsonl for lockstorm report")
