@@ -69,6 +69,12 @@ import (
 // use per run, or a fair share of the budget per run at most, whichever
 // is larger, less the part of the window it has run. Every can then be
 // short: the starts are spaced by the estimate, not by the meter's lag.
+// The lag the other way: a run that ended less than a window ago is still
+// in the meter for the part of the window it ran, and that part of the
+// suite's mean use per run is taken off (freed), so a run's room is given
+// again when it ends, not a second later. On the one-lock battery's last
+// seconds, where runs end one after another: 15.4-16.0 s against
+// 15.7-16.3 s without, on the same machine.
 const (
 	floorPerCPU   = 1
 	autoMaxPerCPU = 8
@@ -135,6 +141,11 @@ type loadGate struct {
 	now     func() time.Time
 	last    time.Time   // the last admission
 	recent  []time.Time // the admissions of the last busyWindow
+	// ended are the ends of runs within the last busyWindow, seen as the
+	// running count falling between calls (was: the count after the last
+	// call, with its admission).
+	ended []time.Time
+	was   int
 }
 
 // Admit implements Gate.
@@ -143,15 +154,28 @@ func (g *loadGate) Admit(running int) bool {
 	for len(g.recent) > 0 && now.Sub(g.recent[0]) >= busyWindow {
 		g.recent = g.recent[1:]
 	}
+	for len(g.ended) > 0 && now.Sub(g.ended[0]) >= busyWindow {
+		g.ended = g.ended[1:]
+	}
+	for ; g.was > running; g.was-- {
+		g.ended = append(g.ended, now)
+	}
+	g.was = running
 	ok := running < g.floor
 	if !ok && running < g.max && now.Sub(g.last) >= Every {
 		machine, own := g.machine(), g.own()
-		ok = machine < maxBusy*g.cpus && machine-own < othersMax*g.cpus &&
-			own+g.pending(now, running, own) < ownBudget*g.cpus
+		// The runs that ended within the window are still in the meter
+		// for the part of it they ran: their room is free now, not once
+		// the window has passed (seen as the lag of a battery's last
+		// seconds, where runs end one after another).
+		freed := g.freed(now, running, own)
+		ok = machine-freed < maxBusy*g.cpus && machine-own < othersMax*g.cpus &&
+			own-freed+g.pending(now, running, own) < ownBudget*g.cpus
 	}
 	if ok {
 		g.last = now
 		g.recent = append(g.recent, now)
+		g.was++
 	}
 	return ok
 }
@@ -165,9 +189,26 @@ func (g *loadGate) pending(now time.Time, running int, own float64) float64 {
 	if running > 0 {
 		per = max(per, own/float64(running))
 	}
+	return per * unseen(now, g.recent)
+}
+
+// freed is the part of the suite's use over the last window that came
+// from runs ended within it: each, the mean use per run of the window's
+// runs (no more: room counted that is not there would start runs into a
+// busy machine) for the part of the window it ran.
+func (g *loadGate) freed(now time.Time, running int, own float64) float64 {
+	if running+len(g.ended) == 0 {
+		return 0
+	}
+	return own / float64(running+len(g.ended)) * unseen(now, g.ended)
+}
+
+// unseen sums, over times within the last window, the part of the window
+// still to pass since each.
+func unseen(now time.Time, times []time.Time) float64 {
 	var p float64
-	for _, at := range g.recent {
-		p += per * (1 - float64(now.Sub(at))/float64(busyWindow))
+	for _, at := range times {
+		p += 1 - float64(now.Sub(at))/float64(busyWindow)
 	}
 	return p
 }

@@ -24,22 +24,29 @@ func TestLoadGate(t *testing.T) {
 		since        time.Duration
 		recent       []time.Duration // admissions this long ago
 		want         bool
+		ended        []time.Duration // ends of runs this long ago
 	}{
-		{"room", 4, 0.4, 0.2, time.Second, nil, true},
-		{"under the floor, machine saturated", 2, 2, 0.4, 0, nil, true},
-		{"machine busy", 4, maxBusy * cpus, maxBusy*cpus - 0.1, time.Second, nil, false},
-		{"others busy", 4, 1.2, 0.2, time.Second, nil, false},
-		{"others just under", 4, othersMax*cpus + 0.19, 0.2, time.Second, nil, true},
-		{"suite over its budget", 4, ownBudget * cpus, ownBudget * cpus, time.Second, nil, false},
-		{"suite under its budget alone", 4, 1.2, 1.2, time.Second, nil, true},
+		{"room", 4, 0.4, 0.2, time.Second, nil, true, nil},
+		{"under the floor, machine saturated", 2, 2, 0.4, 0, nil, true, nil},
+		{"machine busy", 4, maxBusy * cpus, maxBusy*cpus - 0.1, time.Second, nil, false, nil},
+		{"others busy", 4, 1.2, 0.2, time.Second, nil, false, nil},
+		{"others just under", 4, othersMax*cpus + 0.19, 0.2, time.Second, nil, true, nil},
+		{"suite over its budget", 4, ownBudget * cpus, ownBudget * cpus, time.Second, nil, false, nil},
+		{"suite under its budget alone", 4, 1.2, 1.2, time.Second, nil, true, nil},
 		// Three runs at 0.3 CPUs each started 200 ms ago will add about
 		// 0.72 CPUs the meter has not seen yet.
 		{"room taken by runs just started", 4, 1.2, 1.2, 200 * time.Millisecond,
-			[]time.Duration{200 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond}, false},
+			[]time.Duration{200 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond}, false, nil},
 		{"runs started a window ago are in the meter", 4, 1.2, 1.2, time.Second,
-			[]time.Duration{time.Second, time.Second, time.Second}, true},
-		{"too soon after the last start", 4, 0.2, 0.1, Every - time.Millisecond, nil, false},
-		{"at the cap", 8, 0, 0, time.Second, nil, false},
+			[]time.Duration{time.Second, time.Second, time.Second}, true, nil},
+		// Two of six runs ended 200 ms ago: the meter still counts 0.8 of
+		// their use (0.3 CPUs each, the window's mean), 0.48 CPUs gone.
+		{"room freed by runs just ended", 4, 1.85, 1.8, time.Second, nil, true,
+			[]time.Duration{200 * time.Millisecond, 200 * time.Millisecond}},
+		{"runs ended a window ago are out of the meter", 4, 1.85, 1.8, time.Second, nil, false,
+			[]time.Duration{time.Second, time.Second}},
+		{"too soon after the last start", 4, 0.2, 0.1, Every - time.Millisecond, nil, false, nil},
+		{"at the cap", 8, 0, 0, time.Second, nil, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := t0
@@ -47,6 +54,10 @@ func TestLoadGate(t *testing.T) {
 				stop: func() {}, floor: 3, max: 8, cpus: cpus, now: func() time.Time { return now }, last: t0.Add(-tc.since)}
 			for _, d := range tc.recent {
 				g.recent = append(g.recent, t0.Add(-d))
+			}
+			g.was = tc.running
+			for _, d := range tc.ended {
+				g.ended = append(g.ended, t0.Add(-d))
 			}
 			if got := g.Admit(tc.running); got != tc.want {
 				t.Fatalf("admit(%d) at %.2f CPUs busy (%.2f the suite's), %v after the last start, %d recent = %v, want %v",
