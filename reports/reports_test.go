@@ -744,6 +744,9 @@ func TestMissedOnlyForExploratoryNotFound(t *testing.T) {
 	}{
 		{Row{Identity: history.Identity{Gated: false, Expected: "unsafe"}, Verdict: "safe"}, true},
 		{Row{Identity: history.Identity{Gated: false, Expected: "deadlock"}, Verdict: "safe"}, true},
+		{Row{Identity: history.Identity{Gated: false, Expected: "unsafe"}, Verdict: "inconclusive"}, true},
+		{Row{Identity: history.Identity{Gated: true, Expected: "unsafe"}, Verdict: "inconclusive"}, false},
+		{Row{Identity: history.Identity{Gated: false, Expected: "safe"}, Verdict: "inconclusive"}, false},
 		{Row{Identity: history.Identity{Gated: true, Expected: "unsafe"}, Verdict: "safe"}, false},
 		{Row{Identity: history.Identity{Gated: false, Expected: "safe"}, Verdict: "unsafe"}, false},
 		{Row{Identity: history.Identity{Gated: false, Expected: "unsafe"}, Verdict: "unsafe", AsExpected: true}, false},

@@ -200,12 +200,20 @@ func (row *Row) SetResult(r checker.Result) {
 }
 
 // Missed says the row is an exploratory (ungated) search that did not find
-// its failure this time: expected unsafe or deadlock, got safe. Such a row is
+// its failure this time: expected unsafe or deadlock, got safe, or
+// inconclusive (the run could not judge: its clients cut off by the faults
+// it drew more often than not, the harness's own stalls). Such a row is
 // marked but does not fail a run, since exploratory modes are documented as
-// not finding their bug on every seed; any other difference still does.
+// not finding their bug on every seed; any other difference still does (a
+// forbidden finding, another verdict, and every difference of a gated
+// scenario). An inconclusive exploratory run failed run --all, and so make
+// scenarios, on 3 of 11 tries in one morning, and a one-lock battery on 3
+// of 5 (cluster-minority-partition-random x set-nx-px: "not exercised",
+// its clients' commands timing out on the partitioned node), though
+// nothing it found was a regression.
 func (r Row) Missed() bool {
-	return !r.AsExpected && !r.Gated && r.Verdict == checker.Safe && len(r.Unpermitted()) == 0 &&
-		(r.Expected == checker.Unsafe || r.Expected == checker.Deadlock)
+	return !r.AsExpected && !r.Gated && (r.Verdict == checker.Safe || r.Verdict == checker.Inconclusive) &&
+		len(r.Unpermitted()) == 0 && (r.Expected == checker.Unsafe || r.Expected == checker.Deadlock)
 }
 
 // ReplayCommand is the one command that replays the run.
