@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -33,7 +34,8 @@ import (
 // less than maxBusy over the last busyWindow, and lockstorm and the
 // processes it started (servers, Sentinels, client processes), counting
 // the runs started too recently to show in the meter, used less than
-// ownBudget of them. A loaded machine leaves no room (more runs than the
+// ownBudget of them, and the process holds under half its open-file limit
+// (filesLeft). A loaded machine leaves no room (more runs than the
 // floor there turn into unexpected verdicts): the others' figure guards
 // it, since the suite's own use alone would read low there (a starved
 // process uses little).
@@ -62,6 +64,15 @@ import (
 // against 24.0-25.7 s: more runs at once share their wake-ups); make gate
 // 69 of 69, and beside stress-ng --cpu 1 69 of 69 and run --all 94 of 95
 // (longest stall 28.2 ms), where the others' guard keeps the floor.
+// There the cap of eight runs per CPU held the battery's middle seconds
+// (16 runs, the machine 75-89% busy, the own meter at the budget only
+// once they ended): at twelve, the battery took 12.3-14.3 s (five runs;
+// its longest run, sentinel-kill-random, is 12.2 s) against 15.4-16.0 s,
+// with less CPU (19.6-22.0 s), run --all 28.2-29.6 s against 35.9-36.4 s
+// with the same verdicts and the same longest stall (33.1-34.8 ms; 12-14 s
+// in all, twice as many runs at once, against 6-7 s), make gate 69 of 69
+// in 18.3 s against 23.6 s, make noisy 69 of 69, and beside stress-ng
+// --cpu 1 run --all 95 of 95 (longest stall 26.4 ms).
 //
 // A run's use shows in the meter only as it runs (its set-up, then its
 // traffic), so a run started less than a window ago is counted as a share
@@ -77,7 +88,7 @@ import (
 // 15.7-16.3 s without, on the same machine.
 const (
 	floorPerCPU   = 1
-	autoMaxPerCPU = 8
+	autoMaxPerCPU = 12
 	maxBusy       = 0.95
 	othersMax     = 0.2
 	ownBudget     = OwnBudget
@@ -126,7 +137,7 @@ func New(parallel int) Gate {
 		return fixedGate(floor)
 	}
 	return &loadGate{machine: machine.busy, own: own.busy, stop: func() { machine.close(); own.close() },
-		floor: floor, max: autoMaxPerCPU * n, cpus: float64(n), now: time.Now}
+		floor: floor, max: autoMaxPerCPU * n, cpus: float64(n), now: time.Now, fds: openFiles}
 }
 
 // loadGate admits jobs up to the floor, and beyond it while the CPUs have
@@ -146,6 +157,9 @@ type loadGate struct {
 	// call, with its admission).
 	ended []time.Time
 	was   int
+	// fds is how many files the process has open and may open (nil:
+	// unknown, no guard).
+	fds func() (open, limit int)
 }
 
 // Admit implements Gate.
@@ -170,7 +184,7 @@ func (g *loadGate) Admit(running int) bool {
 		// seconds, where runs end one after another).
 		freed := g.freed(now, running, own)
 		ok = machine-freed < maxBusy*g.cpus && machine-own < othersMax*g.cpus &&
-			own-freed+g.pending(now, running, own) < ownBudget*g.cpus
+			own-freed+g.pending(now, running, own) < ownBudget*g.cpus && g.filesLeft()
 	}
 	if ok {
 		g.last = now
@@ -178,6 +192,44 @@ func (g *loadGate) Admit(running int) bool {
 		g.was++
 	}
 	return ok
+}
+
+// filesLeft says the process has used less than fdShare of its open-file
+// limit: every run holds its links' listeners and connections (a Redis
+// Cluster run about 300 descriptors), and run --all at twelve runs per CPU
+// had 7461 open on two CPUs; a machine whose limit is a few thousand gets
+// its runs' room from the limit, not from its CPUs, rather than failing
+// runs with "too many open files".
+func (g *loadGate) filesLeft() bool {
+	if g.fds == nil {
+		return true
+	}
+	open, limit := g.fds()
+	return limit <= 0 || float64(open) < fdShare*float64(limit)
+}
+
+// fdShare is the part of the open-file limit beyond which no run starts
+// past the floor: a run started just under it opens its descriptors, and
+// the runs under way dial new connections as they go.
+const fdShare = 0.5
+
+// openFiles is how many descriptors the process has open (the entries of
+// /proc/self/fd) and its soft limit (-1 each when unknown).
+func openFiles() (open, limit int) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return -1, -1
+	}
+	f, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return -1, -1
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return -1, -1
+	}
+	return len(names), int(min(rl.Cur, math.MaxInt32))
 }
 
 // pending is what the runs started within the last window will add to

@@ -128,3 +128,33 @@ func TestOwnCPU(t *testing.T) {
 		t.Fatalf("machine busy with a spinning child = %.2f CPUs, want within [0.3, NumCPU]", b)
 	}
 }
+
+// TestLoadGateFiles: past the floor, no run starts once the process holds
+// half its open-file limit, whatever room the CPUs have; under the floor
+// one still does.
+func TestLoadGateFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		running     int
+		open, limit int
+		want        bool
+	}{
+		{"few open", 4, 400, 1000, true},
+		{"half the limit open", 4, 500, 1000, false},
+		{"under the floor", 2, 900, 1000, true},
+		{"limit unknown", 4, -1, -1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Unix(1000, 0)
+			g := &loadGate{machine: func() float64 { return 0.2 }, own: func() float64 { return 0.1 },
+				stop: func() {}, floor: 3, max: 8, cpus: 2, now: func() time.Time { return now },
+				last: now.Add(-time.Second), fds: func() (int, int) { return tc.open, tc.limit }}
+			if got := g.Admit(tc.running); got != tc.want {
+				t.Fatalf("admit(%d) with %d of %d files open = %v, want %v", tc.running, tc.open, tc.limit, got, tc.want)
+			}
+		})
+	}
+	if open, limit := openFiles(); runtime.GOOS == "linux" && (open < 3 || limit < open) {
+		t.Fatalf("openFiles() = %d, %d: want at least stdin, stdout and stderr, under the limit", open, limit)
+	}
+}
