@@ -64,7 +64,7 @@ import (
 // against 24.0-25.7 s: more runs at once share their wake-ups); make gate
 // 69 of 69, and beside stress-ng --cpu 1 69 of 69 and run --all 94 of 95
 // (longest stall 28.2 ms), where the others' guard keeps the floor.
-// There the cap of eight runs per CPU held the battery's middle seconds
+// At 0.9 the cap of eight runs per CPU held the battery's middle seconds
 // (16 runs, the machine 75-89% busy, the own meter at the budget only
 // once they ended): at twelve, the battery took 12.3-14.3 s (five runs;
 // its longest run, sentinel-kill-random, is 12.2 s) against 15.4-16.0 s,
