@@ -34,8 +34,9 @@ import (
 // less than maxBusy over the last busyWindow, and lockstorm and the
 // processes it started (servers, Sentinels, client processes), counting
 // the runs started too recently to show in the meter, used less than
-// ownBudget of them, and the process holds under half its open-file limit
-// (filesLeft). A loaded machine leaves no room (more runs than the
+// ownBudget of them, the process holds under half its open-file limit
+// (filesLeft) and a quarter of the machine's memory is available
+// (memoryLeft). A loaded machine leaves no room (more runs than the
 // floor there turn into unexpected verdicts): the others' figure guards
 // it, since the suite's own use alone would read low there (a starved
 // process uses little).
@@ -137,7 +138,7 @@ func New(parallel int) Gate {
 		return fixedGate(floor)
 	}
 	return &loadGate{machine: machine.busy, own: own.busy, stop: func() { machine.close(); own.close() },
-		floor: floor, max: autoMaxPerCPU * n, cpus: float64(n), now: time.Now, fds: openFiles}
+		floor: floor, max: autoMaxPerCPU * n, cpus: float64(n), now: time.Now, fds: openFiles, mem: machineMemory}
 }
 
 // loadGate admits jobs up to the floor, and beyond it while the CPUs have
@@ -160,6 +161,9 @@ type loadGate struct {
 	// fds is how many files the process has open and may open (nil:
 	// unknown, no guard).
 	fds func() (open, limit int)
+	// mem is the machine's available and total memory (nil: unknown, no
+	// guard).
+	mem func() (available, total int64)
 }
 
 // Admit implements Gate.
@@ -184,7 +188,7 @@ func (g *loadGate) Admit(running int) bool {
 		// seconds, where runs end one after another).
 		freed := g.freed(now, running, own)
 		ok = machine-freed < maxBusy*g.cpus && machine-own < othersMax*g.cpus &&
-			own-freed+g.pending(now, running, own) < ownBudget*g.cpus && g.filesLeft()
+			own-freed+g.pending(now, running, own) < ownBudget*g.cpus && g.filesLeft() && g.memoryLeft()
 	}
 	if ok {
 		g.last = now
@@ -230,6 +234,54 @@ func openFiles() (open, limit int) {
 		return -1, -1
 	}
 	return len(names), int(min(rl.Cur, math.MaxInt32))
+}
+
+// memoryLeft says the machine has at least memShare of its memory
+// available: a run of client processes starts one per client (contention
+// with node redis-lock.js: 16 processes of 78 MB resident each), and at
+// twelve runs per CPU a battery of them could ask a CI machine for more
+// than it has, where swapping would stall every run and the OOM killer
+// end some.
+func (g *loadGate) memoryLeft() bool {
+	if g.mem == nil {
+		return true
+	}
+	avail, total := g.mem()
+	return total <= 0 || float64(avail) >= memShare*float64(total)
+}
+
+// memShare is the part of the machine's memory that must stay available
+// for a run to start past the floor.
+const memShare = 0.25
+
+// machineMemory is MemAvailable and MemTotal of /proc/meminfo, in kB (-1
+// each when unknown).
+func machineMemory() (available, total int64) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return -1, -1
+	}
+	available, total = -1, -1
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "MemAvailable:":
+			available = v
+		case "MemTotal:":
+			total = v
+		}
+	}
+	if available < 0 {
+		return -1, -1
+	}
+	return available, total
 }
 
 // pending is what the runs started within the last window will add to

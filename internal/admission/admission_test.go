@@ -158,3 +158,32 @@ func TestLoadGateFiles(t *testing.T) {
 		t.Fatalf("openFiles() = %d, %d: want at least stdin, stdout and stderr, under the limit", open, limit)
 	}
 }
+
+// TestLoadGateMemory: past the floor, no run starts while less than a
+// quarter of the machine's memory is available; under the floor one does.
+func TestLoadGateMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		running          int
+		available, total int64
+		want             bool
+	}{
+		{"plenty", 4, 600, 1000, true},
+		{"under a quarter available", 4, 200, 1000, false},
+		{"under the floor", 2, 100, 1000, true},
+		{"unknown", 4, -1, -1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Unix(1000, 0)
+			g := &loadGate{machine: func() float64 { return 0.2 }, own: func() float64 { return 0.1 },
+				stop: func() {}, floor: 3, max: 8, cpus: 2, now: func() time.Time { return now },
+				last: now.Add(-time.Second), mem: func() (int64, int64) { return tc.available, tc.total }}
+			if got := g.Admit(tc.running); got != tc.want {
+				t.Fatalf("admit(%d) with %d of %d kB available = %v, want %v", tc.running, tc.available, tc.total, got, tc.want)
+			}
+		})
+	}
+	if avail, total := machineMemory(); runtime.GOOS == "linux" && (avail <= 0 || total < avail) {
+		t.Fatalf("machineMemory() = %d, %d kB: want some available, at most the total", avail, total)
+	}
+}
