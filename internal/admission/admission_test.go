@@ -129,61 +129,46 @@ func TestOwnCPU(t *testing.T) {
 	}
 }
 
-// TestLoadGateFiles: past the floor, no run starts once the process holds
-// half its open-file limit, whatever room the CPUs have; under the floor
-// one still does.
-func TestLoadGateFiles(t *testing.T) {
+// TestLoadGateGuards: past the floor, no run starts once the process holds
+// half its open-file limit, or while under a quarter of the machine's
+// memory is available, whatever room the CPUs have; under the floor one
+// still does, and a figure that cannot be read guards nothing.
+func TestLoadGateGuards(t *testing.T) {
+	files := func(open, limit int) func() (int, int) { return func() (int, int) { return open, limit } }
+	memory := func(avail, total int64) func() (int64, int64) { return func() (int64, int64) { return avail, total } }
 	for _, tc := range []struct {
-		name        string
-		running     int
-		open, limit int
-		want        bool
+		name    string
+		running int
+		fds     func() (int, int)
+		mem     func() (int64, int64)
+		want    bool
 	}{
-		{"few open", 4, 400, 1000, true},
-		{"half the limit open", 4, 500, 1000, false},
-		{"under the floor", 2, 900, 1000, true},
-		{"limit unknown", 4, -1, -1, true},
+		{"few files open", 4, files(400, 1000), nil, true},
+		{"half the file limit open", 4, files(500, 1000), nil, false},
+		{"files: under the floor", 2, files(900, 1000), nil, true},
+		{"file limit unknown", 4, files(-1, -1), nil, true},
+		{"plenty of memory", 4, nil, memory(600, 1000), true},
+		{"under a quarter of the memory available", 4, nil, memory(200, 1000), false},
+		{"memory: under the floor", 2, nil, memory(100, 1000), true},
+		{"memory unknown", 4, nil, memory(-1, -1), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.Unix(1000, 0)
 			g := &loadGate{machine: func() float64 { return 0.2 }, own: func() float64 { return 0.1 },
 				stop: func() {}, floor: 3, max: 8, cpus: 2, now: func() time.Time { return now },
-				last: now.Add(-time.Second), fds: func() (int, int) { return tc.open, tc.limit }}
+				last: now.Add(-time.Second), fds: tc.fds, mem: tc.mem}
 			if got := g.Admit(tc.running); got != tc.want {
-				t.Fatalf("admit(%d) with %d of %d files open = %v, want %v", tc.running, tc.open, tc.limit, got, tc.want)
+				t.Fatalf("admit(%d) = %v, want %v", tc.running, got, tc.want)
 			}
 		})
 	}
-	if open, limit := openFiles(); runtime.GOOS == "linux" && (open < 3 || limit < open) {
+	if runtime.GOOS != "linux" {
+		return
+	}
+	if open, limit := openFiles(); open < 3 || limit < open {
 		t.Fatalf("openFiles() = %d, %d: want at least stdin, stdout and stderr, under the limit", open, limit)
 	}
-}
-
-// TestLoadGateMemory: past the floor, no run starts while less than a
-// quarter of the machine's memory is available; under the floor one does.
-func TestLoadGateMemory(t *testing.T) {
-	for _, tc := range []struct {
-		name             string
-		running          int
-		available, total int64
-		want             bool
-	}{
-		{"plenty", 4, 600, 1000, true},
-		{"under a quarter available", 4, 200, 1000, false},
-		{"under the floor", 2, 100, 1000, true},
-		{"unknown", 4, -1, -1, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			now := time.Unix(1000, 0)
-			g := &loadGate{machine: func() float64 { return 0.2 }, own: func() float64 { return 0.1 },
-				stop: func() {}, floor: 3, max: 8, cpus: 2, now: func() time.Time { return now },
-				last: now.Add(-time.Second), mem: func() (int64, int64) { return tc.available, tc.total }}
-			if got := g.Admit(tc.running); got != tc.want {
-				t.Fatalf("admit(%d) with %d of %d kB available = %v, want %v", tc.running, tc.available, tc.total, got, tc.want)
-			}
-		})
-	}
-	if avail, total := machineMemory(); runtime.GOOS == "linux" && (avail <= 0 || total < avail) {
+	if avail, total := machineMemory(); avail <= 0 || total < avail {
 		t.Fatalf("machineMemory() = %d, %d kB: want some available, at most the total", avail, total)
 	}
 }
