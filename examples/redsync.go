@@ -86,8 +86,13 @@ func (l *redsyncLock) Acquire(ctx context.Context, key string) (*lockimpl.Lease,
 		return &lockimpl.Lease{Key: key, Token: m.Value(), Acquired: l.env.Clock.Now(),
 			Validity: time.Until(m.Until()), State: m}, nil
 	}
+	// The wait's deadline cuts the try under way: its SET may have been
+	// sent and land after redsync gave up (CI saw it hold the key until its
+	// TTL, foreign-unlock-random: a failure at 4154.5 ms, the set received
+	// at 4155.1 ms), so a deadline, like a node that did not answer, leaves
+	// the outcome unknown.
 	var re *redsync.RedisError
-	if errors.As(err, &re) || ctx.Err() != nil {
+	if errors.As(err, &re) || ctx.Err() != nil || wctx.Err() != nil {
 		return nil, fmt.Errorf("redsync: outcome unknown: %w", err)
 	}
 	return nil, fmt.Errorf("%w: %v", lockimpl.ErrNotAcquired, err)
