@@ -599,3 +599,26 @@ func specFields(typ reflect.Type, prefix string, out map[string]bool, seen map[r
 		}
 	}
 }
+
+// TestMatchOutput pins the doc matcher on the cases a shown run output
+// meets: numbers and wrapping vary, a "..." stands for an optional clause
+// (a permitted finding that shows on some runs only), a changed word fails.
+func TestMatchOutput(t *testing.T) {
+	const shown = "redisson-hash  unsafe   unsafe    ok    ... c0 and c1 both held lock:0 at 314.1 ms;\n  points: 13 hit"
+	for _, tc := range []struct {
+		name, printed string
+		ok            bool
+	}{
+		{"same words, other numbers", "redisson-hash unsafe unsafe ok c0 and c1 both held lock:0 at 317.6 ms;\npoints: 9 hit", true},
+		{"optional clause shown", "redisson-hash unsafe unsafe ok permitted: release-false-success ×1; c0 and c1 both held lock:0 at 317.6 ms; points: 13 hit", true},
+		{"verdict changed", "redisson-hash safe unsafe DIFF c0 and c1 both held lock:0 at 317.6 ms; points: 13 hit", false},
+		{"word after the ellipsis changed", "redisson-hash unsafe unsafe ok c0 or c1 both held lock:0 at 317.6 ms; points: 13 hit", false},
+		{"trailing words", "redisson-hash unsafe unsafe ok c0 and c1 both held lock:0 at 317.6 ms; points: 13 hit; more", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if why := matchOutput(shown, tc.printed); (why == "") != tc.ok {
+				t.Errorf("matchOutput: %q, want match=%v", why, tc.ok)
+			}
+		})
+	}
+}
