@@ -40,7 +40,7 @@ const (
 	FRead   = "read"  // the critical section reads the counter resource
 	FWrite  = "write" // the critical section writes the counter resource
 	FStep   = "step"  // a failpoint reached (armed runs only); Value is its name
-	FLost   = "lost"  // the implementation reported the lock lost (watchdog)
+	FLost   = "lost"  // the implementation reported the lock lost (watchdog): histories of earlier versions; a careful client now records an abandon, a careless one nothing
 	FCrash  = "crash" // the client vanished
 	// FAbandon: a careful client found its lease over (validity elapsed on
 	// its own clock, or the lock reported lost) and gave up its critical

@@ -196,3 +196,76 @@ workload: {cs_min: 150ms, cs_max: 150ms, extend_every: 50ms, client: `+tc.client
 		})
 	}
 }
+
+// lostAtOnce is a lock whose lease reports itself lost as soon as it is
+// granted, as a watchdog whose first renewal was refused does.
+type lostAtOnce struct{ shortLease }
+
+func (l *lostAtOnce) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	lease, err := l.shortLease.Acquire(ctx, key)
+	if lease != nil {
+		lost := make(chan struct{})
+		close(lost)
+		lease.Lost, lease.Validity = lost, 0
+	}
+	return lease, err
+}
+
+// TestLostLeaseCarefulOnly: a lock that reports its lease lost stops a
+// careful client's write (it abandons the hold) and not a careless one's, whose
+// section runs to its end whatever the lease says. Before the fix a careless
+// client skipped its write too, so whether a watchdog's refused renewal
+// answered before a hold ended decided whether a paused holder's stale
+// write happened (pause-past-ttl × set-nx-px-wd: no stale write in 3 of 120
+// runs on a loaded machine).
+func TestLostLeaseCarefulOnly(t *testing.T) {
+	cluster.StartForTest(t, 1)
+	info := lockimpl.Info{Name: "lost-at-once", New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
+		return &lostAtOnce{shortLease{env: env, o: o}}, nil
+	}}
+	for _, tc := range []struct {
+		client string
+		writes bool
+	}{
+		{spec.Careful, false},
+		{spec.Careless, true},
+	} {
+		t.Run(tc.client, func(t *testing.T) {
+			sp, err := spec.Parse("lost.yaml", []byte(`name: lost
+clients: 2
+keys: 1
+duration: 500ms
+lock: {ttl: 2s, retry_delay: 5ms, wait_timeout: 1s}
+workload: {cs_min: 5ms, cs_max: 5ms, client: `+tc.client+`}
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := scenarios.Run(context.Background(), sp, scenarios.Config{Info: &info, Backend: cluster.RedisServer, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			writes, stops := 0, 0 // stops: lost or abandon records
+			for _, op := range out.History {
+				switch {
+				case op.F == history.FWrite && op.Type == history.Invoke:
+					writes++
+				case op.F == history.FLost || op.F == history.FAbandon:
+					stops++
+				}
+			}
+			if out.Result.Acquired < 4 {
+				t.Fatalf("only %d acquisitions: the run tested nothing", out.Result.Acquired)
+			}
+			if got := writes > 0; got != tc.writes {
+				t.Errorf("%s client: %d writes, %d lost or abandon records in %d holds; want writes: %v", tc.client, writes, stops, out.Result.Acquired, tc.writes)
+			}
+			if tc.client == spec.Careful && stops == 0 {
+				t.Errorf("careful client: no lost or abandon record in %d holds", out.Result.Acquired)
+			}
+			if tc.client == spec.Careless && stops > 0 {
+				t.Errorf("careless client: %d lost or abandon records: it never looks", stops)
+			}
+		})
+	}
+}

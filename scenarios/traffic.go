@@ -118,16 +118,6 @@ func (r *run) criticalSection(ctx, holdCtx context.Context, c *runClient, key st
 	if r.abandoned(c, key, lease) {
 		return true
 	}
-	if lease.Lost != nil {
-		select {
-		case <-lease.Lost:
-			// The implementation told us the lock is gone: a careful
-			// client abandons its write rather than corrupt the resource.
-			r.add(c, history.Ok, history.FLost, key, nil)
-			return true
-		default:
-		}
-	}
 	r.add(c, history.Invoke, history.FWrite, key, func(o *history.Op) { o.N = n + 1; o.Fence = lease.Fence })
 	if r.res.write(key, n+1, lease.Fence) {
 		r.add(c, history.Ok, history.FWrite, key, func(o *history.Op) { o.N = n + 1; o.Fence = lease.Fence })
