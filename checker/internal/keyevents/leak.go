@@ -170,7 +170,12 @@ func Leaks(in *Input) LeakResult {
 				stood = append(stood, run)
 			}
 		}
-		if len(stood) == 0 || !standing(stood, nodes, quorum, func(run *ownerRun) bool { return run.covers(r.Invoke, r.Done) }) {
+		// Every node with a run of the token must agree, not only those
+		// whose set was received before the invoke: a master's set can
+		// reach its observer after the release began while a replica's
+		// came before it, and the replica alone, lagging behind the
+		// master's del, would say the key stood.
+		if len(stood) == 0 || !standing(runs, nodes, quorum, func(run *ownerRun) bool { return run.covers(r.Invoke, r.Done) }) {
 			continue
 		}
 		res.NotFreed = append(res.NotFreed, Leak{At: r.Invoke, Text: fmt.Sprintf(
