@@ -58,6 +58,21 @@ func (l *shortLease) Release(ctx context.Context, lease *lockimpl.Lease) error {
 	return nil
 }
 
+// runSpec runs the spec text (file name for its errors) with info's lock on
+// a real redis-server, and fails the test on a bad spec or a run's error.
+func runSpec(t *testing.T, info *lockimpl.Info, file, text string, seed uint64) *scenarios.Outcome {
+	t.Helper()
+	sp, err := spec.Parse(file, []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := scenarios.Run(context.Background(), sp, scenarios.Config{Info: info, Backend: cluster.RedisServer, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestCarefulClientAbandons: critical sections longer than the TTL. Careless
 // clients overrun their keys' expiry and overlap (unsafe); careful clients
 // stop when their lease's validity runs out, record the abandonment, never
@@ -77,20 +92,13 @@ func TestCarefulClientAbandons(t *testing.T) {
 		{spec.Careless, checker.Unsafe},
 	} {
 		t.Run(tc.client, func(t *testing.T) {
-			sp, err := spec.Parse("careful.yaml", []byte(`name: careful
+			out := runSpec(t, &info, "careful.yaml", `name: careful
 clients: 4
 keys: 1
 duration: 2s
 lock: {ttl: 300ms, retry_delay: 5ms, wait_timeout: 1s}
 workload: {cs_min: 400ms, cs_max: 500ms, client: `+tc.client+`}
-`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := scenarios.Run(context.Background(), sp, scenarios.Config{Info: &info, Backend: cluster.RedisServer, Seed: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
+`, 3)
 			if out.Client != tc.client {
 				t.Errorf("outcome says client %q, want %q", out.Client, tc.client)
 			}
@@ -160,20 +168,13 @@ func TestCarefulStopsAtExtendRefusal(t *testing.T) {
 		{spec.Careless, true},
 	} {
 		t.Run(tc.client, func(t *testing.T) {
-			sp, err := spec.Parse("refused.yaml", []byte(`name: refused
+			out := runSpec(t, &info, "refused.yaml", `name: refused
 clients: 2
 keys: 1
 duration: 1s
 lock: {ttl: 2s, retry_delay: 5ms, wait_timeout: 1s}
 workload: {cs_min: 150ms, cs_max: 150ms, extend_every: 50ms, client: `+tc.client+`}
-`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := scenarios.Run(context.Background(), sp, scenarios.Config{Info: &info, Backend: cluster.RedisServer, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
+`, 1)
 			refused := map[int]bool{} // process → its extend was refused in this hold
 			refusals, writesAfter := 0, 0
 			for _, op := range out.History {
@@ -231,20 +232,13 @@ func TestLostLeaseCarefulOnly(t *testing.T) {
 		{spec.Careless, true},
 	} {
 		t.Run(tc.client, func(t *testing.T) {
-			sp, err := spec.Parse("lost.yaml", []byte(`name: lost
+			out := runSpec(t, &info, "lost.yaml", `name: lost
 clients: 2
 keys: 1
 duration: 500ms
 lock: {ttl: 2s, retry_delay: 5ms, wait_timeout: 1s}
 workload: {cs_min: 5ms, cs_max: 5ms, client: `+tc.client+`}
-`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := scenarios.Run(context.Background(), sp, scenarios.Config{Info: &info, Backend: cluster.RedisServer, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
+`, 1)
 			writes, stops := 0, 0 // stops: lost or abandon records
 			for _, op := range out.History {
 				switch {
