@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/history"
+	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/client"
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
@@ -30,7 +31,7 @@ func newRun(cfg Config, plan *Plan) *run {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	debugLog.Store(cfg.Log)
-	r := &run{cfg: cfg, info: plan.info, rec: history.NewRecorder(), log: cfg.Log,
+	r := &run{cfg: cfg, info: plan.info, rec: history.NewRecorder(), log: cfg.Log, sim: cfg.Backend == cluster.Sim,
 		rng: rand.New(rand.NewPCG(plan.Seed, 0x6c6f636b73746f72)), plan: plan}
 	r.res = newResource(plan.Check.Fenced)
 	if plan.Stop.EarlyStop > 0 {
@@ -51,7 +52,7 @@ var setupFault func(stage string) error
 // startTopology starts what the plan's run stands on: its servers, links
 // and, for Sentinel and Cluster, routers (package topology).
 func startTopology(ctx context.Context, plan *Plan, cfg Config) (*topology.Topology, error) {
-	o := topology.Options{Scenario: plan.Scenario, Backend: cfg.Backend, Log: cfg.Log, Nodes: plan.Nodes,
+	o := topology.Options{Scenario: plan.Scenario, Backend: cfg.Backend, Seed: plan.Seed, Log: cfg.Log, Nodes: plan.Nodes,
 		Replicas: plan.Replicas, Hosts: plan.Hosts, HostOf: plan.HostOf, ServerClock: plan.ServerClock, Fault: setupFault}
 	if sn := plan.Sentinel; sn != nil {
 		o.Sentinel = &topology.Sentinel{Sentinels: sn.Sentinels, Quorum: sn.Quorum, DownAfter: sn.DownAfter,
@@ -218,6 +219,12 @@ func (r *run) playTraffic(ctx context.Context, tl *timeline, start time.Time) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if r.sim {
+				// No two clients start at one virtual instant: which one
+				// goes first is the seed's choice, not the scheduler's,
+				// as on a real machine it is the scheduler's, never a tie.
+				time.Sleep(r.simStart(c.id))
+			}
 			r.clientLoop(runCtx, c, &attempts, &acquired)
 		}()
 	}

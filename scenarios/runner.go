@@ -174,6 +174,7 @@ func (c *runClient) callNow() string {
 
 type run struct {
 	cfg     Config
+	sim     bool // the run is in a bubble of virtual time (simrun.go)
 	info    lockimpl.Info
 	rec     *history.Recorder
 	res     *resource
@@ -255,7 +256,7 @@ func runBounded(ctx context.Context, spec *spec.Spec, cfg Config) (*Outcome, err
 	}
 	done := make(chan result, 1)
 	go func() {
-		o, err := runOnce(ctx, plan, cfg)
+		o, err := runIn(ctx, plan, cfg)
 		if o != nil {
 			// The outcome names the spec as written: a replay compiles it
 			// again to the same plan, and the run folder keeps a copy.
@@ -328,6 +329,9 @@ func runOnce(ctx context.Context, plan *Plan, cfg Config) (o *Outcome, err error
 	clock.lap(&ph.Drain)
 	ph.Drain -= ph.Traffic
 	h := r.finish(w)
+	if r.sim {
+		h = canonical(h)
+	}
 	o = r.outcome(plan, topo, w, h, time.Since(start))
 	clock.lap(&ph.Check)
 	return o, nil

@@ -15,6 +15,7 @@ import (
 type watching struct {
 	stopStalls func()
 	obs        []*observe.Observer
+	simObs     *observe.SimObservers
 	observed   string // what the observers watch, or why none
 	observing  bool   // observers were started
 }
@@ -23,6 +24,10 @@ type watching struct {
 func (w *watching) close() {
 	observe.CloseAll(w.obs)
 	w.obs = nil
+	if w.simObs != nil {
+		w.simObs.Close()
+		w.simObs = nil
+	}
 	if w.stopStalls != nil {
 		w.stopStalls()
 		w.stopStalls = nil
@@ -37,6 +42,13 @@ func (r *run) watch(ctx context.Context, plan *Plan, topo *topology.Topology) *w
 	r.rec = history.NewRecorder()
 	r.rec.Add(history.Op{Type: history.Ok, Process: history.FinalProcess, Client: -1, F: history.FMeta,
 		Meta: r.meta(topo.Cluster.Kind())})
+	if m, ok := topo.Cluster.(*cluster.Minis); ok && m.Kind() == cluster.Sim {
+		// In virtual time the harness cannot stall: nothing to watch.
+		w := &watching{}
+		w.simObs, w.observed = r.startSimObservers(m, topo.Observed())
+		w.observing = w.simObs != nil
+		return w
+	}
 	w := &watching{stopStalls: watchStalls(r.rec)}
 	w.obs, w.observed = r.startObservers(ctx, topo.Observed())
 	w.observing = len(w.obs) > 0
@@ -79,6 +91,31 @@ func (r *run) startObservers(ctx context.Context, nodes []cluster.Node) ([]*obse
 		names[i] = n.Name
 	}
 	what := "keyspace events of " + strings.Join(names, ",")
+	if r.info.RedisKey != nil {
+		what += " on " + r.info.RedisKey(keys[0]) + " (the lock's own key for " + keys[0] + ")"
+	}
+	return obs, what
+}
+
+// startSimObservers starts the sim observers of the run's lock keys
+// (observe.SimObservers: the servers' own record, in virtual time).
+func (r *run) startSimObservers(m *cluster.Minis, nodes []cluster.Node) (*observe.SimObservers, string) {
+	if !r.plan.Observe {
+		return nil, "off (observe: false)"
+	}
+	keys := make([]string, r.plan.Keys)
+	for k := range keys {
+		keys[k] = keyName(k)
+	}
+	obs, err := observe.StartSim(m, nodes, keys, r.info.RedisKey, r.rec)
+	if err != nil {
+		return nil, "off: " + err.Error()
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	what := "sim key events of " + strings.Join(names, ",")
 	if r.info.RedisKey != nil {
 		what += " on " + r.info.RedisKey(keys[0]) + " (the lock's own key for " + keys[0] + ")"
 	}

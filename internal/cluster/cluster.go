@@ -102,10 +102,10 @@ func Resolve(kind string) (string, error) {
 			return RedisServer, nil
 		}
 		return Embedded, nil
-	case RedisServer, Embedded:
+	case RedisServer, Embedded, Sim:
 		return kind, nil
 	}
-	return "", fmt.Errorf("unknown backend %q (want auto, redis-server or embedded)", kind)
+	return "", fmt.Errorf("unknown backend %q (want auto, redis-server, embedded or sim)", kind)
 }
 
 // Start starts a cluster of the given kind (auto resolved first).
@@ -123,6 +123,8 @@ func Start(ctx context.Context, kind string, o Options) (Cluster, error) {
 	switch k {
 	case RedisServer:
 		return StartRedisServers(ctx, o)
+	case Sim:
+		return StartSim(o)
 	default:
 		return StartEmbedded(o)
 	}

@@ -21,6 +21,7 @@ const clockTick = 5 * time.Millisecond
 // clock. It implements ServerControl; see the methods for where the
 // emulation differs from a real server.
 type Minis struct {
+	kind  string // Embedded or Sim
 	nodes []*miniNode
 	stop  chan struct{} // closed by Close: ends the clock tickers
 	once  sync.Once
@@ -36,6 +37,11 @@ type miniNode struct {
 	up   bool
 	gate chan struct{} // non-nil while paused; closed by Resume or Kill
 
+	// sim: the node is reached only in-process (Minis.Dial), in a run of
+	// the sim backend; watch, when set, sees its commands (see sim.go).
+	sim   bool
+	watch Watcher
+
 	clockMu    sync.Mutex   // orders SetTime calls, so the pinned clock never steps back by accident
 	offset     atomic.Int64 // nanoseconds
 	pinned     atomic.Bool  // an offset was set: the clock is now driven by us
@@ -44,7 +50,7 @@ type miniNode struct {
 
 // StartEmbedded starts o.Nodes miniredis servers on loopback.
 func StartEmbedded(o Options) (*Minis, error) {
-	m := &Minis{stop: make(chan struct{})}
+	m := &Minis{stop: make(chan struct{}), kind: Embedded}
 	for i := 0; i < o.Nodes; i++ {
 		n := &miniNode{stop: m.stop}
 		if err := n.start("127.0.0.1:0"); err != nil {
@@ -63,14 +69,21 @@ func (n *miniNode) start(addr string) error {
 		mr.SetTime(time.Now().Add(time.Duration(n.offset.Load())))
 	}
 	mr.ClockTTL(true)
-	if err := mr.StartAddr(addr); err != nil {
+	if n.sim {
+		if err := startInMemory(mr); err != nil {
+			return err
+		}
+	} else if err := mr.StartAddr(addr); err != nil {
 		return err
 	}
 	// Installed just after the listener opens: a command racing in before
 	// it sees a clock up to clockTick stale, no worse than between ticks.
 	mr.Server().SetPreHook(n.hook(mr))
 	n.mu.Lock()
-	n.mr, n.up, n.addr = mr, true, mr.Addr()
+	n.mr, n.up = mr, true
+	if !n.sim {
+		n.addr = mr.Addr()
+	}
 	n.mu.Unlock()
 	return nil
 }
@@ -78,9 +91,9 @@ func (n *miniNode) start(addr string) error {
 // hook runs before every command of mr: it holds the command while the node
 // is paused and re-pins a shifted clock so the command sees the exact time.
 func (n *miniNode) hook(mr *miniredis.Miniredis) server.Hook {
-	return func(*server.Peer, string, ...string) bool {
+	return func(_ *server.Peer, cmd string, args ...string) bool {
 		n.mu.Lock()
-		gate := n.gate
+		gate, watch := n.gate, n.watch
 		n.mu.Unlock()
 		if gate != nil {
 			<-gate
@@ -93,6 +106,9 @@ func (n *miniNode) hook(mr *miniredis.Miniredis) server.Hook {
 				// handled). The connection is being closed.
 				return true
 			}
+		}
+		if watch != nil {
+			watch.Command(cmd, args)
 		}
 		// No clock sync here: Lua's redis.call dispatches through this hook
 		// while EVAL holds miniredis's lock, and SetTime takes that lock.
@@ -130,13 +146,16 @@ func (n *miniNode) kill() {
 		close(n.gate)
 		n.gate = nil
 	}
-	mr := n.mr
+	mr, watch := n.mr, n.watch
 	n.mu.Unlock()
+	if watch != nil {
+		watch.Killed()
+	}
 	mr.Close()
 }
 
 // Kind implements Cluster.
-func (m *Minis) Kind() string { return Embedded }
+func (m *Minis) Kind() string { return m.kind }
 
 // Nodes implements Cluster.
 func (m *Minis) Nodes() []Node {

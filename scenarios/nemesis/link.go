@@ -342,6 +342,10 @@ func (l *Link) afterRemove(dir stream.Direction) {
 
 // dropConns closes every connection of the link; l.mu is held.
 func (l *Link) dropConns() {
+	if l.sim != nil {
+		l.simDropConns()
+		return
+	}
 	for c := range l.conns {
 		c.Close()
 	}
@@ -364,6 +368,13 @@ func newLink(srv *toxiproxy.ApiServer, host, node, upstream string, bus bool) (*
 
 // close stops accepting and drops every connection.
 func (l *Link) close() {
+	if l.sim != nil {
+		l.mu.Lock()
+		l.closed = true
+		l.dropConns()
+		l.mu.Unlock()
+		return
+	}
 	l.ln.Close()
 	l.mu.Lock()
 	l.closed = true

@@ -31,6 +31,8 @@ type Network struct {
 	// announced addresses (see Router).
 	sources map[string]string
 	routers []*Router
+	// sim, on a sim network (NewSimNetwork), makes every link a sim link.
+	sim *simNet
 }
 
 // Link is one proxy: traffic from a client host to one node.
@@ -65,6 +67,9 @@ type Link struct {
 	names  map[string]stream.Direction
 	// refused: the link rejects connections (see Refuse).
 	refused atomic.Bool
+	// sim is set on a sim network's links (simlink.go): in-memory
+	// connections, toxics in virtual time, no listener and no proxy.
+	sim *simLink
 }
 
 // NewNetwork starts an in-process toxiproxy with no proxies yet.
@@ -96,9 +101,19 @@ func (n *Network) AddBusLink(host, node, upstream string) (*Link, error) {
 }
 
 func (n *Network) addLink(host, node, upstream string, bus bool) (*Link, error) {
-	l, err := newLink(n.srv, host, node, upstream, bus)
-	if err != nil {
-		return nil, fmt.Errorf("proxy %s>%s: %w", host, node, err)
+	var l *Link
+	if n.sim != nil {
+		n.mu.Lock()
+		// A loopback port no one listens on: the link is reached by name
+		// (Network.Dial), never through a socket.
+		addr := fmt.Sprintf("127.0.84.1:%d", 10000+len(n.order))
+		n.mu.Unlock()
+		l = &Link{Host: host, Node: node, Bus: bus, Addr: addr, upstream: upstream, sim: newSimLinkState(n.sim)}
+	} else {
+		var err error
+		if l, err = newLink(n.srv, host, node, upstream, bus); err != nil {
+			return nil, fmt.Errorf("proxy %s>%s: %w", host, node, err)
+		}
 	}
 	n.mu.Lock()
 	n.links[l.Name()] = l
@@ -170,6 +185,16 @@ func (l *Link) AddToxic(t Toxic) (string, error) {
 	defer l.mu.Unlock()
 	l.seq++
 	name := fmt.Sprintf("%s_%s_%d", t.Type, t.Stream, l.seq)
+	if l.names == nil {
+		l.names = map[string]stream.Direction{}
+	}
+	if l.sim != nil {
+		if err := l.simAdd(name, t, dir); err != nil {
+			return "", err
+		}
+		l.names[name] = dir
+		return name, nil
+	}
 	body, err := json.Marshal(map[string]any{
 		"name": name, "type": t.Type, "stream": t.Stream, "toxicity": 1.0, "attributes": t.Attributes,
 	})
@@ -181,15 +206,21 @@ func (l *Link) AddToxic(t Toxic) (string, error) {
 		l.afterRemove(dir)
 		return "", fmt.Errorf("link %s: add %s toxic: %w", l.Name(), t.Type, err)
 	}
-	if l.names == nil {
-		l.names = map[string]stream.Direction{}
-	}
 	l.names[name] = dir
 	return name, nil
 }
 
 // RemoveToxic removes a toxic added by AddToxic.
 func (l *Link) RemoveToxic(name string) error {
+	if l.sim != nil {
+		if err := l.simRemove(name); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		delete(l.names, name)
+		l.mu.Unlock()
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.removeToxic(name)
@@ -207,6 +238,18 @@ func (l *Link) removeToxic(name string) error {
 
 // Reset removes every toxic from the link.
 func (l *Link) Reset() {
+	if l.sim != nil {
+		l.mu.Lock()
+		names := make([]string, 0, len(l.names))
+		for name := range l.names {
+			names = append(names, name)
+		}
+		l.mu.Unlock()
+		for _, name := range names {
+			_ = l.RemoveToxic(name)
+		}
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for name := range l.names {

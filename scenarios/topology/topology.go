@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,8 +42,10 @@ type Topology struct {
 type Options struct {
 	// Scenario names the scenario in errors.
 	Scenario string
-	// Backend is auto, redis-server or embedded (cluster.Resolve).
+	// Backend is auto, redis-server, embedded or sim (cluster.Resolve).
 	Backend string
+	// Seed seeds a sim network's delays (sim backend only).
+	Seed uint64
 	// Log receives the start-up's progress.
 	Log *slog.Logger
 	// Nodes are the masters; Replicas, when above 0, gives each a replica.
@@ -115,7 +118,7 @@ func Start(ctx context.Context, o Options) (_ *Topology, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s backend: %w", o.Backend, err)
 	}
-	t := &Topology{Cluster: cl, Net: nemesis.NewNetwork(), Replicas: map[string]*cluster.Process{}}
+	t := &Topology{Cluster: cl, Net: newNetwork(cl, o.Seed), Replicas: map[string]*cluster.Process{}}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -210,7 +213,7 @@ func (t *Topology) Connect(client int, host string, timeout time.Duration, hooks
 	var out []redis.UniversalClient
 	for _, n := range t.Cluster.Nodes() {
 		link := t.Net.Link(host, n.Name)
-		rdb := redis.NewClient(&redis.Options{
+		opt := &redis.Options{
 			Addr: link.Addr, MaxRetries: -1, DialTimeout: timeout,
 			ReadTimeout: timeout, WriteTimeout: timeout,
 			PoolSize: 4, ContextTimeoutEnabled: true, Protocol: 2,
@@ -218,13 +221,42 @@ func (t *Topology) Connect(client int, host string, timeout time.Duration, hooks
 			// definite no for Redlock), not five attempts that end as a timeout.
 			DialerRetries:   1,
 			DisableIdentity: true,
-		})
+		}
+		if t.Net.Sim() {
+			opt.Dialer = t.dialSim
+			// go-redis waits for a free connection on a timer from a
+			// process-wide sync.Pool, and a timer made in one bubble of
+			// virtual time kills the program when another uses it. With
+			// a pool this size no command waits for a connection: where a
+			// real run's fifth command in flight to one node would wait
+			// PoolTimeout and fail, a sim run's dials a fifth connection
+			// (docs/sim.md: what sim does differently).
+			opt.PoolSize = simPoolSize
+		}
+		rdb := redis.NewClient(opt)
 		// The points inside the pause hook: a paused client's command
 		// waits before its before point and its reply after its after point.
 		addHooks(rdb, hooks.Pause, hooks.refuse(link), hooks.points(n.Name))
 		out = append(out, rdb)
 	}
 	return out
+}
+
+// newNetwork is the network of links over cl: in-memory links in virtual
+// time over a sim cluster, toxiproxy's over real sockets otherwise.
+func newNetwork(cl cluster.Cluster, seed uint64) *nemesis.Network {
+	if m, ok := cl.(*cluster.Minis); ok && cl.Kind() == cluster.Sim {
+		return nemesis.NewSimNetwork(seed, m.Dial)
+	}
+	return nemesis.NewNetwork()
+}
+
+// simPoolSize is the connection pool of a sim client (see Connect).
+const simPoolSize = 1 << 10
+
+// dialSim is the dialer of a client's connections on a sim network.
+func (t *Topology) dialSim(_ context.Context, _, addr string) (net.Conn, error) {
+	return t.Net.Dial(addr)
 }
 
 // RedisCluster is the Redis Cluster the topology runs (nil outside one).
