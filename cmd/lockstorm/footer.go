@@ -109,7 +109,28 @@ func summaryLine(rows []reports.Row, wall time.Duration) string {
 	if none > 0 {
 		s += fmt.Sprintf(", %d without expectation", none)
 	}
-	return s
+	return s + backendsNote(rows)
+}
+
+// backendsNote says which backend ran how many runs, when more than one
+// did (a --backend list: sim where it can, real servers for the rest).
+func backendsNote(rows []reports.Row) string {
+	n := map[string]int{}
+	var order []string
+	for _, r := range rows {
+		if n[r.Backend] == 0 {
+			order = append(order, r.Backend)
+		}
+		n[r.Backend]++
+	}
+	if len(order) < 2 {
+		return ""
+	}
+	parts := make([]string, len(order))
+	for i, b := range order {
+		parts[i] = fmt.Sprintf("%d on %s", n[b], b)
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // timeLine says where the runs' time went, summed over the runs: their

@@ -79,7 +79,7 @@ func parseRunFlags(args []string) (*runFlags, error) {
 	fs.BoolVar(&f.gatedOnly, "gated", false, "with --all: only gated scenarios")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed (0: the scenario's)")
 	fs.IntVar(&f.seeds, "seeds", 1, "run every job with this many seeds (from --seed, default 1) and print how often each verdict was as expected")
-	fs.StringVar(&f.backend, "backend", cluster.Auto, "auto, redis-server or embedded")
+	fs.StringVar(&f.backend, "backend", cluster.Auto, "auto, redis-server, embedded or sim (virtual time, in-process); a list such as sim,redis-server runs each job on the first that can run it")
 	fs.BoolVar(&f.json, "json", false, "print JSON rows (same as --format json)")
 	fs.StringVar(&f.format, "format", "table", "table, markdown or json")
 	fs.BoolVar(&f.wide, "wide", false, "table and markdown: every figure in its own column instead of the evidence sentence")
@@ -138,8 +138,10 @@ func (f *runFlags) check() error {
 	if f.parallel < 0 {
 		return usage("run: --parallel must not be negative")
 	}
-	if _, err := cluster.Resolve(f.backend); err != nil {
-		return usage("run: --backend: %v", err)
+	for _, b := range strings.Split(f.backend, ",") {
+		if _, err := cluster.Resolve(b); err != nil {
+			return usage("run: --backend: %v", err)
+		}
 	}
 	if f.limits.MaxNodes < 1 || f.limits.MaxHosts < 1 || f.limits.MaxDuration <= 0 || f.limits.MinEvery < 0 || f.limits.MaxHistory < 1 || f.limits.OpenFiles < 0 {
 		return usage("run: --max-nodes, --max-hosts, --max-duration and --max-history must be positive, --min-every and --open-files not negative")
@@ -168,9 +170,10 @@ func (f *runFlags) check() error {
 }
 
 type job struct {
-	spec *spec.Spec
-	impl string
-	seed uint64
+	spec    *spec.Spec
+	impl    string
+	seed    uint64
+	backend string // the first of --backend's that can run it
 }
 
 func cmdRun(ctx context.Context, args []string) error {
@@ -179,7 +182,8 @@ func cmdRun(ctx context.Context, args []string) error {
 		return err
 	}
 	started := time.Now()
-	backend, _ := cluster.Resolve(f.backend)
+	backends := resolveBackends(f.backend)
+	backend := strings.Join(backends, ",")
 	external, err := registerExecs(ctx, f)
 	if err != nil {
 		return err
@@ -191,11 +195,11 @@ func cmdRun(ctx context.Context, args []string) error {
 			return &exitError{2, err}
 		}
 	}
-	jobs, err := loadJobs(f, backend, external)
+	jobs, err := loadJobs(f, backends, external)
 	if err != nil {
 		return err
 	}
-	log := runLogger(f, backend)
+	log := runLogger(f, backends[0])
 	sh, err := parseShard(f.shard)
 	if err != nil {
 		return usage("run: %v", err)
@@ -280,9 +284,36 @@ func registerExecs(ctx context.Context, f *runFlags) (map[string]bool, error) {
 	return external, nil
 }
 
+// resolveBackends resolves each of --backend's list (checked already).
+func resolveBackends(list string) []string {
+	var out []string
+	for _, b := range strings.Split(list, ",") {
+		r, _ := cluster.Resolve(b)
+		out = append(out, r)
+	}
+	return out
+}
+
+// backendFor is the first backend that can run spec × impl, or "" and why
+// the last one cannot.
+func backendFor(sp *spec.Spec, impl string, external bool, backends []string) (string, string) {
+	why := ""
+	for _, b := range backends {
+		if why = sp.Unsupported(b); why != "" {
+			continue
+		}
+		if why = scenarios.SimUnsupported(sp, impl, external, b); why != "" {
+			continue
+		}
+		return b, ""
+	}
+	return "", why
+}
+
 // loadJobs loads and validates every scenario and crosses it with its locks
-// and seeds; a scenario the backend cannot run is skipped, saying why.
-func loadJobs(f *runFlags, backend string, external map[string]bool) ([]job, error) {
+// and seeds; a job no backend of the list can run is skipped, saying why.
+func loadJobs(f *runFlags, backends []string, external map[string]bool) ([]job, error) {
+	backend := strings.Join(backends, ",")
 	var jobs []job
 	for _, name := range f.scenarios {
 		spec, err := spec.LoadWith(name, f.limits)
@@ -292,7 +323,7 @@ func loadJobs(f *runFlags, backend string, external map[string]bool) ([]job, err
 		if f.gatedOnly && !spec.IsGated() {
 			continue
 		}
-		if why := spec.Unsupported(backend); why != "" {
+		if _, why := backendFor(spec, "", false, backends); why != "" {
 			fmt.Fprintf(os.Stderr, "lockstorm: skipping %s on the %s backend: %s\n", spec.Name, backend, why)
 			continue
 		}
@@ -331,12 +362,17 @@ func loadJobs(f *runFlags, backend string, external map[string]bool) ([]job, err
 			if err := spec.CheckImpl(impl); err != nil {
 				return nil, &exitError{2, fmt.Errorf("run: --impl %s: %w", impl, err)}
 			}
+			b, why := backendFor(spec, impl, external[impl], backends)
+			if b == "" {
+				fmt.Fprintf(os.Stderr, "lockstorm: skipping %s × %s on the %s backend: %s\n", spec.Name, impl, backend, why)
+				continue
+			}
 			for k := 0; k < f.seeds; k++ {
 				seed := f.seed
 				if f.seeds > 1 {
 					seed = max(f.seed, 1) + uint64(k)
 				}
-				jobs = append(jobs, job{spec, impl, seed})
+				jobs = append(jobs, job{spec, impl, seed, b})
 			}
 		}
 	}
@@ -370,7 +406,7 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, backend string, base 
 	prog := newProgress(isTerminal(os.Stderr), len(jobs))
 	runs := make([]scenarios.Job, len(jobs))
 	for i, j := range jobs {
-		runs[i] = scenarios.Job{Spec: j.spec, Config: scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: backend, Log: log, Baseline: base, Progress: prog.update,
+		runs[i] = scenarios.Job{Spec: j.spec, Config: scenarios.Config{Impl: j.impl, Seed: j.seed, Backend: j.backend, Log: log, Baseline: base, Progress: prog.update,
 			FullDuration: f.full, Rejudge: rejudgeConfig(f.rejudge)}}
 	}
 	results, errs := scenarios.RunMany(ctx, runs, f.parallel, nil, func(i int, out *scenarios.Outcome, _ error) {
@@ -394,7 +430,7 @@ var afterRuns func()
 func printPlans(w io.Writer, jobs []job, cfg scenarios.Config, asJSON bool) error {
 	enc := json.NewEncoder(w)
 	for i, j := range jobs {
-		cfg.Impl, cfg.Seed = j.impl, j.seed
+		cfg.Impl, cfg.Seed, cfg.Backend = j.impl, j.seed, j.backend
 		p, err := scenarios.Compile(j.spec, cfg)
 		if err != nil {
 			return &exitError{2, fmt.Errorf("%s × %s: %w", j.spec.Name, j.impl, err)}

@@ -176,11 +176,11 @@ func (d *simDir) start(src, dst net.Conn) {
 // read takes each chunk as it arrives and decides its fate on the
 // direction's toxics as they are now.
 func (d *simDir) read(src net.Conn) {
+	buf := make([]byte, 32<<10)
 	for {
-		buf := make([]byte, 32<<10)
 		n, err := src.Read(buf)
 		if n > 0 {
-			d.arrive(buf[:n])
+			d.arrive(slices.Clone(buf[:n]))
 		}
 		if err != nil {
 			d.mu.Lock()
