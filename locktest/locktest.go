@@ -59,9 +59,17 @@ type Battery struct {
 	Scenarios []string
 	// Seed overrides every spec's seed when non-zero.
 	Seed uint64
+	// Seeds, when above 1, runs every scenario on that many seeds, from
+	// Seed (or 1) up, each a run and a subtest of its own named
+	// scenario@seed. On the sim backend many seeds cost little: a random
+	// scenario then searches where a real-time battery affords one try.
+	Seeds int
 	// Backend is auto (default: redis-server when installed, else the
-	// embedded miniredis), redis-server or embedded. Scenarios the backend
-	// cannot run (replicas need redis-server) are skipped, with the reason.
+	// embedded miniredis), redis-server, embedded or sim: the whole run in
+	// virtual time, in-process, the same history for the same seed, no
+	// server, proxy or network needed. Scenarios the backend cannot run
+	// (replicas need redis-server; sim runs no client process) are
+	// skipped, with the reason.
 	Backend string
 	// Parallel is how many scenarios run at once (each has its own servers
 	// and ports, and spends its time waiting). 0, the default, follows the
@@ -103,6 +111,8 @@ type Report struct {
 	Skipped map[string]string
 	// Wall is the battery's wall time.
 	Wall time.Duration
+	// seeds: the battery ran several seeds per scenario (labels name them).
+	seeds bool
 }
 
 // Check runs the battery against lock and returns what it found. An error
@@ -134,14 +144,21 @@ func check(ctx context.Context, lock lockimpl.Info, b Battery, selected func(lab
 	if len(names) == 0 {
 		names = spec.Names()
 	}
-	rep := &Report{Lock: lock.Name, RunDirs: map[string]string{}, Skipped: map[string]string{}}
+	rep := &Report{Lock: lock.Name, RunDirs: map[string]string{}, Skipped: map[string]string{}, seeds: b.Seeds > 1}
 	var jobs []scenarios.Job
 	for _, n := range names {
 		spec, err := load(n, lock)
 		if err != nil {
 			return nil, err
 		}
-		if why := spec.Unsupported(backend); why != "" {
+		why := spec.Unsupported(backend)
+		if why == "" {
+			why = scenarios.SimUnsupported(spec, "", false, backend)
+		}
+		if why == "" && backend == cluster.Sim && (len(lock.Program) > 0 || lock.OwnConnections) {
+			why = "the lock makes its own connections to the nodes' addresses; a sim node is reached only in-process"
+		}
+		if why != "" {
 			if keeps(spec.Name) {
 				rep.Skipped[spec.Name] = why
 			}
@@ -159,12 +176,14 @@ func check(ctx context.Context, lock lockimpl.Info, b Battery, selected func(lab
 			continue
 		}
 		for _, impl := range runsOf(spec, lock.Name) {
-			if !keeps(rep.labelOf(spec.Name, impl)) {
-				continue
+			for _, seed := range seedsOf(b) {
+				if !keeps(rep.labelOf(spec.Name, impl, seed)) {
+					continue
+				}
+				info := lock
+				jobs = append(jobs, scenarios.Job{Spec: spec, Config: scenarios.Config{Impl: impl, Info: &info, Seed: seed,
+					Backend: backend, Log: b.Log, Baseline: b.Baseline, ObserverDelay: b.ObserverDelay, FullDuration: b.FullDuration}})
 			}
-			info := lock
-			jobs = append(jobs, scenarios.Job{Spec: spec, Config: scenarios.Config{Impl: impl, Info: &info, Seed: b.Seed,
-				Backend: backend, Log: b.Log, Baseline: b.Baseline, ObserverDelay: b.ObserverDelay, FullDuration: b.FullDuration}})
 		}
 	}
 	start := time.Now()
@@ -236,13 +255,31 @@ func runsOf(spec *spec.Spec, lock string) []string {
 
 // label names a run in the matrix, the subtests and RunDirs: the scenario,
 // and the variant when the lock ran as one.
-func (r *Report) label(o *scenarios.Outcome) string { return r.labelOf(o.Scenario, o.Impl) }
+func (r *Report) label(o *scenarios.Outcome) string { return r.labelOf(o.Scenario, o.Impl, o.Seed) }
 
-func (r *Report) labelOf(scenario, impl string) string {
-	if impl == r.Lock || impl == "" {
-		return scenario
+// labelOf is the label of a run; with several seeds it names the seed.
+func (r *Report) labelOf(scenario, impl string, seed uint64) string {
+	l := scenario
+	if impl != r.Lock && impl != "" {
+		l += "." + impl
 	}
-	return scenario + "." + impl
+	if r.seeds {
+		l += fmt.Sprintf("@%d", seed)
+	}
+	return l
+}
+
+// seedsOf are the seeds each scenario runs on: Seed (0: the spec's own)
+// alone, or Seeds of them from Seed (or 1) up.
+func seedsOf(b Battery) []uint64 {
+	if b.Seeds <= 1 {
+		return []uint64{b.Seed}
+	}
+	out := make([]uint64, b.Seeds)
+	for i := range out {
+		out[i] = max(b.Seed, 1) + uint64(i)
+	}
+	return out
 }
 
 // Failures are the runs whose verdict differs from their expectation. An

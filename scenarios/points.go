@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"path"
 	"slices"
@@ -31,6 +32,7 @@ type explorer struct {
 	rngs   map[int]*rand.Rand
 	budget map[[2]string]int // (point, action) → faults injected
 	hits   map[string]int    // point → candidate hits so far
+	own    map[string]int    // client/point → that client's hits of it (sim: simDraws)
 	// crashes are capped at half the clients (half): a crashed client
 	// stays dead, and the run must keep its traffic to the end. paused,
 	// the pauses holding clients now, are capped the same way: a pause
@@ -41,7 +43,7 @@ type explorer struct {
 
 // newExplorer explores as e says, its defaults filled in by Compile.
 func newExplorer(r *run, tl *timeline, e spec.Explore) *explorer {
-	return &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}, hits: map[string]int{},
+	return &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}, hits: map[string]int{}, own: map[string]int{},
 		half: max(1, r.plan.Clients/2)}
 }
 
@@ -95,6 +97,9 @@ func (x *explorer) draw(client int, point string) string {
 		rng = rand.New(rand.NewPCG(x.r.seed(), 0x6578706c6f7265+uint64(client)))
 		x.rngs[client] = rng
 	}
+	if x.r.sim {
+		rng = x.simDraws(client, point)
+	}
 	// A point's n-th hit is faulted with probability 1/n when that beats
 	// Rate: a rare point (a PEXPIRE after a won SETNX, a release script) is
 	// tried on its first hits, not after 1/Rate of them, which a hot point
@@ -131,6 +136,20 @@ func (x *explorer) draw(client int, point string) string {
 	}
 	x.mu.Unlock()
 	return act
+}
+
+// simDraws is the generator of one hit in a sim run: seeded by the
+// client, the point and how often the client hit it before, not one stream
+// per client. A lock's goroutines that pass their points at one virtual
+// instant (Redlock's fan-out, the goroutines a pause's end releases) take
+// them in the Go scheduler's order; drawn this way, each hit's fate is the
+// seed's whatever that order.
+func (x *explorer) simDraws(client int, point string) *rand.Rand {
+	k := fmt.Sprintf("%d/%s", client, point)
+	x.own[k]++
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%d", k, x.own[k])
+	return rand.New(rand.NewPCG(x.r.seed(), h.Sum64()))
 }
 
 // inCall says whether a hit made on ctx is inside one of Explore.During's

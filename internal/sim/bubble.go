@@ -18,7 +18,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -40,6 +42,10 @@ func Do(fn func()) (err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				err = fmt.Errorf("%w: %v", ErrBubble, p)
+				if os.Getenv("LOCKSTORM_SIM_DEBUG") != "" {
+					buf := make([]byte, 1<<22)
+					os.Stderr.Write(buf[:runtime.Stack(buf, true)])
+				}
 			} else if err == nil && t.Failed() {
 				err = fmt.Errorf("%w: the bubble failed", ErrBubble)
 			}

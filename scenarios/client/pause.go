@@ -22,9 +22,19 @@ import (
 // loop, its sleeps, its watchdog and every Redis command it sends or
 // receives wait while the pause lasts.
 type Pauser struct {
-	mu sync.Mutex
-	ch chan struct{} // non-nil while paused; closed on resume
+	// Ordered, in a run in virtual time (the sim backend), makes the
+	// threads a Resume releases go on about 10 µs apart, in the
+	// order they stopped, instead of all at one instant in the Go
+	// scheduler's order: the same seed then takes the same path.
+	Ordered bool
+
+	mu      sync.Mutex
+	ch      chan struct{} // non-nil while paused; closed on resume
+	stopped int           // threads stopped by the current pause (Ordered)
 }
+
+// turnStep is how far apart an Ordered pause's threads go on.
+const turnStep = 10_007 * time.Nanosecond
 
 // Pause stops the client until Resume.
 func (p *Pauser) Pause() {
@@ -32,6 +42,7 @@ func (p *Pauser) Pause() {
 	defer p.mu.Unlock()
 	if p.ch == nil {
 		p.ch = make(chan struct{})
+		p.stopped = 0
 	}
 }
 
@@ -47,17 +58,31 @@ func (p *Pauser) Resume() {
 
 // Wait blocks while the client is paused.
 func (p *Pauser) Wait(ctx context.Context) error {
-	p.mu.Lock()
-	ch := p.ch
-	p.mu.Unlock()
-	if ch == nil {
-		return nil
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-ch:
-		return nil
+	for {
+		p.mu.Lock()
+		ch := p.ch
+		turn := 0
+		if ch != nil && p.Ordered {
+			p.stopped++
+			turn = p.stopped
+		}
+		p.mu.Unlock()
+		if ch == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+		if turn == 0 {
+			return nil
+		}
+		// Its turn, then a look whether the world stopped again meanwhile.
+		// Turns are a prime number of ns apart, off the lattice of the
+		// nodes' staggers (package topology), so no turn lands on another
+		// thread's instant.
+		time.Sleep(time.Duration(turn) * turnStep)
 	}
 }
 

@@ -77,6 +77,14 @@ func (s *SimObservers) Close() {
 // paused node's PING would wait, and a killed one's observer is gone.
 func (s *SimObservers) syncLoop(n *simNode) {
 	defer s.wg.Done()
+	// Off the round instants at which faults are scheduled (whole
+	// milliseconds) and off each other's: a sync and a kill of its node at
+	// one virtual instant would be recorded in the scheduler's order.
+	select {
+	case <-s.stop:
+		return
+	case <-time.After(syncPhase * time.Duration(n.i+1)):
+	}
 	t := time.NewTicker(syncEvery)
 	defer t.Stop()
 	for {
@@ -90,6 +98,9 @@ func (s *SimObservers) syncLoop(n *simNode) {
 		}
 	}
 }
+
+// syncPhase staggers the nodes' syncs (see syncLoop).
+const syncPhase = 13_717 * time.Nanosecond
 
 // simKey is what a watched key holds.
 type simKey struct {

@@ -234,9 +234,13 @@ func (t *Topology) Connect(client int, host string, timeout time.Duration, hooks
 			opt.PoolSize = simPoolSize
 		}
 		rdb := redis.NewClient(opt)
+		var stagger redis.Hook
+		if t.Net.Sim() {
+			stagger = nodeStagger(len(out))
+		}
 		// The points inside the pause hook: a paused client's command
 		// waits before its before point and its reply after its after point.
-		addHooks(rdb, hooks.Pause, hooks.refuse(link), hooks.points(n.Name))
+		addHooks(rdb, stagger, hooks.Pause, hooks.refuse(link), hooks.points(n.Name))
 		out = append(out, rdb)
 	}
 	return out
@@ -249,6 +253,38 @@ func newNetwork(cl cluster.Cluster, seed uint64) *nemesis.Network {
 		return nemesis.NewSimNetwork(seed, m.Dial)
 	}
 	return nemesis.NewNetwork()
+}
+
+// nodeStagger is a sim client's first hook on its connection to node i:
+// once past the client's pause, its commands wait i+1 ns before anything
+// else sees them. A lock that asks
+// every node at once (Redlock's fan-out) starts its goroutines at one
+// virtual instant, and so does a pause's end release them all; the points
+// they pass (the explorer's draws among them) would be taken in the Go
+// scheduler's order. A nanosecond apart, in the nodes' order, the same
+// seed takes the same path.
+//
+// The steps are 1 + 97i ns, not i+1: a command can pass the hooks again
+// inside another (the commands that set up a new connection), and no sum
+// of fewer than 97 steps of one node equals a step of another.
+func nodeStagger(i int) redis.Hook { return staggerHook(time.Duration(1 + 97*i)) }
+
+type staggerHook time.Duration
+
+func (staggerHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (d staggerHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		time.Sleep(time.Duration(d))
+		return next(ctx, cmd)
+	}
+}
+
+func (d staggerHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		time.Sleep(time.Duration(d))
+		return next(ctx, cmds)
+	}
 }
 
 // simPoolSize is the connection pool of a sim client (see Connect).
