@@ -24,10 +24,11 @@ build: $(SHIM)
 	$(GO) build -o $(BIN) ./cmd/lockstorm
 
 # The main job: every embedded scenario against the implementations it
-# lists. Uses real redis-server when installed, else the embedded backend
-# (and says which).
+# lists. Every job the sim backend can run runs in virtual time; the rest
+# on real redis-server when installed, else on the embedded backend (the
+# summary says how many ran on each).
 scenarios: build
-	./$(BIN) run --all
+	./$(BIN) run --all --backend sim,auto
 
 # Tests that claim Redis behaviour start their own redis-server on a free
 # loopback port, so the binary must be installed.
@@ -135,10 +136,15 @@ planted: redis-server clients $(SHIM)
 
 # The regression gate: gated scenarios only (scheduled modes, and random
 # modes found on 20 of 20 seeds); exit 1 on any unexpected verdict, printing
-# only the differences and the commands that replay them.
+# only the differences and the commands that replay them. Every job the sim
+# backend can run runs there (virtual time: no verdict depends on the
+# machine's load), the rest on redis-server; then the sim part again on
+# GATE_SIM_SEEDS more seeds (docs/sim.md).
 SEED ?= 0
-gate: build
-	./$(BIN) run --all --gated --only-diff --junit build/junit.xml --seed $(SEED)
+GATE_SIM_SEEDS ?= 4
+gate: build redis-server
+	./$(BIN) run --all --gated --only-diff --junit build/junit.xml --seed $(SEED) --backend sim,redis-server
+	./$(BIN) run --all --gated --only-diff --backend sim --seed 2 --seeds $(GATE_SIM_SEEDS) 2>/dev/null
 
 # The bench guards itself: the quick rows' ratios (lockstorm against raw
 # porcupine, redis-benchmark, proxied against direct, the recorder against
@@ -159,7 +165,7 @@ noisy: build stress-ng
 	trap 'kill $$load 2>/dev/null; wait $$load 2>/dev/null' EXIT; \
 	echo "noisy: stress-ng --cpu 1 (pid $$load) keeps a core busy"; \
 	(cd examples && CI=$${CI:-true} $(GO) test -count=1 -timeout 10m -run 'TestBattery$$' ./...) && \
-	./$(BIN) run --all --gated --only-diff --seed $(SEED)
+	./$(BIN) run --all --gated --only-diff --seed $(SEED) --backend sim,redis-server
 
 # The zoo (examples/zoo, docs/zoo.md): published lock libraries at the
 # versions people run, a module per version. `make zoo` runs the battery
