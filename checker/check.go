@@ -36,9 +36,9 @@ func withDefaults(o history.Options) history.Options {
 
 // Porcupine's verdicts as Result.Linearizable spells them.
 const (
-	LinOK      = "ok"
-	LinIllegal = "illegal"
-	LinUnknown = "unknown"
+	linOK      = "ok"
+	linIllegal = "illegal"
+	linUnknown = "unknown"
 )
 
 // Check runs every check on h. The verdict, in order:
@@ -159,7 +159,7 @@ func verdict(r *Result, o history.Options, keys int, lv livenessResult) decision
 			why = append(why, "found in the well-formed part of a history with "+problemText(r))
 		}
 		return decide(Unsafe, strings.Join(why, "; "))
-	case r.Linearizable == LinIllegal && r.Overlaps == 0:
+	case r.Linearizable == linIllegal && r.Overlaps == 0:
 		return decide(Unsafe, "porcupine found the history not linearizable but the overlap pass found no overlap (checker bug)")
 	case r.Malformed > 0:
 		// A cut or damaged history can fake a starvation (a lost release
@@ -288,16 +288,16 @@ func safeReason(r *Result, keys int, overlap string) string {
 	return s
 }
 
-// ErrNoViolation is returned by Violation for a history in which no two
+// errNoViolation is returned by violation for a history in which no two
 // holds overlap.
-var ErrNoViolation = errors.New("no overlapping holds: nothing to visualize")
+var errNoViolation = errors.New("no overlapping holds: nothing to visualize")
 
-// Violation checks, with porcupine's verbose checker, the piece of the
+// violation checks, with porcupine's verbose checker, the piece of the
 // failing key's history that contains the first overlap (reduced to the
 // overlapping pair and the unknown acquires during it when the piece is
 // large), and returns the model and linearization info for
-// porcupine.Visualize. It returns ErrNoViolation when nothing overlaps.
-func Violation(h history.History, o history.Options) (porcupine.Model, porcupine.LinearizationInfo, porcupine.CheckResult, error) {
+// porcupine.Visualize. It returns errNoViolation when nothing overlaps.
+func violation(h history.History, o history.Options) (porcupine.Model, porcupine.LinearizationInfo, porcupine.CheckResult, error) {
 	o = withDefaults(o)
 	a := analyze(h)
 	var best *Witness
@@ -311,7 +311,7 @@ func Violation(h history.History, o history.Options) (porcupine.Model, porcupine
 	}
 	model := mutex.Model()
 	if best == nil {
-		return model, porcupine.LinearizationInfo{}, porcupine.Ok, ErrNoViolation
+		return model, porcupine.LinearizationInfo{}, porcupine.Ok, errNoViolation
 	}
 	kd := a.keys[bestKey]
 	var found *piece
@@ -333,13 +333,13 @@ func Violation(h history.History, o history.Options) (porcupine.Model, porcupine
 }
 
 // Visualize writes porcupine's HTML visualization of the piece of history
-// around the first overlap (see Violation), so the file stays small. A
+// around the first overlap (see violation), so the file stays small. A
 // history without an overlap (a deadlock, an inconclusive run) is not an
 // error: Visualize then draws the piece where the longest starvation began,
 // or the first piece of the history, so the report always has the file.
 func Visualize(h history.History, o history.Options, w io.Writer) error {
-	model, info, _, err := Violation(h, o)
-	if errors.Is(err, ErrNoViolation) {
+	model, info, _, err := violation(h, o)
+	if errors.Is(err, errNoViolation) {
 		model, info = contextPiece(h, withDefaults(o))
 	} else if err != nil {
 		return err

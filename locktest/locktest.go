@@ -201,19 +201,10 @@ func check(ctx context.Context, lock lockimpl.Info, b Battery, selected func(lab
 // scenario's names are the registered implementations, so a lock sharing
 // one of their names is judged by its claims, not by their entries.
 func load(nameOrPath string, lock lockimpl.Info) (*spec.Spec, error) {
-	if embedded(nameOrPath) {
+	if slices.Contains(spec.Names(), nameOrPath) {
 		return spec.Load(nameOrPath)
 	}
 	return spec.LoadFor(nameOrPath, spec.DefaultLimits(), lock)
-}
-
-func embedded(nameOrPath string) bool {
-	for _, n := range spec.Names() {
-		if n == nameOrPath {
-			return true
-		}
-	}
-	return false
 }
 
 // runsOf are the names lock runs under in spec: when the spec names the

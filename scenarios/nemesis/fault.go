@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -264,7 +265,7 @@ func Build(s Spec) (Fault, error) {
 			return nil, &FieldError{d.f, fmt.Sprintf("must not be negative, got %v", d.v)}
 		}
 	}
-	if s.Pick != "" && !contains(k.targets.Picks, s.Pick) {
+	if s.Pick != "" && !slices.Contains(k.targets.Picks, s.Pick) {
 		if len(k.targets.Picks) == 0 {
 			return nil, &FieldError{"pick", fmt.Sprintf("%s picks no targets", s.Kind)}
 		}
@@ -306,15 +307,6 @@ func specField(key string) (reflect.StructField, bool) {
 func yamlKey(f reflect.StructField) string {
 	key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 	return key
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Kinds lists the registered kinds.

@@ -10,8 +10,10 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -373,7 +375,7 @@ func (s *Spec) Knows(name string) bool {
 // name order.
 func (s *Spec) VariantsOf(impl string) []string {
 	var out []string
-	for _, n := range sortedKeys(s.Variants) {
+	for _, n := range slices.Sorted(maps.Keys(s.Variants)) {
 		if s.Variants[n].Impl == impl {
 			out = append(out, n)
 		}
