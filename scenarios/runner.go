@@ -333,10 +333,6 @@ func runOnce(ctx context.Context, plan *Plan, cfg Config) (o *Outcome, err error
 	return o, nil
 }
 
-// readyLocker is a Locker that starts something slow of its own (a client
-// process): lockimpl.Locker's optional Ready.
-type readyLocker interface{ Ready(context.Context) error }
-
 // ready waits, before the run's clock starts, for lockers that start
 // something of their own (a client process loading its runtime) to be able
 // to serve; they start together, so their start-ups overlap.
@@ -344,7 +340,7 @@ func (r *run) ready(ctx context.Context) error {
 	errs := make([]error, len(r.clients))
 	var wg sync.WaitGroup
 	for i, c := range r.clients {
-		rd, ok := c.locker.(readyLocker)
+		rd, ok := c.locker.(lockimpl.Readier)
 		if !ok {
 			continue
 		}
@@ -367,7 +363,7 @@ func (r *run) ready(ctx context.Context) error {
 func (r *run) processStats() *lockimpl.ProcessStats {
 	var sum *lockimpl.ProcessStats
 	for _, c := range r.clients {
-		if ps, ok := c.locker.(interface{ ProcessStats() lockimpl.ProcessStats }); ok {
+		if ps, ok := c.locker.(lockimpl.ProcessReporter); ok {
 			if sum == nil {
 				sum = &lockimpl.ProcessStats{}
 			}
