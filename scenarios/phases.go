@@ -336,7 +336,7 @@ func (r *run) outcome(plan *Plan, topo *topology.Topology, w *watching, h histor
 	if plan.Points.Counted {
 		cov = coverage(r.hub)
 	}
-	return &Outcome{Identity: r.identity(topo.Cluster.Kind()), Points: cov,
+	return &Outcome{Identity: plan.Identity(topo.Cluster.Kind()), Points: cov,
 		Observer: r.observedNote(w.observed, w.observing, h), CheckOptions: plan.Check,
 		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Processes: r.processStats(), Failover: fo,
 		StoppedAfter: r.stoppedAfter}
