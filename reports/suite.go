@@ -140,6 +140,9 @@ type SuiteInfo struct {
 	Wall time.Duration
 	// Title defaults to "lockstorm suite".
 	Title string
+	// Skipped are the scenarios the backend could not run, each with why
+	// ("name: reason").
+	Skipped []string
 }
 
 // WriteSuiteFile writes the suite page to path.

@@ -191,11 +191,12 @@ func cmdRun(ctx context.Context, args []string) error {
 			return &exitError{2, err}
 		}
 	}
-	jobs, err := loadJobs(f, backend, external)
+	jobs, skipped, err := loadJobs(f, backend, external)
 	if err != nil {
 		return err
 	}
 	log := runLogger(f, backend)
+	printSkipped(os.Stderr, skipped, f, backend, len(jobs) == 0)
 	sh, err := parseShard(f.shard)
 	if err != nil {
 		return usage("run: %v", err)
@@ -242,7 +243,7 @@ func cmdRun(ctx context.Context, args []string) error {
 		}
 		return &exitError{2, errors.Join(failed...)}
 	}
-	err = report(f, ranJobs, ran, backend, started, sh, len(jobs) > 1, note)
+	err = report(f, ranJobs, ran, backend, started, sh, len(jobs) > 1, note, skipped)
 	if len(failed) > 0 {
 		return &exitError{2, fmt.Errorf("%d of %d runs could not run (the verdicts above are the others'):\n%w", len(failed), len(jobs), errors.Join(failed...))}
 	}
@@ -281,19 +282,19 @@ func registerExecs(ctx context.Context, f *runFlags) (map[string]bool, error) {
 }
 
 // loadJobs loads and validates every scenario and crosses it with its locks
-// and seeds; a scenario the backend cannot run is skipped, saying why.
-func loadJobs(f *runFlags, backend string, external map[string]bool) ([]job, error) {
-	var jobs []job
+// and seeds; a scenario the backend cannot run is skipped (skipped says
+// which and why, for printSkipped and the suite page).
+func loadJobs(f *runFlags, backend string, external map[string]bool) (jobs []job, skipped []skip, err error) {
 	for _, name := range f.scenarios {
 		spec, err := spec.LoadWith(name, f.limits)
 		if err != nil {
-			return nil, &exitError{2, err}
+			return nil, nil, &exitError{2, err}
 		}
 		if f.gatedOnly && !spec.IsGated() {
 			continue
 		}
 		if why := spec.Unsupported(backend); why != "" {
-			fmt.Fprintf(os.Stderr, "lockstorm: skipping %s on the %s backend: %s\n", spec.Name, backend, why)
+			skipped = append(skipped, skip{spec.Name, why})
 			continue
 		}
 		impls := f.impls
@@ -301,12 +302,12 @@ func loadJobs(f *runFlags, backend string, external map[string]bool) ([]job, err
 			impls = spec.Impls
 		}
 		if len(impls) == 0 {
-			return nil, usage("run: scenario %s lists no impls; give --impl", spec.Name)
+			return nil, nil, usage("run: scenario %s lists no impls; give --impl", spec.Name)
 		}
 		for _, impl := range impls {
 			if !f.dryRun {
 				if err := spec.NeedsConsent(impl); err != nil {
-					return nil, &exitError{2, err}
+					return nil, nil, &exitError{2, err}
 				}
 			}
 			// The client protocol hands a process node addresses
@@ -324,12 +325,12 @@ func loadJobs(f *runFlags, backend string, external map[string]bool) ([]job, err
 				continue
 			}
 			if _, _, err := spec.Resolve(impl); err != nil {
-				return nil, usage("run: --impl: %v", err)
+				return nil, nil, usage("run: --impl: %v", err)
 			}
 			// An --impl the spec does not name was not checked at load:
 			// its options and topology are checked here, before anything starts.
 			if err := spec.CheckImpl(impl); err != nil {
-				return nil, &exitError{2, fmt.Errorf("run: --impl %s: %w", impl, err)}
+				return nil, nil, &exitError{2, fmt.Errorf("run: --impl %s: %w", impl, err)}
 			}
 			for k := 0; k < f.seeds; k++ {
 				seed := f.seed
@@ -340,7 +341,7 @@ func loadJobs(f *runFlags, backend string, external map[string]bool) ([]job, err
 			}
 		}
 	}
-	return jobs, nil
+	return jobs, skipped, nil
 }
 
 // runLogger is the runs' logger (warnings, or everything with -v); it also
