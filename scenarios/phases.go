@@ -189,7 +189,7 @@ func (r *run) arm(ctx context.Context, topo *topology.Topology) (tl *timeline, h
 	}
 	// The steady network condition is a latency fault from time zero to the end.
 	if plan.Network.Latency > 0 {
-		f, err := nemesis.Build(nemesis.Spec{Kind: "latency", Latency: plan.Network.Latency, Jitter: plan.Network.Jitter})
+		f, err := nemesis.New(nemesis.Spec{Kind: "latency"}, &nemesis.LatencyParams{Latency: plan.Network.Latency, Jitter: plan.Network.Jitter})
 		if err != nil {
 			return nil, nil, err
 		}
