@@ -129,8 +129,8 @@ func cmdShrink(ctx context.Context, args []string) error {
 	if err := f.write(res); err != nil {
 		return err
 	}
-	if res.Confirmed < res.Need {
-		return &exitError{1, fmt.Errorf("shrink: not even the original reproduced %s on the fresh seeds at the required share: the failure is rarer than --share says", res.Verdict)}
+	if res.Confirmed < res.ConfirmNeed {
+		return &exitError{1, fmt.Errorf("shrink: not even the original reproduced %s on every one of %d fresh seeds: the failure is too rare for a witness", res.Verdict, res.ConfirmNeed)}
 	}
 	return nil
 }
