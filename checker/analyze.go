@@ -104,9 +104,8 @@ func analyze(h history.History) *analysis { return analyzeOrdered(h, false) }
 // (validate found it so). The pass reads h in time order. The Recorder
 // stamps times under its lock, so recorded histories are ordered already:
 // the pass checks the order as it goes (one comparison on an entry it
-// reads anyway; a walk of its own over the whole history was a tenth of
-// the pass) and starts again on a sorted copy at the first entry out of
-// order.
+// reads anyway, cheaper than a walk of its own) and starts again on a
+// sorted copy at the first entry out of order.
 func analyzeOrdered(h history.History, sorted bool) *analysis {
 	a := &analysis{keyIdx: map[string]int{}, perClient: map[int]*[2]int{}, h: h,
 		extending: map[[2]int64]int32{}}
@@ -123,8 +122,8 @@ func analyzeOrdered(h history.History, sorted bool) *analysis {
 }
 
 // pass is the state of analyze's one walk over the history. Processes and
-// wants are kept by id in slices (ids.Map): a map lookup per entry,
-// several for the wants, was over a third of the pass.
+// wants are kept by id in slices (ids.Map), not maps: the pass looks them
+// up on every entry.
 type pass struct {
 	a     *analysis
 	procs ids.Map[*procState]
@@ -142,9 +141,8 @@ type pass struct {
 // room returns s with room for one more record. A full s grows to what
 // its growth so far projects for the whole history (the records of a key,
 // or of every key, come at a steady pace as the run goes on), at least
-// doubling and at most eightfold. Doubling alone allocated three times
-// the records' final size per slice, growslice and its copies a fifth of
-// the pass; this about one and a half times.
+// doubling and at most eightfold, so a slice is copied fewer times and
+// ends nearer its final size than by doubling alone.
 func room[T any](ps *pass, s []T) []T {
 	if len(s) < cap(s) {
 		return s
@@ -568,9 +566,8 @@ func (a *analysis) ownersOf() map[string]int {
 // countDupFences counts the fences granted to two processes: once per
 // fence, at the first grant to a process other than its first holder
 // (dupAt is the earliest of those). Fences that only ever rose have no
-// repeat; otherwise the grants are grouped by fence. (A map from (key,
-// fence) to the first process cost 28 MB and a hash per grant on 1M
-// entries, for the rare history that repeats a fence.)
+// repeat; otherwise the grants are grouped by fence, sorted in place
+// rather than hashed into a map, since a repeated fence is rare.
 func (kd *keyData) countDupFences() {
 	if kd.fencesUp {
 		return

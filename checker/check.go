@@ -36,9 +36,9 @@ func withDefaults(o history.Options) history.Options {
 
 // Porcupine's verdicts as Result.Linearizable spells them.
 const (
-	LinOK      = "ok"
-	LinIllegal = "illegal"
-	LinUnknown = "unknown"
+	linOK      = "ok"
+	linIllegal = "illegal"
+	linUnknown = "unknown"
 )
 
 // Check runs every check on h. The verdict, in order:
@@ -114,7 +114,23 @@ func problemText(r *Result) string {
 	return s
 }
 
-func verdict(r *Result, o history.Options, keys int, lv livenessResult) (string, string) {
+// decision is a verdict word, its reason and whether the harness's own
+// stalls, not the lock, made it inconclusive (Result.ByHarness).
+type decision struct {
+	verdict, reason string
+	byHarness       bool
+}
+
+// decide is a verdict of the lock's; harness is one the harness's own
+// stalls made inconclusive.
+func decide(v, reason string) decision { return decision{verdict: v, reason: reason} }
+func harness(reason string) decision {
+	return decision{verdict: Inconclusive, reason: reason, byHarness: true}
+}
+
+// verdict decides the run's verdict from the checks' figures on r, which it
+// only reads.
+func verdict(r *Result, o history.Options, keys int, lv livenessResult) decision {
 	// A false success is a finding of its own kind (Result.Findings),
 	// judged against what the lock's claims permit: it does not make the
 	// verdict word, which says whether mutual exclusion and the resource
@@ -130,9 +146,8 @@ func verdict(r *Result, o history.Options, keys int, lv livenessResult) (string,
 		// away with the holds shortened, and the releases moved earlier, by
 		// the harness's own stalls and the holders' own lag: the lease ran
 		// out while the harness, or that holder, was not running.
-		r.ByHarness = true
-		return Inconclusive, fmt.Sprintf("%s; %s, but none without the harness's stalls%s inside the holds",
-			lateText(r), stallExplained(r, o, overlap), ifLags(r, " and the holders' own lag"))
+		return harness(fmt.Sprintf("%s; %s, but none without the harness's stalls%s inside the holds",
+			lateText(r), stallExplained(r, o, overlap), ifLags(r, " and the holders' own lag")))
 	case harmed || r.Overlaps > 0 && !o.Fenced:
 		if r.Overlaps > 0 {
 			why = append([]string{overlap}, why...)
@@ -143,39 +158,37 @@ func verdict(r *Result, o history.Options, keys int, lv livenessResult) (string,
 		if r.Malformed > 0 {
 			why = append(why, "found in the well-formed part of a history with "+problemText(r))
 		}
-		return Unsafe, join(why)
-	case r.Linearizable == LinIllegal && r.Overlaps == 0:
-		return Unsafe, "porcupine found the history not linearizable but the overlap pass found no overlap (checker bug)"
+		return decide(Unsafe, strings.Join(why, "; "))
+	case r.Linearizable == linIllegal && r.Overlaps == 0:
+		return decide(Unsafe, "porcupine found the history not linearizable but the overlap pass found no overlap (checker bug)")
 	case r.Malformed > 0:
 		// A cut or damaged history can fake a starvation (a lost release
 		// leaves a key held to the end): only a violation survives it.
-		return Inconclusive, problemText(r)
+		return decide(Inconclusive, problemText(r))
 	case lv.net > float64(o.DeadlockBound)/1e6:
 		s := fmt.Sprintf("%s had acquisitions pending and none granted for %.0f ms from %s (bound %s)",
 			lv.netKey, lv.net+lv.netStall, ms(lv.netFrom), o.DeadlockBound)
 		if lv.netStall > 0 {
 			s += fmt.Sprintf("; %.0f ms of it without the harness's own stalls", lv.net)
 		}
-		return Deadlock, s
+		return decide(Deadlock, s)
 	case r.LongestStarvedMs > float64(o.DeadlockBound)/1e6:
 		// Over the bound only with the harness's own stalls counted: the
 		// starvation may be the harness's, not the lock's.
-		r.ByHarness = true
-		return Inconclusive, fmt.Sprintf("%s; %s starved %.0f ms from %s, but at most %.0f ms of it without the harness's stalls%s, within the bound %s",
+		return harness(fmt.Sprintf("%s; %s starved %.0f ms from %s, but at most %.0f ms of it without the harness's stalls%s, within the bound %s",
 			lateText(r), r.StarvedKey, r.LongestStarvedMs, ms(r.StarvedFromNs), lv.net,
-			ifLags(r, " and the moments every client that wanted it was late"), o.DeadlockBound)
+			ifLags(r, " and the moments every client that wanted it was late"), o.DeadlockBound))
 	case r.TimedOutPieces > 0:
-		return Inconclusive, fmt.Sprintf("porcupine ran out of time (%s) on %d of %d pieces", o.Timeout, r.TimedOutPieces, r.Pieces)
+		return decide(Inconclusive, fmt.Sprintf("porcupine ran out of time (%s) on %d of %d pieces", o.Timeout, r.TimedOutPieces, r.Pieces))
 	case r.Attempts == 0:
-		return Inconclusive, "no acquire was attempted: the history tests nothing"
+		return decide(Inconclusive, "no acquire was attempted: the history tests nothing")
 	case len(r.Gaps) > 0:
-		return Inconclusive, "not exercised: " + join(r.Gaps)
+		return decide(Inconclusive, "not exercised: "+strings.Join(r.Gaps, "; "))
 	case o.ScheduleLease > 0 && r.HarnessStallMaxMs >= float64(o.ScheduleLease)/1e6:
-		r.ByHarness = true
-		return Inconclusive, fmt.Sprintf("no violation, but the harness stalled %.0f ms at once, as long as the %s lease the schedule is timed against: the interleaving it sets may not have happened",
-			r.HarnessStallMaxMs, o.ScheduleLease)
+		return harness(fmt.Sprintf("no violation, but the harness stalled %.0f ms at once, as long as the %s lease the schedule is timed against: the interleaving it sets may not have happened",
+			r.HarnessStallMaxMs, o.ScheduleLease))
 	}
-	return Safe, safeReason(r, keys, overlap)
+	return decide(Safe, safeReason(r, keys, overlap))
 }
 
 // lateText says how late the harness was: its whole process's stalls and
@@ -275,27 +288,16 @@ func safeReason(r *Result, keys int, overlap string) string {
 	return s
 }
 
-func join(parts []string) string {
-	s := ""
-	for i, p := range parts {
-		if i > 0 {
-			s += "; "
-		}
-		s += p
-	}
-	return s
-}
-
-// ErrNoViolation is returned by Violation for a history in which no two
+// errNoViolation is returned by violation for a history in which no two
 // holds overlap.
-var ErrNoViolation = errors.New("no overlapping holds: nothing to visualize")
+var errNoViolation = errors.New("no overlapping holds: nothing to visualize")
 
-// Violation checks, with porcupine's verbose checker, the piece of the
+// violation checks, with porcupine's verbose checker, the piece of the
 // failing key's history that contains the first overlap (reduced to the
 // overlapping pair and the unknown acquires during it when the piece is
 // large), and returns the model and linearization info for
-// porcupine.Visualize. It returns ErrNoViolation when nothing overlaps.
-func Violation(h history.History, o history.Options) (porcupine.Model, porcupine.LinearizationInfo, porcupine.CheckResult, error) {
+// porcupine.Visualize. It returns errNoViolation when nothing overlaps.
+func violation(h history.History, o history.Options) (porcupine.Model, porcupine.LinearizationInfo, porcupine.CheckResult, error) {
 	o = withDefaults(o)
 	a := analyze(h)
 	var best *Witness
@@ -309,7 +311,7 @@ func Violation(h history.History, o history.Options) (porcupine.Model, porcupine
 	}
 	model := mutex.Model()
 	if best == nil {
-		return model, porcupine.LinearizationInfo{}, porcupine.Ok, ErrNoViolation
+		return model, porcupine.LinearizationInfo{}, porcupine.Ok, errNoViolation
 	}
 	kd := a.keys[bestKey]
 	var found *piece
@@ -331,13 +333,13 @@ func Violation(h history.History, o history.Options) (porcupine.Model, porcupine
 }
 
 // Visualize writes porcupine's HTML visualization of the piece of history
-// around the first overlap (see Violation), so the file stays small. A
+// around the first overlap (see violation), so the file stays small. A
 // history without an overlap (a deadlock, an inconclusive run) is not an
 // error: Visualize then draws the piece where the longest starvation began,
 // or the first piece of the history, so the report always has the file.
 func Visualize(h history.History, o history.Options, w io.Writer) error {
-	model, info, _, err := Violation(h, o)
-	if errors.Is(err, ErrNoViolation) {
+	model, info, _, err := violation(h, o)
+	if errors.Is(err, errNoViolation) {
 		model, info = contextPiece(h, withDefaults(o))
 	} else if err != nil {
 		return err

@@ -410,7 +410,7 @@ func TestTimeoutIsInconclusive(t *testing.T) {
 	}
 	r := Check(h, history.Options{})
 	expect(t, r.Verdict, Inconclusive, "verdict")
-	expect(t, r.Linearizable, LinUnknown, "linearizable")
+	expect(t, r.Linearizable, linUnknown, "linearizable")
 	h, _ = history.ReadFile(goldenPath("overlap"))
 	expect(t, Check(h, history.Options{}).Verdict, Unsafe, "an overlap is unsafe whatever porcupine says")
 }
@@ -420,7 +420,7 @@ func TestVisualize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, res, err := Violation(h, history.Options{})
+	_, _, res, err := violation(h, history.Options{})
 	if err != nil || res != porcupine.Illegal {
 		t.Fatalf("Violation: %v, %v", res, err)
 	}

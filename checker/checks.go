@@ -88,7 +88,8 @@ func compose(a *analysis, fs []finding) Result {
 		}
 	}
 	lv := findingOf[livenessFinding](fs)
-	res.Verdict, res.Reason = verdict(&res, a.opts, len(a.keys), lv.livenessResult)
+	d := verdict(&res, a.opts, len(a.keys), lv.livenessResult)
+	res.Verdict, res.Reason, res.ByHarness = d.verdict, d.reason, d.byHarness
 	if res.Verdict == Deadlock {
 		res.FirstViolationNs, res.FirstViolation = lv.firstOver, ViolationStarvation
 		// The starvation that decided: the longest net of the harness's

@@ -43,6 +43,17 @@ func (r *Result) Unpermitted() []Finding {
 	return out
 }
 
+// AsExpected says whether r meets the expected verdict: the verdict is
+// the expected one and every finding is permitted. With no expectation
+// ("": a lock that declares no claims, on a spec that does not list it)
+// any result does: its verdict is reported, not judged. A finding of a
+// kind the expectation does not permit fails the run whatever its verdict:
+// a release that lies inside a run whose overlap was expected is still a
+// lie.
+func (r *Result) AsExpected(expected string) bool {
+	return expected == "" || r.Verdict == expected && len(r.Unpermitted()) == 0
+}
+
 // sortFindings puts r.Findings in the order of Kinds.
 func sortFindings(r *Result) {
 	slices.SortStableFunc(r.Findings, func(a, b Finding) int {

@@ -38,7 +38,7 @@ var goldens = []golden{
 	}},
 	{name: "overlap", hist: overlapHistory, check: func(t *testing.T, r Result) {
 		expect(t, r.Verdict, Unsafe, "verdict")
-		expect(t, r.Linearizable, LinIllegal, "linearizable")
+		expect(t, r.Linearizable, linIllegal, "linearizable")
 		expect(t, r.Overlaps, 1, "overlaps")
 		expect(t, r.NetLostUpdates, int64(1), "lost updates")
 		w := r.Witness
@@ -66,14 +66,14 @@ var goldens = []golden{
 	}},
 	{name: "unknown-late", hist: unknownLateHistory, check: func(t *testing.T, r Result) {
 		expect(t, r.Verdict, Safe, "verdict")
-		expect(t, r.Linearizable, LinOK, "linearizable")
+		expect(t, r.Linearizable, linOK, "linearizable")
 		expect(t, r.Overlaps, 0, "overlaps")
 		expect(t, r.Unknown, 1, "unknown")
 	}},
 	{name: "fenced", opts: history.Options{Fenced: true}, hist: fencedHistory, check: func(t *testing.T, r Result) {
 		expect(t, r.Verdict, Safe, "verdict")
 		expect(t, r.Overlaps, 1, "overlaps")
-		expect(t, r.Linearizable, LinIllegal, "linearizable")
+		expect(t, r.Linearizable, linIllegal, "linearizable")
 		expect(t, r.Rejected, 1, "rejected")
 		expect(t, r.StaleWrites, 0, "stale writes: the stale one was rejected")
 		expect(t, r.NetLostUpdates, int64(0), "lost updates")
@@ -317,7 +317,7 @@ func TestGolden(t *testing.T) {
 			if err != nil || !bytes.Contains(buf.Bytes(), []byte("<html")) {
 				t.Errorf("Visualize: %v, %d bytes", err, buf.Len())
 			}
-			if _, _, _, err := Violation(h, g.opts); (err == ErrNoViolation) != (r.Overlaps == 0) {
+			if _, _, _, err := violation(h, g.opts); (err == errNoViolation) != (r.Overlaps == 0) {
 				t.Errorf("Violation: %v with %d overlaps", err, r.Overlaps)
 			}
 			holds := Holds(h)

@@ -60,7 +60,7 @@ func (b *opsBuilder) hold(hr *holdRec, acqCall, relReturn int64) {
 
 // unknown adds an acquire with an unknown outcome.
 func (b *opsBuilder) unknown(u *unknownAcq, key string) {
-	b.add(mutex.Input{Kind: mutex.Unknown, Key: key, Process: u.process, Client: u.client}, u.invoke, Infinity)
+	b.add(mutex.Input{Kind: mutex.Unknown, Key: key, Process: u.process, Client: u.client}, u.invoke, infinity)
 }
 
 // holdOps appends the two operations of a hold. acqCall and relReturn are
@@ -76,7 +76,7 @@ func holdOps(ops []porcupine.Operation, hr *holdRec, acqCall, relReturn int64, c
 func unknownOp(u *unknownAcq, key string, client func(int) int) porcupine.Operation {
 	return porcupine.Operation{ClientId: client(u.process),
 		Input: mutex.Input{Kind: mutex.Unknown, Key: key, Process: u.process, Client: u.client},
-		Call:  u.invoke, Return: Infinity}
+		Call:  u.invoke, Return: infinity}
 }
 
 // clientIDs numbers processes from zero, as porcupine's visualization wants.
@@ -93,7 +93,7 @@ func clientIDs() func(int) int {
 
 // MutexOperations returns the whole history as mutex model operations with
 // their recorded intervals (acquire: invoke → ok; unknown acquire: invoke →
-// Infinity; release: end of the critical section → release completion),
+// infinity; release: end of the critical section → release completion),
 // unsplit. Check splits them instead; this is the reference it is tested
 // against, and what small histories can be checked with directly.
 func MutexOperations(h history.History) []porcupine.Operation {
@@ -115,7 +115,7 @@ func (a *analysis) operations() []porcupine.Operation {
 	return ops
 }
 
-// Infinity is the return time of an operation whose outcome is unknown: it
+// infinity is the return time of an operation whose outcome is unknown: it
 // may take effect at any moment after its invocation, even after the client
 // gave up (a SET NX stuck in a delayed link lands later).
-const Infinity = int64(math.MaxInt64)
+const infinity = int64(math.MaxInt64)

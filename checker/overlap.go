@@ -103,13 +103,13 @@ func steps(h *Hold) string {
 	if len(h.Steps) == 0 {
 		return ""
 	}
-	return " (steps " + CompressSteps(h.Steps) + ")"
+	return " (steps " + compressSteps(h.Steps) + ")"
 }
 
-// CompressSteps joins failpoint names with arrows, folding a polling loop
+// compressSteps joins failpoint names with arrows, folding a polling loop
 // (the same few steps repeated back to back) into "(a → b → c) ×n", so a
 // witness stays one readable line however long the client waited.
-func CompressSteps(steps []string) string {
+func compressSteps(steps []string) string {
 	var parts []string
 	for i := 0; i < len(steps); {
 		best, bestReps := 1, 1

@@ -14,8 +14,8 @@ func TestCompressSteps(t *testing.T) {
 		{[]string{"x", "a", "a", "a"}, "x → (a) ×3"},
 		{[]string{"s", "g", "s", "g", "s", "g", "del", "s"}, "(s → g) ×3 → del → s"},
 	} {
-		if got := CompressSteps(tc.in); got != tc.want {
-			t.Errorf("CompressSteps(%v) = %q, want %q", tc.in, got, tc.want)
+		if got := compressSteps(tc.in); got != tc.want {
+			t.Errorf("compressSteps(%v) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -83,9 +83,10 @@ type Result struct {
 	DurationNs int64 `json:"duration_ns"`
 
 	// Findings are the kinds of wrong the run showed, each with its count,
-	// first time and witness, in the order of Kinds. Whether each was
-	// permitted is the expectation's to say (Finding.Permitted, set by the
-	// runner); the checker sets none.
+	// first time and witness, in the order of Kinds. Which kinds are
+	// permitted is the expectation's to say (Options.Permissions, from the
+	// spec and the lock's claims); the checker only applies it (Permit) to
+	// set Finding.Permitted, every finding permitted when it is nil.
 	Findings []Finding `json:"findings,omitempty"`
 }
 

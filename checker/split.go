@@ -31,7 +31,7 @@ import (
 // until its ok it cannot have taken the lock in the belief model, so its
 // call may move up to the cut.
 //
-// Unknown acquires have an open return (Infinity) and are in flight forever;
+// Unknown acquires have an open return (infinity) and are in flight forever;
 // counted as in flight they would forbid every later cut. They are no-ops in
 // every state, so a linearization may place one anywhere after its call —
 // including inside the piece its call falls in — and removing one changes
@@ -124,7 +124,7 @@ func splitKey(k int, kd *keyData, ov *keyOverlaps, emit func(piece)) {
 		}
 		j = end
 	}
-	flush(len(hs), Infinity)
+	flush(len(hs), infinity)
 }
 
 // pieceOps builds porcupine's operations for one piece; client numbers
@@ -302,10 +302,10 @@ func (lin linResult) apply(r *Result) {
 	r.Pieces, r.TimedOutPieces, r.Disagreements = lin.pieces, lin.timedOut, lin.disagree
 	switch {
 	case lin.illegal > 0:
-		r.Linearizable = LinIllegal
+		r.Linearizable = linIllegal
 	case lin.timedOut > 0:
-		r.Linearizable = LinUnknown
+		r.Linearizable = linUnknown
 	default:
-		r.Linearizable = LinOK
+		r.Linearizable = linOK
 	}
 }

@@ -18,9 +18,9 @@ func unsplit(t testing.TB, h history.History) string {
 	t.Helper()
 	switch porcupine.CheckOperationsTimeout(mutex.Model(), MutexOperations(h), 20*time.Second) {
 	case porcupine.Ok:
-		return LinOK
+		return linOK
 	case porcupine.Illegal:
-		return LinIllegal
+		return linIllegal
 	}
 	t.Fatalf("unsplit porcupine timed out")
 	return ""
@@ -53,7 +53,7 @@ func assertSplitAgrees(t *testing.T, h history.History) {
 			if r.Linearizable != whole {
 				t.Errorf("pieces %v: split says %s, unsplit %s", ps, r.Linearizable, whole)
 			}
-			if (r.Overlaps > 0) != (whole == LinIllegal) {
+			if (r.Overlaps > 0) != (whole == linIllegal) {
 				t.Errorf("pieces %v: %d overlaps, unsplit porcupine %s", ps, r.Overlaps, whole)
 			}
 			if r.Disagreements != 0 {
@@ -205,13 +205,13 @@ func TestSplitMatchesUnsplit(t *testing.T) {
 				seed := uint64(i)*7919 + uint64(len(tc.name))
 				h := randomHistory(seed, tc.overlapP, tc.maxUnknown)
 				whole := unsplit(t, h)
-				if whole == LinIllegal {
+				if whole == linIllegal {
 					illegal++
 				}
 				for _, ps := range pieceSizes {
 					withPieces(ps, func() {
 						r := Check(h, history.Options{})
-						if r.Linearizable != whole || (r.Overlaps > 0) != (whole == LinIllegal) || r.Disagreements != 0 {
+						if r.Linearizable != whole || (r.Overlaps > 0) != (whole == linIllegal) || r.Disagreements != 0 {
 							t.Fatalf("seed %d, pieces %v: split %s, unsplit %s, overlaps %d, disagreements %d",
 								seed, ps, r.Linearizable, whole, r.Overlaps, r.Disagreements)
 						}
@@ -238,8 +238,8 @@ func TestSplitSynthetic(t *testing.T) {
 		cfg  history.SynthConfig
 		want string
 	}{
-		{"clean", history.SynthConfig{Ops: 3000, Keys: 2, Unknown: 0.01, Seed: 3}, LinOK},
-		{"violation", history.SynthConfig{Ops: 3000, Keys: 1, Unknown: 0.01, Violation: true, Seed: 4}, LinIllegal},
+		{"clean", history.SynthConfig{Ops: 3000, Keys: 2, Unknown: 0.01, Seed: 3}, linOK},
+		{"violation", history.SynthConfig{Ops: 3000, Keys: 1, Unknown: 0.01, Violation: true, Seed: 4}, linIllegal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := history.Synthetic(tc.cfg)
@@ -309,7 +309,7 @@ func TestOverlapWithManyUnknowns(t *testing.T) {
 	start := time.Now()
 	h := b.sorted()
 	r := Check(h, history.Options{Timeout: 20 * time.Second})
-	expect(t, r.Linearizable, LinIllegal, "linearizable")
+	expect(t, r.Linearizable, linIllegal, "linearizable")
 	expect(t, r.Disagreements, 0, "disagreements")
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("took %s", d)

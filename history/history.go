@@ -161,7 +161,9 @@ type Identity struct {
 	Client string `json:"client,omitempty"`
 	// File is the spec's file, for a spec that is not embedded.
 	File string `json:"file,omitempty"`
-	// Gated says a difference from the expectation fails the gate.
+	// Gated says a difference from the expectation fails the gate: the
+	// run's gating (a gated spec, unless its expectation is exploratory),
+	// in the outcome, the history's header and the report's row alike.
 	Gated bool `json:"gated"`
 	// Expected is the expected verdict ("" for none), ExpectedReason why,
 	// ExpectedSource where it came from (spec, claims, baseline).
@@ -175,8 +177,7 @@ type Identity struct {
 
 // Meta is the header of a runner's history: what the run was asked to do,
 // so that `lockstorm check` judges a history file alone, and can tell what
-// the run was supposed to exercise (every key, every armed failpoint). Its
-// Gated is the spec's own gating.
+// the run was supposed to exercise (every key, every armed failpoint).
 type Meta struct {
 	Identity
 	// Keys are every lock key the clients contend on.

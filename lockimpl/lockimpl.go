@@ -84,17 +84,12 @@ type Lease struct {
 //     client's watchdog that kept renewing would keep its dead lock alive,
 //     which is not the crash the scenario injects. A Locker with a helper
 //     and no Close is not crashed faithfully.
-//   - Ready(ctx context.Context) error: called once per client after every
-//     client's New and before the run's clock starts, for all clients at
-//     once; the run starts when all returned, and an error aborts it. For a
-//     Locker that starts something slow of its own (a client process).
-//     Called again before each acquire is recorded, so a process that died
-//     is started again outside the acquire (its error is left to the
-//     acquire): it must be cheap when nothing needs starting.
-//   - ProcessStats() ProcessStats: read once after the run, summed over the
-//     clients into the outcome (lockimpl/exec's process failures).
+//   - Readier: a Locker that starts something slow of its own (a client
+//     process) is made ready before the run's clock starts (see Readier).
+//   - ProcessReporter: its process counts are summed into the outcome.
 //   - Process: the client runs as an OS process of its own; the client
 //     faults (pause, crash, clock) act on that process (see Process).
+//   - Extender (and ExtendSupport): it can extend a lease it holds.
 type Locker interface {
 	// Acquire tries to take the lock on key, retrying as the algorithm says.
 	// nil error: held. ErrNotAcquired: definitely not held. Other: unknown.
@@ -102,6 +97,25 @@ type Locker interface {
 	// Release gives the lock back. nil: released. ErrNotHeld: the server said
 	// it was not ours. Other: unknown.
 	Release(ctx context.Context, l *Lease) error
+}
+
+// Readier is a Locker that starts something slow of its own (a client
+// process). The runner calls Ready once per client after every client's New
+// and before the run's clock starts, for all clients at once; the run
+// starts when all returned, and an error aborts it. It calls Ready again
+// before each acquire is recorded, so a process that died is started again
+// outside the acquire (its error is left to the acquire): Ready must be
+// cheap when nothing needs starting.
+type Readier interface {
+	Ready(ctx context.Context) error
+}
+
+// ProcessReporter is a Locker that runs in client processes and counts
+// what befell them (lockimpl/exec's starts and failures). The runner reads
+// ProcessStats once after the run and sums it over the clients into the
+// outcome.
+type ProcessReporter interface {
+	ProcessStats() ProcessStats
 }
 
 // Extender is a Locker that can extend a lease it holds (redsync's Extend,

@@ -151,28 +151,10 @@ func check(ctx context.Context, lock lockimpl.Info, b Battery, selected func(lab
 		if err != nil {
 			return nil, err
 		}
-		why := spec.Unsupported(backend)
-		if why == "" {
-			why = scenarios.SimUnsupported(spec, "", false, backend)
-		}
-		if why == "" && backend == cluster.Sim && (len(lock.Program) > 0 || lock.OwnConnections) {
-			why = "the lock makes its own connections to the nodes' addresses; a sim node is reached only in-process"
-		}
-		if why != "" {
+		if why := unsupported(spec, lock, backend); why != "" {
 			if keeps(spec.Name) {
 				rep.Skipped[spec.Name] = why
 			}
-			continue
-		}
-		// A client process is handed node addresses (the line protocol has
-		// no Sentinel discovery and no cluster redirects), as lockstorm run
-		// --exec skips them too.
-		if len(lock.Program) > 0 && (spec.Cluster != nil || spec.Sentinel != nil) {
-			rep.Skipped[spec.Name] = "a client process is given node addresses, not Sentinels or a cluster"
-			continue
-		}
-		if n := lock.NodesUnder(spec.Lock); spec.Cluster != nil && n > 1 {
-			rep.Skipped[spec.Name] = fmt.Sprintf("a Redis Cluster gives a lock one cluster client; %s needs %d masters of its own", lock.Name, n)
 			continue
 		}
 		for _, impl := range runsOf(spec, lock.Name) {
@@ -215,24 +197,38 @@ func check(ctx context.Context, lock lockimpl.Info, b Battery, selected func(lab
 	return rep, nil
 }
 
+// unsupported says why backend cannot run spec against lock, or "".
+func unsupported(spec *spec.Spec, lock lockimpl.Info, backend string) string {
+	if why := spec.Unsupported(backend); why != "" {
+		return why
+	}
+	if why := scenarios.SimUnsupported(spec, "", false, backend); why != "" {
+		return why
+	}
+	if backend == cluster.Sim && (len(lock.Program) > 0 || lock.OwnConnections) {
+		return "the lock makes its own connections to the nodes' addresses; a sim node is reached only in-process"
+	}
+	// A client process is handed node addresses (the line protocol has
+	// no Sentinel discovery and no cluster redirects), as lockstorm run
+	// --exec skips them too.
+	if len(lock.Program) > 0 && (spec.Cluster != nil || spec.Sentinel != nil) {
+		return "a client process is given node addresses, not Sentinels or a cluster"
+	}
+	if n := lock.NodesUnder(spec.Lock); spec.Cluster != nil && n > 1 {
+		return fmt.Sprintf("a Redis Cluster gives a lock one cluster client; %s needs %d masters of its own", lock.Name, n)
+	}
+	return ""
+}
+
 // load reads a scenario for lock. A file of the user's may name the lock
 // (by its Info.Name) under impls, expected and variants; an embedded
 // scenario's names are the registered implementations, so a lock sharing
 // one of their names is judged by its claims, not by their entries.
 func load(nameOrPath string, lock lockimpl.Info) (*spec.Spec, error) {
-	if embedded(nameOrPath) {
+	if slices.Contains(spec.Names(), nameOrPath) {
 		return spec.Load(nameOrPath)
 	}
 	return spec.LoadFor(nameOrPath, spec.DefaultLimits(), lock)
-}
-
-func embedded(nameOrPath string) bool {
-	for _, n := range spec.Names() {
-		if n == nameOrPath {
-			return true
-		}
-	}
-	return false
 }
 
 // runsOf are the names lock runs under in spec: when the spec names the

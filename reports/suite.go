@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -139,6 +140,9 @@ type SuiteInfo struct {
 	Wall time.Duration
 	// Title defaults to "lockstorm suite".
 	Title string
+	// Skipped are the scenarios the backend could not run, each with why
+	// ("name: reason").
+	Skipped []string
 }
 
 // WriteSuiteFile writes the suite page to path.
@@ -225,7 +229,7 @@ func groupRuns(runs []SuiteRun) *suiteGroups {
 			g.modes[r.Row.Scenario] = r.Row.Mode
 			g.scens = append(g.scens, r.Row.Scenario)
 		}
-		if !contains(g.impls, r.Row.Impl) {
+		if !slices.Contains(g.impls, r.Row.Impl) {
 			g.impls = append(g.impls, r.Row.Impl)
 		}
 		g.total += r.Row.ElapsedS
@@ -283,15 +287,6 @@ func markClass(m string) string {
 	return m
 }
 
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -320,10 +315,10 @@ func WriteBreakdown(w io.Writer, runs []SuiteRun) error {
 			cells[k] = &cell{}
 		}
 		cells[k].runs = append(cells[k].runs, r)
-		if !contains(impls, r.Row.Impl) {
+		if !slices.Contains(impls, r.Row.Impl) {
 			impls = append(impls, r.Row.Impl)
 		}
-		if !contains(scens, r.Row.Scenario) {
+		if !slices.Contains(scens, r.Row.Scenario) {
 			scens = append(scens, r.Row.Scenario)
 		}
 	}

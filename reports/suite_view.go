@@ -20,9 +20,11 @@ type suitePage struct {
 	Meta                 []metaItem
 	Runs, OK, DIFF, Miss int
 	NoExpectation        int
-	Impls                []implView
-	Rows                 []matrixRow
-	Sections             []stripSection
+	// Skipped are the scenarios the backend could not run, and why.
+	Skipped  []string
+	Impls    []implView
+	Rows     []matrixRow
+	Sections []stripSection
 }
 
 type metaItem struct{ Label, Value string }
@@ -102,7 +104,7 @@ func WriteSuite(w io.Writer, runs []SuiteRun, info SuiteInfo) error {
 	g := groupRuns(runs)
 	p := suitePage{CSS: template.CSS(suiteCSS), OnError: template.JS(strings.TrimSpace(onErrorJS)), Rendered: template.JS(strings.TrimSpace(renderedJS)),
 		Title: info.Title, Runs: len(runs), OK: g.counts["ok"], DIFF: g.counts["DIFF"], Miss: g.counts["miss"],
-		NoExpectation: g.counts[NoExpectation]}
+		NoExpectation: g.counts[NoExpectation], Skipped: info.Skipped}
 	p.Meta = []metaItem{{"backend", orDash(info.Backend)}, {"seeds", strconv.Itoa(max(info.Seeds, 1))},
 		{"date", info.Date.Format("2006-01-02 15:04:05 MST")}, {"lockstorm", orDash(info.Version)}}
 	if info.Wall > 0 {

@@ -1,12 +1,15 @@
 package scenarios
 
 import (
+	"context"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/history"
+	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
@@ -95,5 +98,44 @@ derive:
 		if gated := gatedRun(s, exp); gated == tc.search {
 			t.Errorf("%s: gated %v with search %v", tc.impl, gated, tc.search)
 		}
+	}
+}
+
+// TestHeaderIsTheRunsIdentity: the history's header carries the run's
+// identity whole, gating included, so `lockstorm check` marks a history as
+// its run was marked. redlock on the search spec is the case where they
+// could differ: the spec is gated (scheduled), the run is not (a search
+// rule's claims-derived expectation).
+func TestHeaderIsTheRunsIdentity(t *testing.T) {
+	s, err := spec.Parse("search.yaml", []byte(`name: search
+mode: scheduled
+duration: 300ms
+lock: {ttl: 1s}
+impls: [set-nx-px]
+expected: {set-nx-px: unsafe}
+derive:
+  - if: {topology: quorum}
+    expect: unsafe
+    search: true
+    because: the votes may or may not split the way the race needs
+  - expect: safe
+    because: the schedule forces nothing else
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := Run(context.Background(), s, Config{Impl: "redlock", Backend: cluster.Embedded, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.IsGated() || o.Gated {
+		t.Fatalf("spec gated %v, run gated %v: want a gated spec and an ungated run", s.IsGated(), o.Gated)
+	}
+	m := history.Parsed{History: o.History}.Meta()
+	if m == nil {
+		t.Fatal("the history has no header")
+	}
+	if !reflect.DeepEqual(m.Identity, o.Identity) {
+		t.Errorf("header identity %+v\noutcome identity %+v", m.Identity, o.Identity)
 	}
 }

@@ -191,7 +191,7 @@ func (r *run) arm(ctx context.Context, topo *topology.Topology) (tl *timeline, h
 	}
 	// The steady network condition is a latency fault from time zero to the end.
 	if plan.Network.Latency > 0 {
-		f, err := nemesis.Build(nemesis.Spec{Kind: "latency", Latency: plan.Network.Latency, Jitter: plan.Network.Jitter})
+		f, err := nemesis.New(nemesis.Spec{Kind: "latency"}, &nemesis.LatencyParams{Latency: plan.Network.Latency, Jitter: plan.Network.Jitter})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -344,7 +344,7 @@ func (r *run) outcome(plan *Plan, topo *topology.Topology, w *watching, h histor
 	if plan.Points.Counted {
 		cov = coverage(r.hub)
 	}
-	return &Outcome{Identity: r.identity(topo.Cluster.Kind()), Points: cov,
+	return &Outcome{Identity: plan.Identity(topo.Cluster.Kind()), Points: cov,
 		Observer: r.observedNote(w.observed, w.observing, h), CheckOptions: plan.Check,
 		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Processes: r.processStats(), Failover: fo,
 		StoppedAfter: r.stoppedAfter}

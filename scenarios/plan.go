@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/lockstorm/lockstorm/history"
@@ -65,7 +66,7 @@ type Plan struct {
 	Program *PlanProgram `json:"program,omitempty"`
 
 	// Gated says a DIFF of this run fails the gate (gatedRun); SpecGated
-	// is the spec's own gating, which the history's header records.
+	// is the spec's own gating, which only the dry run's text tells apart.
 	Gated     bool `json:"gated"`
 	SpecGated bool `json:"spec_gated"`
 	// Workload is what every client does.
@@ -254,6 +255,20 @@ func Compile(sp *spec.Spec, cfg Config) (*Plan, error) {
 	p.compileFaults(sp)
 	p.compileStop(sp, cfg.FullDuration)
 	return p, nil
+}
+
+// Identity is the run's identity, on the backend it runs on: made here
+// once from the plan, and taken whole by the outcome and the history's
+// header. Its Gated is the run's gating (Plan.Gated).
+func (p *Plan) Identity(backend string) history.Identity {
+	exp := p.Expectation
+	id := history.Identity{Scenario: p.Scenario, Impl: p.Impl, Seed: p.Seed, Backend: backend, Mode: p.Mode,
+		Client: p.Workload.Client, Gated: p.Gated, Expected: exp.Verdict, ExpectedReason: exp.Reason,
+		ExpectedSource: exp.Source, TimeScale: p.TimeScale}
+	if p.File != "" && !strings.HasPrefix(p.File, "specs/") {
+		id.File = p.File
+	}
+	return id
 }
 
 // compileTopology copies what the servers are started with: the Sentinel

@@ -85,9 +85,8 @@ type Progress struct {
 
 // Outcome is one scenario × implementation run.
 type Outcome struct {
-	// Identity is the run's identity; its Gated is the run's gating
-	// (Plan.Gated) and its TimeScale the plan's (Spec is the spec as
-	// written).
+	// Identity is the run's identity (Plan.Identity), the same as its
+	// history's header's (Spec is the spec as written).
 	history.Identity
 	// Observer says whether the servers' key events were recorded (the
 	// ground truth of the false-success check) and, if not, why.
@@ -125,16 +124,10 @@ type Outcome struct {
 	Phases *Phases `json:"phases,omitempty"`
 }
 
-// AsExpected says whether the verdict matches the expectation. A run with
-// no expectation (a lock that declares no claims, on a spec that does not
-// list it) matches whatever it gives: its verdict is reported, not judged.
-//
-// A finding of a kind the expectation does not permit (checker.Finding)
-// fails the run whatever its verdict: a release that lies inside a run
-// whose overlap was expected is still a lie.
-func (o *Outcome) AsExpected() bool {
-	return o.Expected == "" || o.Result.Verdict == o.Expected && len(o.Result.Unpermitted()) == 0
-}
+// AsExpected says whether the run's result meets its expectation
+// (checker.Result.AsExpected: the verdict, and no finding it does not
+// permit; with no expectation, any result).
+func (o *Outcome) AsExpected() bool { return o.Result.AsExpected(o.Expected) }
 
 // keyName is the lock key clients contend on.
 func keyName(i int) string { return fmt.Sprintf("lock:%d", i) }
@@ -337,10 +330,6 @@ func runOnce(ctx context.Context, plan *Plan, cfg Config) (o *Outcome, err error
 	return o, nil
 }
 
-// readyLocker is a Locker that starts something slow of its own (a client
-// process): lockimpl.Locker's optional Ready.
-type readyLocker interface{ Ready(context.Context) error }
-
 // ready waits, before the run's clock starts, for lockers that start
 // something of their own (a client process loading its runtime) to be able
 // to serve; they start together, so their start-ups overlap.
@@ -348,7 +337,7 @@ func (r *run) ready(ctx context.Context) error {
 	errs := make([]error, len(r.clients))
 	var wg sync.WaitGroup
 	for i, c := range r.clients {
-		rd, ok := c.locker.(readyLocker)
+		rd, ok := c.locker.(lockimpl.Readier)
 		if !ok {
 			continue
 		}
@@ -371,7 +360,7 @@ func (r *run) ready(ctx context.Context) error {
 func (r *run) processStats() *lockimpl.ProcessStats {
 	var sum *lockimpl.ProcessStats
 	for _, c := range r.clients {
-		if ps, ok := c.locker.(interface{ ProcessStats() lockimpl.ProcessStats }); ok {
+		if ps, ok := c.locker.(lockimpl.ProcessReporter); ok {
 			if sum == nil {
 				sum = &lockimpl.ProcessStats{}
 			}
@@ -381,24 +370,12 @@ func (r *run) processStats() *lockimpl.ProcessStats {
 	return sum
 }
 
-// identity is the run's identity, on the backend it runs on.
-func (r *run) identity(backend string) history.Identity {
-	p, exp := r.plan, r.plan.Expectation
-	id := history.Identity{Scenario: p.Scenario, Impl: r.cfg.Impl, Seed: p.Seed, Backend: backend, Mode: p.Mode,
-		Client: p.Workload.Client, Gated: p.Gated, Expected: exp.Verdict, ExpectedReason: exp.Reason,
-		ExpectedSource: exp.Source, TimeScale: p.TimeScale}
-	if p.File != "" && !strings.HasPrefix(p.File, "specs/") {
-		id.File = p.File
-	}
-	return id
-}
-
-// meta is the history's header: what this run was asked to exercise. It
-// records the spec's gating, from which `lockstorm check` judges the run.
+// meta is the history's header: what this run was asked to exercise,
+// under the run's identity, from which `lockstorm check` judges the run as
+// the run itself was judged.
 func (r *run) meta(backend string) *history.Meta {
 	p := r.plan
-	m := &history.Meta{Identity: r.identity(backend), Options: p.Check}
-	m.Gated = p.SpecGated
+	m := &history.Meta{Identity: p.Identity(backend), Options: p.Check}
 	for k := 0; k < p.Keys; k++ {
 		m.Keys = append(m.Keys, keyName(k))
 	}

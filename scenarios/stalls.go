@@ -112,7 +112,7 @@ func (r *run) lateSince(due int64, clients ...int) {
 // error is left to the acquire, which starts the process itself and
 // records what fails.
 func (r *run) readyAgain(ctx context.Context, c *runClient) {
-	rd, ok := c.locker.(readyLocker)
+	rd, ok := c.locker.(lockimpl.Readier)
 	if !ok {
 		return
 	}

@@ -59,18 +59,7 @@ func describe(s nemesis.Spec, detail string) string {
 	if s.Pick != "" {
 		add("pick", s.Pick)
 	}
-	if s.Latency > 0 {
-		add("latency", s.Latency)
-	}
-	if s.Jitter > 0 {
-		add("jitter", s.Jitter)
-	}
-	if s.Offset != 0 {
-		add("offset", s.Offset)
-	}
-	if s.Drift != 0 {
-		add("drift", s.Drift)
-	}
+	b.WriteString(s.ParamText())
 	if detail != "" {
 		add("on", detail)
 	}

@@ -63,7 +63,9 @@ func cmdCheck(args []string) error {
 			opts.Fenced = true
 		}
 		row.RunDir = path
-		row.SetResult(checker.CheckParsed(p, opts))
+		res := checker.CheckParsed(p, opts)
+		row.SetResult(res)
+		row.AsExpected = res.AsExpected(row.Expected)
 		if row.Fails() {
 			mismatch++
 		}

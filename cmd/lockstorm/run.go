@@ -195,11 +195,12 @@ func cmdRun(ctx context.Context, args []string) error {
 			return &exitError{2, err}
 		}
 	}
-	jobs, err := loadJobs(f, backends, external)
+	jobs, skipped, err := loadJobs(f, backends, external)
 	if err != nil {
 		return err
 	}
 	log := runLogger(f, backends[0])
+	printSkipped(os.Stderr, skipped, f, backend, len(jobs) == 0)
 	sh, err := parseShard(f.shard)
 	if err != nil {
 		return usage("run: %v", err)
@@ -246,7 +247,7 @@ func cmdRun(ctx context.Context, args []string) error {
 		}
 		return &exitError{2, errors.Join(failed...)}
 	}
-	err = report(f, ranJobs, ran, backend, started, sh, len(jobs) > 1, note)
+	err = report(f, ranJobs, ran, backend, started, sh, len(jobs) > 1, note, skipped)
 	if len(failed) > 0 {
 		return &exitError{2, fmt.Errorf("%d of %d runs could not run (the verdicts above are the others'):\n%w", len(failed), len(jobs), errors.Join(failed...))}
 	}
@@ -311,20 +312,19 @@ func backendFor(sp *spec.Spec, impl string, external bool, backends []string) (s
 }
 
 // loadJobs loads and validates every scenario and crosses it with its locks
-// and seeds; a job no backend of the list can run is skipped, saying why.
-func loadJobs(f *runFlags, backends []string, external map[string]bool) ([]job, error) {
-	backend := strings.Join(backends, ",")
-	var jobs []job
+// and seeds; a job no backend of the list can run is skipped (skipped
+// says which and why, for printSkipped and the suite page).
+func loadJobs(f *runFlags, backends []string, external map[string]bool) (jobs []job, skipped []skip, err error) {
 	for _, name := range f.scenarios {
 		spec, err := spec.LoadWith(name, f.limits)
 		if err != nil {
-			return nil, &exitError{2, err}
+			return nil, nil, &exitError{2, err}
 		}
 		if f.gatedOnly && !spec.IsGated() {
 			continue
 		}
 		if _, why := backendFor(spec, "", false, backends); why != "" {
-			fmt.Fprintf(os.Stderr, "lockstorm: skipping %s on the %s backend: %s\n", spec.Name, backend, why)
+			skipped = append(skipped, skip{spec.Name, why})
 			continue
 		}
 		impls := f.impls
@@ -332,12 +332,12 @@ func loadJobs(f *runFlags, backends []string, external map[string]bool) ([]job, 
 			impls = spec.Impls
 		}
 		if len(impls) == 0 {
-			return nil, usage("run: scenario %s lists no impls; give --impl", spec.Name)
+			return nil, nil, usage("run: scenario %s lists no impls; give --impl", spec.Name)
 		}
 		for _, impl := range impls {
 			if !f.dryRun {
 				if err := spec.NeedsConsent(impl); err != nil {
-					return nil, &exitError{2, err}
+					return nil, nil, &exitError{2, err}
 				}
 			}
 			// The client protocol hands a process node addresses
@@ -355,16 +355,16 @@ func loadJobs(f *runFlags, backends []string, external map[string]bool) ([]job, 
 				continue
 			}
 			if _, _, err := spec.Resolve(impl); err != nil {
-				return nil, usage("run: --impl: %v", err)
+				return nil, nil, usage("run: --impl: %v", err)
 			}
 			// An --impl the spec does not name was not checked at load:
 			// its options and topology are checked here, before anything starts.
 			if err := spec.CheckImpl(impl); err != nil {
-				return nil, &exitError{2, fmt.Errorf("run: --impl %s: %w", impl, err)}
+				return nil, nil, &exitError{2, fmt.Errorf("run: --impl %s: %w", impl, err)}
 			}
 			b, why := backendFor(spec, impl, external[impl], backends)
 			if b == "" {
-				fmt.Fprintf(os.Stderr, "lockstorm: skipping %s × %s on the %s backend: %s\n", spec.Name, impl, backend, why)
+				skipped = append(skipped, skip{spec.Name + " × " + impl, why})
 				continue
 			}
 			for k := 0; k < f.seeds; k++ {
@@ -376,7 +376,7 @@ func loadJobs(f *runFlags, backends []string, external map[string]bool) ([]job, 
 			}
 		}
 	}
-	return jobs, nil
+	return jobs, skipped, nil
 }
 
 // runLogger is the runs' logger (warnings, or everything with -v); it also

@@ -126,6 +126,18 @@ func cmdShrink(ctx context.Context, args []string) error {
 	if err != nil {
 		return &exitError{2, fmt.Errorf("shrink: %w", err)}
 	}
+	if err := f.write(res); err != nil {
+		return err
+	}
+	if res.Confirmed < res.ConfirmNeed {
+		return &exitError{1, fmt.Errorf("shrink: not even the original reproduced %s on every one of %d fresh seeds: the failure is too rare for a witness", res.Verdict, res.ConfirmNeed)}
+	}
+	return nil
+}
+
+// write writes what the shrink found (the minimal spec, the random
+// search's beside a schedule, the witness test) and says so.
+func (f *shrinkFlags) write(res *shrink.Result) error {
 	lock := ""
 	if f.exec != "" {
 		lock = "--exec '" + f.exec + "'"
@@ -174,9 +186,6 @@ func cmdShrink(ctx context.Context, args []string) error {
 			return &exitError{2, fmt.Errorf("shrink: the witness test: %w", err)}
 		}
 		fmt.Println("go test:", path)
-	}
-	if res.Confirmed < res.Need {
-		return &exitError{1, fmt.Errorf("shrink: not even the original reproduced %s on the fresh seeds at the required share: the failure is rarer than --share says", res.Verdict)}
 	}
 	return nil
 }

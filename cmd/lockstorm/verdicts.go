@@ -20,12 +20,12 @@ import (
 // suite says more than one run was asked for (a page then links them);
 // note, when set, says the suite was interrupted, above the summary and in
 // the page's title.
-func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend string, started time.Time, sh shard, suite bool, note string) error {
+func report(f *runFlags, jobs []job, results []*scenarios.Outcome, backend string, started time.Time, sh shard, suite bool, note string, skipped []skip) error {
 	now := time.Now()
 	rows, cases, kept, mismatch, missed := collectRows(f, results, now)
 	if suite && f.keep != reports.KeepNone {
 		// A suite gets a page linking every run folder it kept.
-		index, err := writeSuitePage(f, rows, results, backend, now, started, note)
+		index, err := writeSuitePage(f, rows, results, backend, now, started, note, skipped)
 		if err != nil {
 			return &exitError{2, err}
 		}
@@ -108,7 +108,7 @@ func collectRows(f *runFlags, results []*scenarios.Outcome, now time.Time) (rows
 }
 
 // writeSuitePage writes the suite page (index.html) linking every run.
-func writeSuitePage(f *runFlags, rows []reports.Row, results []*scenarios.Outcome, backend string, now, started time.Time, note string) (string, error) {
+func writeSuitePage(f *runFlags, rows []reports.Row, results []*scenarios.Outcome, backend string, now, started time.Time, note string, skipped []skip) (string, error) {
 	suite := make([]reports.SuiteRun, len(rows))
 	for i, out := range results {
 		suite[i] = reports.NewSuiteRun(rows[i], out.History, out.Result, f.out)
@@ -120,6 +120,9 @@ func writeSuitePage(f *runFlags, rows []reports.Row, results []*scenarios.Outcom
 	info := reports.SuiteInfo{Backend: backend, Seeds: f.seeds, Date: now, Version: reports.LockstormVersion(), Wall: time.Since(started)}
 	if note != "" {
 		info.Title = "lockstorm suite: " + note
+	}
+	for _, s := range skipped {
+		info.Skipped = append(info.Skipped, s.String())
 	}
 	err := reports.WriteSuiteFile(index, suite, info)
 	return index, err

@@ -20,8 +20,7 @@ import (
 
 // Parallelism that follows the machine. A run spends most of its wall time
 // waiting (its clients sleep through their critical sections and retry
-// delays, its servers idle), so many fit on a CPU: the whole suite uses
-// about 0.16 CPU-seconds a second at three runs at a time. But a run whose
+// delays, its servers idle), so many fit on a CPU. But a run whose
 // process is not scheduled records harness stalls, and a stall inside a
 // hold makes its verdict inconclusive (the stall rule): runs must not be
 // added where the CPUs have no room left.
@@ -43,37 +42,10 @@ import (
 //
 // On a quiet machine the own budget sets the suite's wall time: runs are
 // started until their use reaches it, so the wall is about the suite's CPU
-// time over the budget. At a quarter of the CPUs, run --all used 30-38
-// CPU-seconds and took 57-66 s while the machine stayed about 70% idle. At
-// 0.35 it used 34 and took 53-54 s, with the same verdicts (73 of 73 in
-// each of two runs) and about the same harness stalls (longest 24.7-30.5
-// ms, 1.3-1.4 s in all, against 28.5-29.0 ms and 1.1-1.3 s). A loaded
-// machine is the machine figure's to guard: beside stress-ng --cpu 1 both
-// budgets gave 73 of 73. At 0.6, with up to eight runs per CPU (the
-// battery's runs had reached the old cap of four), run --all (95 runs)
-// took 48.3 s against 79.5 s at 0.35 on the same quiet machine, with the
-// same verdicts (94 of 95, the one miss an exploratory spec's, as at 0.35)
-// and the same longest harness stall (25.4 ms against 29.1; 4.5 s in all
-// against 2.2); make gate 69 of 69 in 32.9 s, and beside stress-ng --cpu 1
-// 69 of 69 (97.5 s) and run --all 94 of 95 (the same miss). At 0.8, the
-// harness stalls of run --all were again the same (longest 30.4 ms, 4.8 s
-// in all, against 31.9 ms and 4.5 s at 0.6). At 0.9 (everything under
-// 0.95), on one quiet machine in one hour: run --all 94 of 95 (the same
-// miss) in 37.8-39.0 s against 42.2 s at 0.8, longest stall 31.2-40.5 ms
-// and 5.2-6.5 s in all against 38.2 ms and 6.0 s; the one-lock battery
-// 15.7-16.3 s against 17.3-17.7 s, and it used less CPU (21.4-23.5 s
-// against 24.0-25.7 s: more runs at once share their wake-ups); make gate
-// 69 of 69, and beside stress-ng --cpu 1 69 of 69 and run --all 94 of 95
-// (longest stall 28.2 ms), where the others' guard keeps the floor.
-// At 0.9 the cap of eight runs per CPU held the battery's middle seconds
-// (16 runs, the machine 75-89% busy, the own meter at the budget only
-// once they ended): at twelve, the battery took 12.3-14.3 s (five runs;
-// its longest run, sentinel-kill-random, is 12.2 s) against 15.4-16.0 s,
-// with less CPU (19.6-22.0 s), run --all 28.2-29.6 s against 35.9-36.4 s
-// with the same verdicts and the same longest stall (33.1-34.8 ms; 12-14 s
-// in all, twice as many runs at once, against 6-7 s), make gate 69 of 69
-// in 18.3 s against 23.6 s, make noisy 69 of 69, and beside stress-ng
-// --cpu 1 run --all 95 of 95 (longest stall 26.4 ms).
+// time over the budget. The budget and the cap per CPU are as high as they
+// go without changing a verdict or lengthening the harness's longest stall,
+// quiet or beside stress-ng; a loaded machine is the others' figure's to
+// guard, not the budget's.
 //
 // A run's use shows in the meter only as it runs (its set-up, then its
 // traffic), so a run started less than a window ago is counted as a share
@@ -84,9 +56,7 @@ import (
 // The lag the other way: a run that ended less than a window ago is still
 // in the meter for the part of the window it ran, and that part of the
 // suite's mean use per run is taken off (freed), so a run's room is given
-// again when it ends, not a second later. On the one-lock battery's last
-// seconds, where runs end one after another: 15.4-16.0 s against
-// 15.7-16.3 s without, on the same machine.
+// again when it ends, not a second later.
 const (
 	floorPerCPU   = 1
 	autoMaxPerCPU = 12

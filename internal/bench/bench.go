@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"runtime/metrics"
 	"sort"
@@ -189,7 +190,7 @@ func toAny(s []string) []any {
 
 // num prints a figure with about three significant digits.
 func num(x float64) string {
-	switch ax := abs(x); {
+	switch ax := math.Abs(x); {
 	case ax == 0:
 		return "0"
 	case ax >= 1000:
@@ -201,13 +202,6 @@ func num(x float64) string {
 	default:
 		return strconv.FormatFloat(x, 'g', 3, 64)
 	}
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // Progress receives one line per step of a long measurement; nil is silent.

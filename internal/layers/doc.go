@@ -1,7 +1,8 @@
 // Package layers holds the test that keeps lockstorm's imports pointing
 // down: the intended order of its packages, from the bottom.
 //
-//  0. internal/resp, internal/clock, internal/admission: raw RESP, the clock shim, CPU admission, no lockstorm imports;
+//  0. internal/resp, internal/clock, internal/admission, internal/sim: raw RESP, the clock shim, CPU admission,
+//     bubbles of virtual time, no lockstorm imports;
 //     internal/ids, checker/internal/liveness, checker/internal/keyevents, checker/mutex:
 //     the tables by id, the liveness checks' time arithmetic, the judgements
 //     by the servers' key events and porcupine's mutex model, below checker
@@ -18,7 +19,8 @@
 //  9. cmd/lockstorm: the CLI
 //
 // A package imports only packages of lower layers. A new package is given
-// its layer in Order (the test fails until it is).
+// its layer in Order (the test fails until it is). A second test keeps every
+// function outside the tests at 80 lines or fewer (funclen_test.go).
 package layers
 
 // Order is the layer of every package of the module, by import path below
@@ -27,6 +29,7 @@ var Order = map[string]int{
 	"internal/resp":      0,
 	"internal/clock":     0,
 	"internal/admission": 0,
+	"internal/sim":       0,
 	"history":            1,
 	"checker":            2,
 	"lockimpl":           1,

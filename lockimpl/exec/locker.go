@@ -18,6 +18,13 @@ import (
 	"github.com/lockstorm/lockstorm/lockimpl"
 )
 
+// The runner's optional interfaces a client process's Locker has.
+var (
+	_ lockimpl.Readier         = (*Locker)(nil)
+	_ lockimpl.ProcessReporter = (*Locker)(nil)
+	_ lockimpl.Process         = (*Locker)(nil)
+)
+
 // Locker is one client's lock, served by a client process.
 type Locker struct {
 	name    string

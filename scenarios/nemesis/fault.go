@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -42,9 +43,12 @@ type Spec struct {
 	// meets one whenever there is one, not one time in as many clients.
 	Pick string `yaml:"pick" json:"pick,omitempty"`
 
-	// Parameters, as the YAML writes them: each kind reads its own through
-	// its parameter struct (Register), never these fields, and a key the
-	// kind's struct does not name is refused at load.
+	// Parameters: the YAML's record of them, read by nothing but paramsAs,
+	// which copies the keys a kind's parameter struct names into that
+	// struct (Register panics on a parameter key missing here). A kind,
+	// and every caller, reads its parameters through the struct alone
+	// (Build, New, ParamText); a key the kind's struct does not name is
+	// refused at load.
 	Latency   time.Duration `yaml:"latency" json:"latency,omitempty"`
 	Jitter    time.Duration `yaml:"jitter" json:"jitter,omitempty"`
 	Stream    string        `yaml:"stream" json:"stream,omitempty"` // upstream, downstream or both (default)
@@ -247,15 +251,63 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
-// Build validates s (its timing, its pick, then its kind's parameters) and
-// returns its fault.
+// Build validates s (its timing, its pick, then its kind's parameters, as
+// s's record gives them) and returns its fault.
 func Build(s Spec) (Fault, error) {
+	k, err := kindOf(s.Kind)
+	if err != nil {
+		return nil, err
+	}
+	return k.fault(s, s.paramsAs(k.params))
+}
+
+// New is Build with the parameters given as the kind's own struct (a
+// *LatencyParams for latency...) instead of read from s, whose parameter
+// fields it ignores: a fault the harness makes itself, not one a spec
+// wrote.
+func New(s Spec, params any) (Fault, error) {
+	k, err := kindOf(s.Kind)
+	if err != nil {
+		return nil, err
+	}
+	if t := reflect.TypeOf(params); t != reflect.PointerTo(k.params) {
+		return nil, fmt.Errorf("nemesis: %s's parameters are a *%v, not a %v", s.Kind, k.params, t)
+	}
+	return k.fault(s, params)
+}
+
+// ParamText is s's parameters as its kind reads them, " key=value" for
+// each that is set, in the order of the kind's parameter struct ("" for an
+// unknown kind or none set).
+func (s Spec) ParamText() string {
+	k, err := kindOf(s.Kind)
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	p := reflect.ValueOf(s.paramsAs(k.params)).Elem()
+	for i := range p.NumField() {
+		if f := p.Field(i); !f.IsZero() {
+			fmt.Fprintf(&b, " %s=%v", yamlKey(p.Type().Field(i)), f.Interface())
+		}
+	}
+	return b.String()
+}
+
+// kindOf is the registered kind named kind.
+func kindOf(kind string) (kindInfo, error) {
 	regMu.RLock()
-	k, ok := kinds[s.Kind]
+	k, ok := kinds[kind]
 	regMu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("unknown fault kind %q (known: %s)", s.Kind, strings.Join(Kinds(), ", "))
+		return kindInfo{}, fmt.Errorf("unknown fault kind %q (known: %s)", kind, strings.Join(Kinds(), ", "))
 	}
+	return k, nil
+}
+
+// fault checks s's timing and pick and the parameters p (a pointer to k's
+// parameter struct), then builds the fault.
+func (k kindInfo) fault(s Spec, p any) (Fault, error) {
 	for _, d := range []struct {
 		f string
 		v time.Duration
@@ -264,13 +316,12 @@ func Build(s Spec) (Fault, error) {
 			return nil, &FieldError{d.f, fmt.Sprintf("must not be negative, got %v", d.v)}
 		}
 	}
-	if s.Pick != "" && !contains(k.targets.Picks, s.Pick) {
+	if s.Pick != "" && !slices.Contains(k.targets.Picks, s.Pick) {
 		if len(k.targets.Picks) == 0 {
 			return nil, &FieldError{"pick", fmt.Sprintf("%s picks no targets", s.Kind)}
 		}
 		return nil, &FieldError{"pick", fmt.Sprintf("%q: %s picks %s", s.Pick, s.Kind, strings.Join(k.targets.Picks, ", "))}
 	}
-	p := s.paramsAs(k.params)
 	if v, ok := p.(validator); ok {
 		if err := v.Validate(); err != nil {
 			return nil, err
@@ -306,15 +357,6 @@ func specField(key string) (reflect.StructField, bool) {
 func yamlKey(f reflect.StructField) string {
 	key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 	return key
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Kinds lists the registered kinds.

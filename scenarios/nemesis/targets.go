@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -149,7 +150,7 @@ func (s Spec) resolveHosts(env *Env, sel *selection) {
 		}
 		hosts[h] = true
 	}
-	sel.hosts = sortedKeys(hosts)
+	sel.hosts = slices.Sorted(maps.Keys(hosts))
 }
 
 // resolveNodes selects the named nodes, or draws a minority or majority.
@@ -279,13 +280,4 @@ func (sel selection) networkTargets(env *Env, links []*Link) Targets {
 	}
 	sort.Strings(t.Replicas)
 	return t
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -3,7 +3,9 @@ package shrink
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockstorm/lockstorm/scenarios"
@@ -55,7 +57,7 @@ func (r *Result) BeforeAfter() string {
 // Rate is the minimal spec's reproduction: on the fresh seeds it was
 // confirmed on, and the seeds it was accepted on.
 func (r *Result) Rate() string {
-	line := fmt.Sprintf("%s on %d of %d fresh seeds judged (%s)", r.Verdict, r.Confirmed, r.ConfirmJudged, seedList(r.Confirm))
+	line := fmt.Sprintf("%s on %d of %d fresh seeds judged (%s; needed on every one of %d)", r.Verdict, r.Confirmed, r.ConfirmJudged, seedRange(r.Confirm), r.ConfirmNeed)
 	if n := len(r.Confirm) - r.ConfirmJudged; n > 0 {
 		line += fmt.Sprintf(", %d of them not judged by the harness (its stalls) and not counted", n)
 	}
@@ -112,4 +114,24 @@ func thousands(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// seedRange lists seeds sorted, a run of consecutive ones as first-last
+// ("163-180, 185").
+func seedRange(seeds []uint64) string {
+	sorted := slices.Sorted(slices.Values(seeds))
+	var parts []string
+	for i := 0; i < len(sorted); {
+		j := i
+		for j+1 < len(sorted) && sorted[j+1] == sorted[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", sorted[i], sorted[j]))
+		} else {
+			parts = append(parts, fmt.Sprint(sorted[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }

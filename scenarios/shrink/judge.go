@@ -26,6 +26,20 @@ func (s *search) seedsOf(n int) (judge, spare []uint64) {
 	return all[:k], all[k:]
 }
 
+// freshSeeds are count seeds no trial ran on, and as many spares, after
+// those of the current step; the steps they span are taken, so no later
+// trial runs on them either.
+func (s *search) freshSeeds(count int) (judge, spare []uint64) {
+	k := s.opts.Seeds
+	first := s.base + uint64(s.steps*2*k)
+	all := make([]uint64, 2*count)
+	for i := range all {
+		all[i] = first + uint64(i)
+	}
+	s.steps += (2*count+2*k-1)/(2*k) - 1
+	return all[:count], all[count:]
+}
+
 // run is one run of a trial.
 type run struct {
 	seed     uint64
@@ -58,7 +72,13 @@ type trial struct {
 	runs []run
 	errs []error
 	wits []witnessRun
+	// quota is how many seeds the trial was to judge and how many of
+	// them had to fail.
+	quota quota
 }
+
+// quota is a trial's seeds (k) and how many of them must fail (need).
+type quota struct{ k, need int }
 
 // witnessRun is one failing run a schedule can be built from.
 type witnessRun struct {
@@ -258,12 +278,11 @@ func late(o *scenarios.Outcome, spec *spec.Spec) bool {
 // replaced by a run on the next spare seed while spares last. With stopEarly and a verdict class to keep, the
 // runs stop as soon as the required share can no longer be reached (the
 // rest are cancelled, not counted).
-func (s *search) judge(ctx context.Context, spec *spec.Spec, seeds, spare []uint64, stopEarly bool) trial {
-	var t trial
-	need := s.opts.need()
+func (s *search) judge(ctx context.Context, spec *spec.Spec, seeds, spare []uint64, q quota, stopEarly bool) trial {
+	t := trial{quota: q}
 	for len(seeds) > 0 && ctx.Err() == nil {
 		done := len(t.runs)
-		s.round(ctx, spec, seeds, &t, need, stopEarly)
+		s.round(ctx, spec, seeds, &t, stopEarly)
 		redo := 0
 		for _, r := range t.runs[done:] {
 			if !r.canceled && r.unjudged {
@@ -277,7 +296,7 @@ func (s *search) judge(ctx context.Context, spec *spec.Spec, seeds, spare []uint
 }
 
 // round runs one batch of a trial's seeds and appends their runs.
-func (s *search) round(ctx context.Context, spec *spec.Spec, seeds []uint64, t *trial, need int, stopEarly bool) {
+func (s *search) round(ctx context.Context, spec *spec.Spec, seeds []uint64, t *trial, stopEarly bool) {
 	sub, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make([]scenarios.Job, len(seeds))
@@ -306,7 +325,7 @@ func (s *search) round(ctx context.Context, spec *spec.Spec, seeds []uint64, t *
 			return
 		}
 		c := (trial{runs: append(append([]run(nil), t.runs...), runs...)}).tally(s.verdict)
-		if lost := c.judged - c.failed + len(t.errs); s.opts.Seeds-lost < need {
+		if lost := c.judged - c.failed + len(t.errs); t.quota.k-lost < t.quota.need {
 			cancel()
 		}
 	})

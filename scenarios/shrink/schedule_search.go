@@ -179,8 +179,8 @@ func (s *search) shrinkSchedule(ctx context.Context, random *Result) (*Result, s
 	if err != nil {
 		return nil, "", err
 	}
-	if res.Confirmed < res.Need {
-		return nil, fmt.Sprintf("the schedule gave %s on %d of %d fresh seeds judged, below the share", s.verdict, res.Confirmed, res.ConfirmJudged), nil
+	if res.Confirmed < res.ConfirmNeed {
+		return nil, fmt.Sprintf("the schedule gave %s on %d of %d fresh seeds judged, not on every one of %d", s.verdict, res.Confirmed, res.ConfirmJudged, res.ConfirmNeed), nil
 	}
 	res.BudgetSpent = res.BudgetSpent || budget.Err() != nil
 	res.Random = random

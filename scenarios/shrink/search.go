@@ -165,13 +165,13 @@ func (s *search) establish(ctx context.Context) error {
 func (s *search) try(ctx context.Context, n int, spec *spec.Spec, stopEarly bool) (trial, time.Duration) {
 	start := time.Now()
 	seeds, spare := s.seedsOf(n)
-	return s.judge(ctx, spec, seeds, spare, stopEarly), time.Since(start)
+	return s.judge(ctx, spec, seeds, spare, quota{s.opts.Seeds, s.opts.need()}, stopEarly), time.Since(start)
 }
 
 // stepOf is the tally and the progress step of a trial.
 func (s *search) stepOf(n int, change string, t trial, elapsed time.Duration) (tally, Step) {
 	c := t.tally(s.verdict)
-	need := s.opts.need()
+	need := t.quota.need
 	return c, Step{N: n, Change: change, Seeds: t.seeds(), Failed: c.failed, Ran: c.judged, Inconclusive: c.inconclusive, Late: c.late,
 		Need: need, Accepted: c.failed >= need, Elapsed: elapsed, Errors: t.errs}
 }
@@ -281,7 +281,7 @@ func (s *search) build(ch change) (*spec.Spec, string) {
 func (s *search) confirm(ctx context.Context) (*Result, error) {
 	r := s.res
 	r.Impl, r.Verdict, r.Original, r.Nameable, r.Seed = s.name, s.verdict, s.orig, s.nameable, s.base
-	r.Share, r.Need = s.opts.Share, s.opts.need()
+	r.Share, r.Need, r.ConfirmNeed = s.opts.Share, s.opts.need(), s.opts.Confirm
 	var after accepted
 	for i := len(s.accepted) - 1; i >= 0; i-- {
 		minimal, err := s.clone(s.accepted[i].spec)
@@ -294,8 +294,14 @@ func (s *search) confirm(ctx context.Context) (*Result, error) {
 		} else {
 			minimal.Description = "shrunk by lockstorm shrink: " + minimal.Description
 		}
+		start := time.Now()
 		s.steps++
-		t, elapsed := s.try(ctx, s.steps, minimal, false)
+		n := s.steps
+		seeds, spare := s.freshSeeds(s.opts.Confirm)
+		// Every fresh seed must fail: a witness reproduces each time, not
+		// at the share the search accepts candidates with.
+		t := s.judge(ctx, minimal, seeds, spare, quota{s.opts.Confirm, s.opts.Confirm}, true)
+		elapsed := time.Since(start)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -303,7 +309,7 @@ func (s *search) confirm(ctx context.Context) (*Result, error) {
 		if i < len(s.accepted)-1 {
 			what = fmt.Sprintf("backed off to the spec accepted %d before, on fresh seeds", len(s.accepted)-1-i)
 		}
-		c, st := s.stepOf(s.steps, what, t, elapsed)
+		c, st := s.stepOf(n, what, t, elapsed)
 		s.report(st)
 		after = s.accepted[i]
 		after.spec = minimal

@@ -48,6 +48,12 @@ type Options struct {
 	// original's verdict class to be accepted (default 1: every seed, so
 	// the minimal spec is a regression test that fails every time).
 	Share float64
+	// Confirm is how many fresh seeds the minimal spec is run on at the
+	// end, every one of which must give the verdict class (default 20): a
+	// witness reproduces each time, and a candidate accepted at the share
+	// on K seeds may not. One that does not is given up for the spec
+	// accepted before it.
+	Confirm int
 	// Parallel is how many runs of one candidate run at once (default 2:
 	// each run has its own servers and proxies, and timing verdicts suffer
 	// on an overloaded machine).
@@ -82,6 +88,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Share <= 0 {
 		o.Share = 1
+	}
+	if o.Confirm <= 0 {
+		o.Confirm = 20
 	}
 	if o.Parallel <= 0 {
 		o.Parallel = 2
@@ -167,10 +176,13 @@ type Result struct {
 	Seed uint64
 	// Seeds are the seeds the minimal spec was accepted on; Confirm the
 	// fresh seeds it was run on at the end, and Confirmed how many of them
-	// gave the verdict class in time. Confirmed below Need means not even
-	// the original reproduced there: the failure is rarer than Share says.
+	// gave the verdict class in time; ConfirmNeed is how many had to (all:
+	// Options.Confirm). Confirmed below ConfirmNeed means not even the
+	// original reproduced on every one: the failure is rarer than a
+	// witness needs.
 	Seeds, Confirm []uint64
 	Confirmed      int
+	ConfirmNeed    int
 	// ConfirmJudged is how many of the Confirm runs were judged (the
 	// others the harness could not judge: its own stalls).
 	ConfirmJudged int
@@ -203,8 +215,8 @@ var NotFailing = errors.New("nothing to shrink")
 // with the same verdict class on at least opts.Share of opts.Seeds seeds.
 // The original is run first on the K seeds; one that fails on none of them
 // is refused with an error wrapping NotFailing. The minimal spec
-// found is run again on K fresh seeds and given up for the spec accepted
-// before it while it fails there below the share. A returned error is
+// found is run again on opts.Confirm fresh seeds and given up for the spec
+// accepted before it while it does not fail on every one. A returned error is
 // otherwise a setup failure or the context's.
 func Shrink(ctx context.Context, spec *spec.Spec, cfg scenarios.Config, opts Options) (*Result, error) {
 	opts = opts.withDefaults()

@@ -2,7 +2,9 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/lockstorm/lockstorm/lockimpl"
@@ -30,7 +32,7 @@ func (s *Spec) knownPoints() []string {
 	for _, info := range lockimpl.All() {
 		out = append(out, info.Points...)
 	}
-	for _, name := range sortedKeys(s.given) {
+	for _, name := range slices.Sorted(maps.Keys(s.given)) {
 		out = append(out, s.given[name].Points...)
 	}
 	return out
@@ -78,7 +80,7 @@ func (s *Spec) pointMsg(p string, patterns bool) string {
 		}
 		return fmt.Sprintf("pattern %q matches no known failpoint", p)
 	}
-	if contains(known, p) {
+	if slices.Contains(known, p) {
 		return ""
 	}
 	msg := fmt.Sprintf("unknown failpoint %q", p)

@@ -1,5 +1,8 @@
-// Package scenarios holds the scenario specs (YAML, embedded in the binary)
-// and the runner that executes one: cluster + traffic + faults, then checks.
+// Package spec is the scenario spec language: the Spec types and their YAML
+// keys, loading (embedded specs in specs/*.yaml, or a file) and validation
+// with file:line: field errors, suggestions, derive rules on claims,
+// expectations, baselines and the default permissions of findings. It runs
+// nothing: package scenarios compiles a spec into a plan and runs it.
 package spec
 
 import (
@@ -7,8 +10,10 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -370,7 +375,7 @@ func (s *Spec) Knows(name string) bool {
 // name order.
 func (s *Spec) VariantsOf(impl string) []string {
 	var out []string
-	for _, n := range sortedKeys(s.Variants) {
+	for _, n := range slices.Sorted(maps.Keys(s.Variants)) {
 		if s.Variants[n].Impl == impl {
 			out = append(out, n)
 		}

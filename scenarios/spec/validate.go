@@ -3,8 +3,9 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -145,7 +146,7 @@ func (v *validation) checkWorkload() error {
 // does not shadow an implementation, and sets no option to an invalid value.
 func (v *validation) checkVariants() error {
 	s, doc := v.s, v.doc
-	for _, name := range sortedKeys(s.Variants) {
+	for _, name := range slices.Sorted(maps.Keys(s.Variants)) {
 		vr := s.Variants[name]
 		hasExec := doc.has("variants." + name + ".exec")
 		switch {
@@ -188,12 +189,12 @@ func (v *validation) checkNames() error {
 			return v.bad(fmt.Sprintf("impls.%d", i), "%s: replica_timeout %v must be below client_timeout %v (WAIT blocks the connection that long)", name, o.ReplicaTimeout, s.ClientTimeout)
 		}
 	}
-	for _, c := range sortedKeys(s.ClockOffsets) {
+	for _, c := range slices.Sorted(maps.Keys(s.ClockOffsets)) {
 		if c < 0 || c >= s.Clients {
 			return v.bad("clock_offsets."+strconv.Itoa(c), "no client %d (clients: %d, numbered from 0)", c, s.Clients)
 		}
 	}
-	for _, name := range sortedKeys(s.Expected) {
+	for _, name := range slices.Sorted(maps.Keys(s.Expected)) {
 		verdict := s.Expected[name]
 		if _, _, err := s.Resolve(name); err != nil {
 			return v.bad("expected."+name, "%s", implMsg(name))
@@ -280,29 +281,11 @@ func orList(w []string) string {
 	return strings.Join(w[:len(w)-1], ", ") + " or " + w[len(w)-1]
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // yamlKeys lists a struct type's YAML keys.
 func yamlKeys(t reflect.Type) []string {
 	var out []string
 	for _, f := range yamlFields(t) {
 		out = append(out, f.name)
 	}
-	return out
-}
-
-func sortedKeys[K interface{ ~int | ~string }, V any](m map[K]V) []K {
-	out := make([]K, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }

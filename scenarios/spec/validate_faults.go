@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/lockstorm/lockstorm/scenarios/nemesis"
@@ -65,7 +66,7 @@ func (v *validation) checkFault(at string, f nemesis.Spec, timeline bool) error 
 	}
 	allowed := append(append([]string(nil), nemesis.TimingFields...), uses.Fields...)
 	for _, key := range yamlKeys(reflect.TypeOf(f)) {
-		if s.doc.has(at+"."+key) && !contains(allowed, key) {
+		if s.doc.has(at+"."+key) && !slices.Contains(allowed, key) {
 			return v.bad(at+"."+key, "%s does not use %s (it reads %s)", f.Kind, key, strings.Join(uses.Fields, ", "))
 		}
 	}

@@ -3,6 +3,8 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/lockstorm/lockstorm/lockimpl"
@@ -23,10 +25,10 @@ func (s *Spec) matrix() []string {
 	for _, n := range s.Impls {
 		add(n)
 	}
-	for _, n := range sortedKeys(s.Expected) {
+	for _, n := range slices.Sorted(maps.Keys(s.Expected)) {
 		add(n)
 	}
-	for _, n := range sortedKeys(s.Variants) {
+	for _, n := range slices.Sorted(maps.Keys(s.Variants)) {
 		add(n)
 	}
 	return out

@@ -65,7 +65,8 @@ type Input struct {
 
 	// For leaks: Quorum and OrphanBound as history.Options say; Failed the
 	// acquires that ended without a grant, by key; BeliefEnd when the last
-	// client that believed in each (key, token) stopped (Leaks writes it).
+	// client that believed in each (key, token) stopped (Leaks adds a lost
+	// acquire's end in a map of its own, leaving this one as it was).
 	Quorum      bool
 	OrphanBound time.Duration
 	Failed      map[string][]FailedAcquire

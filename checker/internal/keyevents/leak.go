@@ -134,38 +134,70 @@ func standing(runs []*ownerRun, nodes int, quorum bool, ok func(*ownerRun) bool)
 	return len(yes) > 0 && len(yes) == len(had)
 }
 
+// tokenRuns are every token's owner runs, across the nodes, by (key,
+// token), in the order the tokens first appear; with how the lock stands.
+type tokenRuns struct {
+	byToken map[[2]string][]*ownerRun
+	order   [][2]string
+	nodes   int
+	quorum  bool
+}
+
+func newTokenRuns(in *Input) *tokenRuns {
+	tr := &tokenRuns{byToken: map[[2]string][]*ownerRun{}, nodes: len(in.Nodes), quorum: in.Quorum}
+	for _, n := range in.Nodes {
+		for _, r := range ownerRuns(n, in.Streams[n]) {
+			id := [2]string{r.key, r.token}
+			if _, ok := tr.byToken[id]; !ok {
+				tr.order = append(tr.order, id)
+			}
+			tr.byToken[id] = append(tr.byToken[id], r)
+		}
+	}
+	return tr
+}
+
+// standing says whether id's runs make the lock stand, given which of them
+// satisfy ok (see standing).
+func (tr *tokenRuns) standing(id [2]string, ok func(*ownerRun) bool) bool {
+	return standing(tr.byToken[id], tr.nodes, tr.quorum, ok)
+}
+
 // Leaks finds the releases not freed, the lost acquires and the orphaned
 // keys (see leak.go). Stamp tokens name no writer: then it finds nothing.
+// It only reads in.
 func Leaks(in *Input) LeakResult {
 	var res LeakResult
 	if in.StampTokens {
 		return res
 	}
-	owners := in.Owners
-	byToken := map[[2]string][]*ownerRun{} // (key, token) → its runs on every node
-	var order [][2]string
-	for _, n := range in.Nodes {
-		for _, r := range ownerRuns(n, in.Streams[n]) {
-			id := [2]string{r.key, r.token}
-			if _, ok := byToken[id]; !ok {
-				order = append(order, id)
-			}
-			byToken[id] = append(byToken[id], r)
+	tr := newTokenRuns(in)
+	res.NotFreed = notFreed(in, tr)
+	var lostEnd map[[2]string]int64
+	res.LostAcquires, res.LostUnknown, lostEnd = lostAcquires(in, tr)
+	res.Orphans = orphans(in, tr, func(id [2]string) (int64, bool) {
+		if end, ok := lostEnd[id]; ok {
+			return end, true
 		}
+		end, ok := in.BeliefEnd[id]
+		return end, ok
+	})
+	for _, ls := range [][]Leak{res.NotFreed, res.LostAcquires, res.LostUnknown, res.Orphans} {
+		sort.SliceStable(ls, func(i, j int) bool { return ls[i].At < ls[j].At })
 	}
-	nodes, quorum := len(in.Nodes), in.Quorum
+	return res
+}
 
-	// Releases acknowledged ok whose key stood as theirs across them.
+// notFreed: releases acknowledged ok whose key stood as theirs across them.
+func notFreed(in *Input, tr *tokenRuns) []Leak {
+	var out []Leak
 	for _, r := range in.Releases {
-		if r.Extend || r.Token == "" || owners[r.Token] == AmbiguousOwner {
+		if r.Extend || r.Token == "" || in.Owners[r.Token] == AmbiguousOwner {
 			continue
 		}
-		runs := byToken[[2]string{r.Key, r.Token}]
-		if len(runs) == 0 {
-			continue
-		}
+		id := [2]string{r.Key, r.Token}
 		var stood []*ownerRun
-		for _, run := range runs {
+		for _, run := range tr.byToken[id] {
 			if run.setAt < r.Invoke && (run.endAt < 0 || run.endAt > r.Invoke) {
 				stood = append(stood, run)
 			}
@@ -175,89 +207,98 @@ func Leaks(in *Input) LeakResult {
 		// reach its observer after the release began while a replica's
 		// came before it, and the replica alone, lagging behind the
 		// master's del, would say the key stood.
-		if len(stood) == 0 || !standing(runs, nodes, quorum, func(run *ownerRun) bool { return run.covers(r.Invoke, r.Done) }) {
+		if len(stood) == 0 || !tr.standing(id, func(run *ownerRun) bool { return run.covers(r.Invoke, r.Done) }) {
 			continue
 		}
-		res.NotFreed = append(res.NotFreed, Leak{At: r.Invoke, Text: fmt.Sprintf(
+		out = append(out, Leak{At: r.Invoke, Text: fmt.Sprintf(
 			"release not freed: c%d's release of %s at %s reported ok, but %s was still c%d's (set at %s on %s) after it completed",
 			r.Client, r.Key, ms(r.Invoke), r.Key, r.Client, ms(stood[0].setAt), stood[0].node)})
 	}
+	return out
+}
 
-	// Tokens nobody was granted, left standing by acquires that failed.
-	failed := in.Failed
-	beliefEnd := in.BeliefEnd // (key, token) → when its last believer stopped
-	for _, id := range order {
-		if _, granted := owners[id[1]]; granted {
+// lostAcquires: tokens nobody was granted, left standing by acquires that
+// failed (definite) or ended with an unknown outcome (unknown). end is when
+// each such token's last candidate acquire completed: when its last
+// believer stopped believing.
+func lostAcquires(in *Input, tr *tokenRuns) (definite, unknown []Leak, end map[[2]string]int64) {
+	end = map[[2]string]int64{}
+	for _, id := range tr.order {
+		if _, granted := in.Owners[id[1]]; granted {
 			continue
 		}
-		runs := byToken[id]
-		// The acquires that may have sent the set: invoked before it was
-		// received, completed after the sync before it was sent.
-		// An acquire that named this token as its own (AttemptError) sent
-		// it: it alone is the candidate.
-		var cands []FailedAcquire
-		for _, f := range failed[id[0]] {
-			if f.Token == id[1] {
-				cands = []FailedAcquire{f}
-				break
-			}
-			for _, run := range runs {
-				if f.Invoke < run.setAt && f.Done > run.prevSyncN {
-					cands = append(cands, f)
-					break
-				}
-			}
-		}
+		runs := tr.byToken[id]
+		cands := senders(in.Failed[id[0]], id[1], runs)
 		if len(cands) == 0 {
 			continue
 		}
-		last, definite, first := int64(-1), true, cands[0]
+		last, sure, first := int64(-1), true, cands[0]
 		for _, f := range cands {
-			last, definite = max(last, f.Done), definite && f.Definite
+			last, sure = max(last, f.Done), sure && f.Definite
 		}
-		if !standing(runs, nodes, quorum, func(run *ownerRun) bool { return run.maxSyncN > last }) {
+		if !tr.standing(id, func(run *ownerRun) bool { return run.maxSyncN > last }) {
 			continue
 		}
-		beliefEnd[id] = last
+		end[id] = last
 		how := "failed"
-		if !definite {
+		if !sure {
 			how = "ended with an unknown outcome"
 		}
 		l := Leak{At: last, Text: fmt.Sprintf("lost acquire: c%d's acquire of %s at %s %s, but its set (%s, at %s on %s) still held %s after it completed",
 			first.Client, id[0], ms(first.Invoke), how, id[1], ms(runs[0].setAt), runs[0].node, id[0])}
-		if definite {
-			res.LostAcquires = append(res.LostAcquires, l)
+		if sure {
+			definite = append(definite, l)
 		} else {
-			res.LostUnknown = append(res.LostUnknown, l)
+			unknown = append(unknown, l)
 		}
 	}
+	return definite, unknown, end
+}
 
-	// Keys that outlived their last believer by more than the bound.
-	if bound := in.OrphanBound.Nanoseconds(); bound > 0 {
-		for _, id := range order {
-			end, ok := beliefEnd[id]
-			if !ok {
-				continue
+// senders are the failed acquires that may have sent token's set: invoked
+// before it was received, completed after the sync before it was sent. An
+// acquire that named this token as its own (AttemptError) sent it: it alone
+// is the candidate.
+func senders(failed []FailedAcquire, token string, runs []*ownerRun) []FailedAcquire {
+	var cands []FailedAcquire
+	for _, f := range failed {
+		if f.Token == token {
+			return []FailedAcquire{f}
+		}
+		for _, run := range runs {
+			if f.Invoke < run.setAt && f.Done > run.prevSyncN {
+				cands = append(cands, f)
+				break
 			}
-			runs := byToken[id]
-			if !standing(runs, nodes, quorum, func(run *ownerRun) bool { return run.maxSyncN-max(end, run.setAt) > bound }) {
-				continue
-			}
-			longest := int64(0)
-			for _, run := range runs {
-				longest = max(longest, run.maxSyncN-max(end, run.setAt))
-			}
-			who := "its holder"
-			if c, ok := owners[id[1]]; ok && c >= 0 {
-				who = fmt.Sprintf("c%d", c)
-			}
-			res.Orphans = append(res.Orphans, Leak{At: end, Text: fmt.Sprintf(
-				"orphaned key: %s stayed set to %s's token for at least %s after %s stopped holding it at %s (bound %s)",
-				id[0], who, ms(longest), who, ms(end), in.OrphanBound)})
 		}
 	}
-	for _, ls := range [][]Leak{res.NotFreed, res.LostAcquires, res.LostUnknown, res.Orphans} {
-		sort.SliceStable(ls, func(i, j int) bool { return ls[i].At < ls[j].At })
+	return cands
+}
+
+// orphans: keys that outlived their last believer (beliefEnd) by more than
+// Options.OrphanBound.
+func orphans(in *Input, tr *tokenRuns, beliefEnd func([2]string) (int64, bool)) []Leak {
+	bound := in.OrphanBound.Nanoseconds()
+	if bound <= 0 {
+		return nil
 	}
-	return res
+	var out []Leak
+	for _, id := range tr.order {
+		end, ok := beliefEnd(id)
+		if !ok || !tr.standing(id, func(run *ownerRun) bool { return run.maxSyncN-max(end, run.setAt) > bound }) {
+			continue
+		}
+		longest := int64(0)
+		for _, run := range tr.byToken[id] {
+			longest = max(longest, run.maxSyncN-max(end, run.setAt))
+		}
+		who := "its holder"
+		if c, ok := in.Owners[id[1]]; ok && c >= 0 {
+			who = fmt.Sprintf("c%d", c)
+		}
+		out = append(out, Leak{At: end, Text: fmt.Sprintf(
+			"orphaned key: %s stayed set to %s's token for at least %s after %s stopped holding it at %s (bound %s)",
+			id[0], who, ms(longest), who, ms(end), in.OrphanBound)})
+	}
+	return out
 }
