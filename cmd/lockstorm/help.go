@@ -18,6 +18,7 @@ var commands = []struct{ name, summary string }{
 	{"check", "judge saved histories (run folders or history.jsonl) again, without Redis"},
 	{"replay", "run a kept run folder again and say whether its verdict came back"},
 	{"shrink", "reduce a failing run or scenario to the smallest spec that still fails"},
+	{"hunt", "search a lock's exploratory scenarios seed after seed (sim) until a forbidden finding, then shrink it"},
 	{"report", "rebuild the suite page (and a merged table) from folders of run folders"},
 	{"bench", "measure lock, checker and recorder rates against their goals"},
 	{"baseline", "record a lock's verdicts on the battery, for run --baseline"},

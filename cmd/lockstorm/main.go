@@ -92,6 +92,8 @@ func run(ctx context.Context, args []string) error {
 		return cmdReplay(ctx, args[1:])
 	case "shrink":
 		return cmdShrink(ctx, args[1:])
+	case "hunt":
+		return cmdHunt(ctx, args[1:])
 	case "-h", "--help", "help":
 		// `lockstorm help CMD` is `lockstorm CMD -h`.
 		if len(args) > 1 && args[0] == "help" {
