@@ -198,23 +198,22 @@ func check(ctx context.Context, lock lockimpl.Info, b Battery, selected func(lab
 }
 
 // unsupported says why backend cannot run spec against lock, or "".
-func unsupported(spec *spec.Spec, lock lockimpl.Info, backend string) string {
-	if why := spec.Unsupported(backend); why != "" {
+func unsupported(sp *spec.Spec, lock lockimpl.Info, backend string) string {
+	if why := sp.Unsupported(backend); why != "" {
 		return why
 	}
-	if why := scenarios.SimUnsupported(spec, "", false, backend); why != "" {
-		return why
-	}
-	if backend == cluster.Sim && (len(lock.Program) > 0 || lock.OwnConnections) {
-		return "the lock makes its own connections to the nodes' addresses; a sim node is reached only in-process"
+	if backend == cluster.Sim {
+		if why := spec.SimUnsupportedLock(lock); why != "" {
+			return why
+		}
 	}
 	// A client process is handed node addresses (the line protocol has
 	// no Sentinel discovery and no cluster redirects), as lockstorm run
 	// --exec skips them too.
-	if len(lock.Program) > 0 && (spec.Cluster != nil || spec.Sentinel != nil) {
+	if len(lock.Program) > 0 && (sp.Cluster != nil || sp.Sentinel != nil) {
 		return "a client process is given node addresses, not Sentinels or a cluster"
 	}
-	if n := lock.NodesUnder(spec.Lock); spec.Cluster != nil && n > 1 {
+	if n := lock.NodesUnder(sp.Lock); sp.Cluster != nil && n > 1 {
 		return fmt.Sprintf("a Redis Cluster gives a lock one cluster client; %s needs %d masters of its own", lock.Name, n)
 	}
 	return ""

@@ -27,7 +27,7 @@ func simJobs(t *testing.T, scheduledOnly bool) []Job {
 			continue
 		}
 		for _, impl := range sp.Impls {
-			if SimUnsupported(sp, impl, false, cluster.Sim) != "" {
+			if sp.UnsupportedLock(cluster.Sim, impl, false) != "" {
 				continue
 			}
 			jobs = append(jobs, Job{Spec: sp, Config: Config{Impl: impl, Backend: cluster.Sim}})

@@ -11,8 +11,6 @@ import (
 	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/internal/sim"
-	"github.com/lockstorm/lockstorm/scenarios/nemesis"
-	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // runIn runs the plan once: on the sim backend inside a bubble of virtual
@@ -106,37 +104,4 @@ func canonical(h history.History) history.History {
 		h[i].Index = i
 	}
 	return h
-}
-
-// SimUnsupported says why backend cannot run spec × impl when backend is
-// sim, or "" (impl "" asks of the spec alone). Beyond what the spec
-// itself needs (spec.Unsupported: replicas, Sentinel, Cluster), a run in
-// virtual time cannot hold what lives in real time, and it never
-// approximates it silently:
-//   - a client process, or a lock that dials the nodes' addresses with a
-//     client of its own: it runs outside the bubble, on real sockets;
-//   - a server clock fault: miniredis keeps TTLs as remaining durations,
-//     so a clock that jumps back (every jump heals back) does not lengthen
-//     them as Redis's absolute deadlines do.
-func SimUnsupported(sp *spec.Spec, impl string, external bool, backend string) string {
-	if backend != cluster.Sim {
-		return ""
-	}
-	if nemesis.UsesServerClock(sp.AllFaults()) {
-		return "a server clock fault: miniredis keeps TTLs as remaining durations, so the jump back at the heal does not lengthen them as a real server's absolute deadlines"
-	}
-	if impl == "" {
-		return ""
-	}
-	if external {
-		return "a client process runs in real time, outside the bubble of virtual time"
-	}
-	info, _, err := sp.Resolve(impl)
-	if err != nil {
-		return ""
-	}
-	if len(info.Program) > 0 || info.OwnConnections {
-		return "the lock makes its own connections to the nodes' addresses; a sim node is reached only in-process"
-	}
-	return ""
 }

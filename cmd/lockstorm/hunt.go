@@ -111,7 +111,7 @@ func huntSpecs(f *huntFlags) ([]*spec.Spec, error) {
 		if len(f.scenarios) == 0 && sp.Mode == "scheduled" {
 			continue
 		}
-		if sp.Unsupported(f.backend) != "" || scenarios.SimUnsupported(sp, f.impl, false, f.backend) != "" {
+		if sp.Unsupported(f.backend) != "" || sp.UnsupportedLock(f.backend, f.impl, false) != "" {
 			continue
 		}
 		if _, _, err := sp.Resolve(f.impl); err != nil {

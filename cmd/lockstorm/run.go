@@ -303,7 +303,7 @@ func backendFor(sp *spec.Spec, impl string, external bool, backends []string) (s
 		if why = sp.Unsupported(b); why != "" {
 			continue
 		}
-		if why = scenarios.SimUnsupported(sp, impl, external, b); why != "" {
+		if why = sp.UnsupportedLock(b, impl, external); why != "" {
 			continue
 		}
 		return b, ""

@@ -459,6 +459,38 @@ func (s *Spec) Unsupported(kind string) string {
 	if s.Replicas > 0 && kind != "redis-server" {
 		return "needs replicas, which only the redis-server backend has"
 	}
+	// A run in virtual time (the sim backend, docs/sim.md) never
+	// approximates what lives in real time or on a real server.
+	if kind == "sim" && nemesis.UsesServerClock(s.AllFaults()) {
+		return "a server clock fault: miniredis keeps TTLs as remaining durations, so the jump back at the heal does not lengthen them as a real server's absolute deadlines"
+	}
+	return ""
+}
+
+// UnsupportedLock says why backend kind cannot run this spec against
+// impl (external: a client process given with --exec), or "": on sim, a
+// client process runs in real time, outside the bubble of virtual time,
+// and a lock that dials the nodes' addresses with a client of its own
+// cannot reach a node that exists only in-process.
+func (s *Spec) UnsupportedLock(kind, impl string, external bool) string {
+	if kind != "sim" {
+		return ""
+	}
+	if external {
+		return "a client process runs in real time, outside the bubble of virtual time"
+	}
+	info, _, err := s.Resolve(impl)
+	if err != nil {
+		return ""
+	}
+	return SimUnsupportedLock(info)
+}
+
+// SimUnsupportedLock says why the sim backend cannot run lock, or "".
+func SimUnsupportedLock(lock lockimpl.Info) string {
+	if len(lock.Program) > 0 || lock.OwnConnections {
+		return "the lock makes its own connections to the nodes' addresses; a sim node is reached only in-process"
+	}
 	return ""
 }
 

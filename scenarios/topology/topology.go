@@ -235,7 +235,7 @@ func (t *Topology) Connect(client int, host string, timeout time.Duration, hooks
 		}
 		rdb := redis.NewClient(opt)
 		var stagger redis.Hook
-		if t.Net.Sim() {
+		if t.Net.Sim() && len(t.Cluster.Nodes()) > 1 {
 			stagger = nodeStagger(len(out))
 		}
 		// The points inside the pause hook: a paused client's command
@@ -255,7 +255,8 @@ func newNetwork(cl cluster.Cluster, seed uint64) *nemesis.Network {
 	return nemesis.NewNetwork()
 }
 
-// nodeStagger is a sim client's first hook on its connection to node i:
+// nodeStagger is a sim client's first hook on its connection to node i
+// of several (one node has no fan-out to order):
 // once past the client's pause, its commands wait i+1 ns before anything
 // else sees them. A lock that asks
 // every node at once (Redlock's fan-out) starts its goroutines at one
