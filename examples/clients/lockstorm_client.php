@@ -5,6 +5,10 @@
 
 class LockFail extends Exception {} // a definite no: nothing was taken
 
+// What release returns when its library says nothing (a release that
+// returns void whether or not it deleted): answered "unknown".
+const LOCKSTORM_UNKNOWN = 'lockstorm-unknown';
+
 $LOCKSTORM_NODES = array_values(array_filter(explode(',', getenv('LOCKSTORM_NODES') ?: '')));
 $LOCKSTORM_POINTS = false;
 
@@ -41,7 +45,12 @@ function lockstorm_point($name) {
     }
 }
 
-function lockstorm_serve($hello, $acquire, $release) {
+// $acquire($key) returns the token, or [token, validity in ms] (0: none);
+// $release($key, $token) returns, or LOCKSTORM_UNKNOWN; $extend, when given
+// (the hello then says extend=true), ($key, $token, $ttlSeconds) returns
+// nothing or the validity in ms. LockFail is a definite no; anything else
+// thrown leaves the outcome unknown.
+function lockstorm_serve($hello, $acquire, $release, $extend = null) {
     global $LOCKSTORM_POINTS;
     while (($line = fgets(STDIN)) !== false) {
         $f = preg_split('/\s+/', trim($line));
@@ -49,14 +58,23 @@ function lockstorm_serve($hello, $acquire, $release) {
             switch ($f[0]) {
             case 'hello':
                 $LOCKSTORM_POINTS = in_array('points=on', array_slice($f, 2), true);
-                lockstorm_say("hello 1 $hello");
+                lockstorm_say("hello 1 $hello" . ($extend ? ' extend=true' : ''));
                 break;
             case 'acquire':
-                lockstorm_say('ok ' . $acquire($f[1]));
+                $r = $acquire($f[1]);
+                [$token, $validity] = is_array($r) ? $r : [$r, 0];
+                lockstorm_say('ok ' . $token . ($validity > 0 ? ' validity=' . (int)round($validity) : ''));
                 break;
             case 'release':
-                $release($f[1], $f[2]);
-                lockstorm_say('ok');
+                lockstorm_say($release($f[1], $f[2]) === LOCKSTORM_UNKNOWN ? 'unknown release returned nothing' : 'ok');
+                break;
+            case 'extend':
+                if (!$extend) {
+                    lockstorm_say('error extend not supported');
+                    break;
+                }
+                $validity = $extend($f[1], $f[2], (int)$f[3] / 1000.0);
+                lockstorm_say('ok' . ($validity > 0 ? ' validity=' . (int)round($validity) : ''));
                 break;
             default:
                 lockstorm_say("error unknown request {$f[0]}");
