@@ -56,14 +56,19 @@ stress-ng:
 
 # The example client processes (examples/clients, lockimpl/exec): seed 000's
 # PHP lock needs php-cli and php-redis, the Python ones python3-redis (for
-# /usr/bin/python3), node-redlock node, npm and its lockfile's packages, seed
+# /usr/bin/python3), the Debian zoo's (examples/zoo/debian) Symfony Lock and
+# Laravel's cache lock php-symfony-lock, php-illuminate-cache and
+# php-illuminate-redis, node-redlock node, npm and its lockfile's packages, seed
 # 001's Java lock a JDK (compiled into build/java). Installed when missing and
 # root, like redis-server; the tests fail under CI=true without them.
-CLIENT_DEBS := php-cli php-redis python3-redis nodejs npm default-jdk-headless
+CLIENT_DEBS := php-cli php-redis php-symfony-lock php-illuminate-cache php-illuminate-redis python3-redis nodejs npm default-jdk-headless
 clients:
 	@missing=""; \
 	command -v php >/dev/null 2>&1 && php -r 'exit(class_exists("Redis") ? 0 : 1);' || missing="$$missing php-cli php-redis"; \
 	/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || missing="$$missing python3-redis"; \
+	[ -f /usr/share/php/Symfony/Component/Lock/autoload.php ] || missing="$$missing php-symfony-lock"; \
+	[ -f /usr/share/php/Illuminate/Cache/autoload.php ] || missing="$$missing php-illuminate-cache"; \
+	[ -f /usr/share/php/Illuminate/Redis/autoload.php ] || missing="$$missing php-illuminate-redis"; \
 	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
 	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	command -v javac >/dev/null 2>&1 || missing="$$missing default-jdk-headless"; \

@@ -1,7 +1,8 @@
 // Package debian puts the lock libraries Debian packages for PHP and
 // Python on trial, each as a client process (examples/clients/PROTOCOL.md):
 // redis-py's redis.lock.Lock (python3-redis, run by Debian's
-// /usr/bin/python3) and Symfony Lock (php-symfony-lock, php-redis). `make
+// /usr/bin/python3), Symfony Lock (php-symfony-lock, php-redis) and
+// Laravel's cache lock (php-illuminate-cache, php-illuminate-redis). `make
 // clients` installs them (apt-get).
 package debian
 
@@ -41,6 +42,7 @@ var clients = []struct {
 	{"redis-py Lock", "4.3.4", []string{"/usr/bin/python3", "redis_py.py", "reacquire"}},
 	{"symfony/lock RedisStore", "5.4.23", []string{"php", "symfony_lock.php"}},
 	{"symfony/lock CombinedStore", "5.4.23", []string{"php", "symfony_lock.php", "5"}},
+	{"Laravel Cache::lock (illuminate/cache)", "8.83.26", []string{"php", "laravel_lock.php"}},
 }
 
 // TestZoo runs the battery against every client under LOCKSTORM_ZOO=1
