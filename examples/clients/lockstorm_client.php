@@ -45,6 +45,17 @@ function lockstorm_point($name) {
     }
 }
 
+// lockstorm_why is an exception and its causes on one line ("A: msg <- B:
+// msg"): a library that wraps every failure in one class (Symfony Lock's
+// LockAcquiringException) keeps its cause in getPrevious().
+function lockstorm_why(Throwable $e) {
+    $parts = [];
+    for (; $e; $e = $e->getPrevious()) {
+        $parts[] = get_class($e) . ': ' . preg_replace('/\s+/', ' ', $e->getMessage());
+    }
+    return implode(' <- ', $parts);
+}
+
 // $acquire($key) returns the token, or [token, validity in ms] (0: none);
 // $release($key, $token) returns, or LOCKSTORM_UNKNOWN; $extend, when given
 // (the hello then says extend=true), ($key, $token, $ttlSeconds) returns
@@ -82,7 +93,7 @@ function lockstorm_serve($hello, $acquire, $release, $extend = null) {
         } catch (LockFail $e) {
             lockstorm_say('fail ' . preg_replace('/\s+/', ' ', $e->getMessage()));
         } catch (Throwable $e) { // a lost reply, a timeout: unknown
-            lockstorm_say('error ' . get_class($e) . ': ' . preg_replace('/\s+/', ' ', $e->getMessage()));
+            lockstorm_say('error ' . lockstorm_why($e));
         }
     }
 }
