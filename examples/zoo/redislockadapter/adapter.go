@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -47,7 +48,8 @@ func (r Release) Info() lockimpl.Info {
 			if o.TTL <= 0 || o.WaitTimeout <= 0 || len(env.Nodes) == 0 {
 				return nil, fmt.Errorf("redislock %s: need lock.ttl, lock.wait_timeout and a node", r.Version)
 			}
-			return &locker{env: env, o: o, c: r.Client(env.Nodes[0])}, nil
+			s := &stamped{UniversalClient: env.Nodes[0]}
+			return &locker{env: env, o: o, c: r.Client(s), s: s}, nil
 		},
 	}
 }
@@ -56,43 +58,41 @@ type locker struct {
 	env lockimpl.Env
 	o   lockimpl.Options
 	c   *redislock.Client
+	s   *stamped
 }
 
-// tries is the README's retry strategy, LimitRetry(LinearBackoff(d), n),
-// that also records when the next try starts (after its backoff): the
-// start a careful user dates the TTL from, as the library gives no
-// validity (Lock.TTL asks the server for what is left, a round trip
-// later).
-type tries struct {
-	s     redislock.RetryStrategy
-	start time.Time
+// driftFactor is the share of the TTL a careful holder leaves for clock
+// drift (the distlock page's "minus some time ... to compensate for clock
+// drift between processes"; redsync's default, 0.01).
+const driftFactor = 0.01
+
+// until is when a lease whose command was sent at start ends, less the
+// drift: the library gives no validity (Lock.TTL asks the server what is
+// left, a round trip later), so a careful user dates the TTL from the
+// command that took or refreshed the key.
+func (l *locker) until(start time.Time, ttl time.Duration) time.Duration {
+	return time.Until(start.Add(ttl - time.Duration(float64(ttl)*driftFactor)))
 }
 
-func (t *tries) NextBackoff() time.Duration {
-	d := t.s.NextBackoff()
-	t.start = time.Now().Add(d)
-	return d
-}
-
-func (l *locker) retry(n int) *tries {
-	d := max(l.o.RetryDelay, time.Millisecond)
-	return &tries{s: redislock.LimitRetry(redislock.LinearBackoff(d), n), start: time.Now()}
+// retry is the README's retry strategy, LimitRetry(LinearBackoff(d), n).
+func (l *locker) retry(n int) redislock.RetryStrategy {
+	return redislock.LimitRetry(redislock.LinearBackoff(max(l.o.RetryDelay, time.Millisecond)), n)
 }
 
 // Acquire is Obtain with the README's linear retry for the wait timeout.
 // Obtain stops at the first Redis error and returns it: a lost reply,
 // whose SET may have run, so the outcome is unknown unless Redis answered.
 func (l *locker) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
-	t := l.retry(int(l.o.WaitTimeout / max(l.o.RetryDelay, time.Millisecond)))
+	n := int(l.o.WaitTimeout / max(l.o.RetryDelay, time.Millisecond))
 	// Obtain gives up at its context's deadline; keep that past the last
 	// retry, so running out of retries (all answered) is what ends it.
 	cctx, cancel := context.WithTimeout(ctx, 2*l.o.WaitTimeout+time.Second)
 	defer cancel()
-	lock, err := l.c.Obtain(cctx, key, l.o.TTL, &redislock.Options{RetryStrategy: t})
+	lock, err := l.c.Obtain(cctx, key, l.o.TTL, &redislock.Options{RetryStrategy: l.retry(n)})
 	switch {
 	case err == nil:
 		return &lockimpl.Lease{Key: key, Token: lock.Token(), Acquired: l.env.Clock.Now(),
-			Validity: time.Until(t.start.Add(l.o.TTL)), State: lock}, nil
+			Validity: l.until(l.s.last(), l.o.TTL), State: lock}, nil
 	case errors.Is(err, redislock.ErrNotObtained) && ctx.Err() == nil:
 		return nil, fmt.Errorf("%w: %v", lockimpl.ErrNotAcquired, err)
 	}
@@ -117,17 +117,44 @@ func (l *locker) Release(ctx context.Context, lease *lockimpl.Lease) error {
 // tries (what v0.10.0 honours for transient errors, PRs 83/88; earlier
 // releases return the first error). ErrNotObtained is the script's "not
 // ours"; a reply from Redis is definite; anything else is a lost reply.
-// The validity is dated from the last try's start.
+// The validity is dated from the last try's command.
 func (l *locker) Extend(ctx context.Context, lease *lockimpl.Lease, ttl time.Duration) error {
-	t := l.retry(3)
-	err := lease.State.(*redislock.Lock).Refresh(ctx, ttl, &redislock.Options{RetryStrategy: t})
+	err := lease.State.(*redislock.Lock).Refresh(ctx, ttl, &redislock.Options{RetryStrategy: l.retry(3)})
 	switch {
 	case err == nil:
-		lease.Acquired, lease.Validity = l.env.Clock.Now(), time.Until(t.start.Add(ttl))
+		lease.Acquired, lease.Validity = l.env.Clock.Now(), l.until(l.s.last(), ttl)
 		return nil
 	case errors.Is(err, redislock.ErrNotObtained) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled),
 		lockimpl.Replied(err) && !errors.Is(err, redis.Nil):
 		return fmt.Errorf("%w: %v", lockimpl.ErrNotHeld, err)
 	}
 	return fmt.Errorf("redislock: refresh outcome unknown: %w", err)
+}
+
+// stamped is the node's client as the library gets it, noting when each
+// command that can take or refresh the key is handed to go-redis: the
+// start of the try that won, which the library does not report (its
+// retries run inside Obtain and Refresh, and v0.8.2's ticker, never
+// reset, does not start a try when its backoff says).
+type stamped struct {
+	redis.UniversalClient
+	at atomic.Int64 // UnixNano of the last command's start
+}
+
+func (s *stamped) stamp()          { s.at.Store(time.Now().UnixNano()) }
+func (s *stamped) last() time.Time { return time.Unix(0, s.at.Load()) }
+
+func (s *stamped) SetNX(ctx context.Context, key string, value interface{}, expiration time.Duration) *redis.BoolCmd {
+	s.stamp()
+	return s.UniversalClient.SetNX(ctx, key, value, expiration)
+}
+
+func (s *stamped) Eval(ctx context.Context, script string, keys []string, args ...interface{}) *redis.Cmd {
+	s.stamp()
+	return s.UniversalClient.Eval(ctx, script, keys, args...)
+}
+
+func (s *stamped) EvalSha(ctx context.Context, sha1 string, keys []string, args ...interface{}) *redis.Cmd {
+	s.stamp()
+	return s.UniversalClient.EvalSha(ctx, sha1, keys, args...)
 }
