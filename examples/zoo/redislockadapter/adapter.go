@@ -81,7 +81,7 @@ func (l *locker) retry(n int) redislock.RetryStrategy {
 
 // Acquire is Obtain with the README's linear retry for the wait timeout.
 // Obtain stops at the first Redis error and returns it: a lost reply,
-// whose SET may have run, so the outcome is unknown unless Redis answered.
+// whose SET may have run, is an unknown outcome; an error reply is a no.
 func (l *locker) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	n := int(l.o.WaitTimeout / max(l.o.RetryDelay, time.Millisecond))
 	// Obtain gives up at its context's deadline; keep that past the last
@@ -93,7 +93,9 @@ func (l *locker) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 	case err == nil:
 		return &lockimpl.Lease{Key: key, Token: lock.Token(), Acquired: l.env.Clock.Now(),
 			Validity: l.until(l.s.last(), l.o.TTL), State: lock}, nil
-	case errors.Is(err, redislock.ErrNotObtained) && ctx.Err() == nil:
+	case ctx.Err() == nil && (errors.Is(err, redislock.ErrNotObtained) || lockimpl.Replied(err) && !errors.Is(err, redis.Nil)):
+		// Obtain returns the first error reply as it is (CLUSTERDOWN,
+		// say): the server refused the command, nothing was taken.
 		return nil, fmt.Errorf("%w: %v", lockimpl.ErrNotAcquired, err)
 	}
 	return nil, fmt.Errorf("redislock: outcome unknown: %w", err)
