@@ -9,7 +9,9 @@ replace (
 )
 
 require (
+	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/bsm/redislock v0.10.0
+	github.com/lockstorm/lockstorm v0.0.0
 	github.com/lockstorm/lockstorm/examples/zoo/redislockadapter v0.0.0
 	github.com/lockstorm/lockstorm/examples/zoo/redsyncadapter v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -17,7 +19,6 @@ require (
 
 require (
 	github.com/Shopify/toxiproxy/v2 v2.12.0 // indirect
-	github.com/alicebob/miniredis/v2 v2.40.0 // indirect
 	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -27,7 +28,6 @@ require (
 	github.com/goccy/go-yaml v1.19.2 // indirect
 	github.com/gorilla/mux v1.8.1 // indirect
 	github.com/klauspost/compress v1.17.11 // indirect
-	github.com/lockstorm/lockstorm v0.0.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/mattn/go-runewidth v0.0.19 // indirect
