@@ -26,10 +26,16 @@ func locker(t *testing.T, o lockimpl.Options) (*miniredis.Miniredis, lockimpl.Lo
 	return m, l
 }
 
-// TestErrorReplyIsNo: an error reply to Obtain (the server refused the
+// TestZooAdapter tests the adapter's judgements (make zoo-ci runs it).
+func TestZooAdapter(t *testing.T) {
+	t.Run("error-reply-is-no", errorReplyIsNo)
+	t.Run("validity-from-the-winning-try", validityFromTheWinningTry)
+}
+
+// errorReplyIsNo: an error reply to Obtain (the server refused the
 // command: CLUSTERDOWN in cluster-minority-partition-random) is a
 // definite no, not an unknown outcome.
-func TestErrorReplyIsNo(t *testing.T) {
+func errorReplyIsNo(t *testing.T) {
 	m, l := locker(t, lockimpl.Options{TTL: time.Second, WaitTimeout: 100 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
 	m.SetError("CLUSTERDOWN The cluster is down")
 	_, err := l.Acquire(context.Background(), "k")
@@ -38,11 +44,11 @@ func TestErrorReplyIsNo(t *testing.T) {
 	}
 }
 
-// TestValidityFromTheWinningTry: a lease won after waiting is dated from
+// validityFromTheWinningTry: a lease won after waiting is dated from
 // the try that won, less the 1 % drift: its validity is at most the TTL
 // less the drift, and more than the TTL less the drift less the time the
 // acquire took after that try.
-func TestValidityFromTheWinningTry(t *testing.T) {
+func validityFromTheWinningTry(t *testing.T) {
 	ttl := time.Second
 	m, l := locker(t, lockimpl.Options{TTL: ttl, WaitTimeout: 2 * time.Second, RetryDelay: 10 * time.Millisecond})
 	if err := m.Set("k", "someone else's"); err != nil {
