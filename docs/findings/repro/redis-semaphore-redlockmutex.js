@@ -19,15 +19,32 @@ const { RedlockMutex } = require("redis-semaphore");
 const TTL = 1000, LATE = 1200;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// freePort is a port the OS hands out and that is closed again.
-const freePort = () => new Promise((res) => {
-  const s = net.createServer().listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => res(p)); });
-});
+// startServer starts a redis-server on a unix socket of its own (no TCP
+// port to race for on a shared machine) and waits until it answers PING.
+const startServer = async (dir, name) => {
+  const path = require("node:path").join(dir, name + ".sock");
+  const proc = spawn("redis-server", ["--port", "0", "--unixsocket", path, "--unixsocketperm", "700",
+    "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+  for (let i = 0; i < 100; i++) {
+    const ok = await new Promise((res) => {
+      const c = net.connect(path, () => c.write("PING\r\n"));
+      c.on("data", (d) => { c.destroy(); res(String(d).startsWith("+PONG")); });
+      c.on("error", () => res(false));
+    });
+    if (ok) return { path, proc };
+    await sleep(50);
+  }
+  proc.kill();
+  throw new Error("redis-server did not answer on " + path);
+};
+// A run that hangs (a server gone, a client reconnecting for ever) fails
+// instead of blocking CI.
+setTimeout(() => { console.log("TIMEOUT: the reproducer did not finish in 30 s"); process.exit(2); }, 30000).unref();
 
-// delayProxy forwards to port, holding every reply from the server ms.
-const delayProxy = (port, ms) => new Promise((res) => {
+// delayProxy forwards to the server's socket, holding every reply ms.
+const delayProxy = (path, ms) => new Promise((res) => {
   const srv = net.createServer((c) => {
-    const up = net.connect(port, "127.0.0.1");
+    const up = net.connect(path);
     c.on("data", (d) => up.write(d));
     up.on("data", (d) => setTimeout(() => c.write(d), ms));
     const end = () => { c.destroy(); up.destroy(); };
@@ -36,15 +53,15 @@ const delayProxy = (port, ms) => new Promise((res) => {
 });
 
 async function main() {
-  const ports = [];
-  for (let i = 0; i < 5; i++) ports.push(await freePort());
-  const servers = ports.map((p) => spawn("redis-server", ["--port", String(p), "--save", "", "--appendonly", "no"], { stdio: "ignore" }));
+  const dir = require("node:fs").mkdtempSync(require("node:path").join(require("node:os").tmpdir(), "repro-"));
+  const servers = [];
   const proxies = [];
   try {
-    await sleep(300);
-    for (const i of [1, 2]) proxies[i] = await delayProxy(ports[i], LATE);
-    const a = ports.map((p, i) => new Redis({ port: proxies[i] ? proxies[i].port : p, lazyConnect: false }));
-    const b = ports.map((p) => new Redis({ port: p }));
+    for (let i = 0; i < 5; i++) servers.push(await startServer(dir, "n" + (i + 1)));
+    for (const i of [1, 2]) proxies[i] = await delayProxy(servers[i].path, LATE);
+    const opt = (i) => (proxies[i] ? { port: proxies[i].port } : { path: servers[i].path });
+    const a = servers.map((_, i) => new Redis(opt(i)));
+    const b = servers.map((s) => new Redis({ path: s.path }));
     await Promise.all([...a, ...b].map((c) => c.ping())); // connected (A's slow ones 1.2 s later)
     const opts = { lockTimeout: TTL, acquireTimeout: 3000, retryInterval: 10, refreshInterval: 0 };
     const A = new RedlockMutex(a, "res", opts);
@@ -62,7 +79,8 @@ async function main() {
     return 0;
   } finally {
     proxies.forEach((p) => p && p.srv.close());
-    servers.forEach((s) => s.kill());
+    servers.forEach((s) => s.proc.kill());
+    require("node:fs").rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -21,13 +21,31 @@ const { createClient } = require("redis");
 const { lock, tryLock } = require("simple-redis-mutex");
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const freePort = () => new Promise((res) => {
-  const s = net.createServer().listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => res(p)); });
-});
-// delayProxy forwards to port, holding every reply from the server ms.
-const delayProxy = (port, ms) => new Promise((res) => {
+// startServer starts a redis-server on a unix socket of its own (no TCP
+// port to race for on a shared machine) and waits until it answers PING.
+const startServer = async (dir, name) => {
+  const path = require("node:path").join(dir, name + ".sock");
+  const proc = spawn("redis-server", ["--port", "0", "--unixsocket", path, "--unixsocketperm", "700",
+    "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+  for (let i = 0; i < 100; i++) {
+    const ok = await new Promise((res) => {
+      const c = net.connect(path, () => c.write("PING\r\n"));
+      c.on("data", (d) => { c.destroy(); res(String(d).startsWith("+PONG")); });
+      c.on("error", () => res(false));
+    });
+    if (ok) return { path, proc };
+    await sleep(50);
+  }
+  proc.kill();
+  throw new Error("redis-server did not answer on " + path);
+};
+// A run that hangs (a server gone, a client reconnecting for ever) fails
+// instead of blocking CI.
+setTimeout(() => { console.log("TIMEOUT: the reproducer did not finish in 30 s"); process.exit(2); }, 30000).unref();
+// delayProxy forwards to the server's socket, holding every reply ms.
+const delayProxy = (path, ms) => new Promise((res) => {
   const srv = net.createServer((c) => {
-    const up = net.connect(port, "127.0.0.1");
+    const up = net.connect(path);
     c.on("data", (d) => up.write(d));
     up.on("data", (d) => setTimeout(() => c.write(d), ms));
     const end = () => { c.destroy(); up.destroy(); };
@@ -36,20 +54,19 @@ const delayProxy = (port, ms) => new Promise((res) => {
 });
 
 async function main() {
-  const port = await freePort();
-  const server = spawn("redis-server", ["--port", String(port), "--save", "", "--appendonly", "no"], { stdio: "ignore" });
-  let proxy;
+  const dir = require("node:fs").mkdtempSync(require("node:path").join(require("node:os").tmpdir(), "repro-"));
+  let server, proxy;
   try {
-    await sleep(300);
-    proxy = await delayProxy(port, 100);
-    const mk = async (p) => {
-      const c = createClient({ socket: { port: p } });
+    server = await startServer(dir, "n1");
+    proxy = await delayProxy(server.path, 100);
+    const mk = async (socket) => {
+      const c = createClient({ socket });
       c.on("error", () => {});
       await c.connect();
       return c;
     };
-    const b = await mk(port);
-    const a = await mk(proxy.port);
+    const b = await mk({ path: server.path });
+    const a = await mk({ port: proxy.port });
     // The library's one pub/sub subscriber is a duplicate of the first
     // client it meets: make it B's (direct), as a warm-up.
     const [, warm] = await tryLock(b, "warm-up", { timeout: 1000 });
@@ -73,7 +90,8 @@ async function main() {
     return 0;
   } finally {
     if (proxy) proxy.srv.close();
-    server.kill();
+    if (server) server.proc.kill();
+    require("node:fs").rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -19,20 +19,38 @@ const { createClient } = require("redis");
 const { lock } = require("simple-redis-mutex");
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const freePort = () => new Promise((res) => {
-  const s = net.createServer().listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => res(p)); });
-});
+// startServer starts a redis-server on a unix socket of its own (no TCP
+// port to race for on a shared machine) and waits until it answers PING.
+const startServer = async (dir, name) => {
+  const path = require("node:path").join(dir, name + ".sock");
+  const proc = spawn("redis-server", ["--port", "0", "--unixsocket", path, "--unixsocketperm", "700",
+    "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+  for (let i = 0; i < 100; i++) {
+    const ok = await new Promise((res) => {
+      const c = net.connect(path, () => c.write("PING\r\n"));
+      c.on("data", (d) => { c.destroy(); res(String(d).startsWith("+PONG")); });
+      c.on("error", () => res(false));
+    });
+    if (ok) return { path, proc };
+    await sleep(50);
+  }
+  proc.kill();
+  throw new Error("redis-server did not answer on " + path);
+};
+// A run that hangs (a server gone, a client reconnecting for ever) fails
+// instead of blocking CI.
+setTimeout(() => { console.log("TIMEOUT: the reproducer did not finish in 30 s"); process.exit(2); }, 30000).unref();
 
 const unhandled = [];
 process.on("unhandledRejection", (e) => unhandled.push(e));
 
 async function main() {
-  const port = await freePort();
-  const server = spawn("redis-server", ["--port", String(port), "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+  const dir = require("node:fs").mkdtempSync(require("node:path").join(require("node:os").tmpdir(), "repro-"));
+  let server;
   try {
-    await sleep(300);
+    server = await startServer(dir, "n1");
     const mk = async () => {
-      const c = createClient({ socket: { port, reconnectStrategy: 20 } });
+      const c = createClient({ socket: { path: server.path, reconnectStrategy: 20 } });
       c.on("error", () => {}); // node-redis reconnects on its own
       await c.connect();
       return c;
@@ -56,7 +74,8 @@ async function main() {
     }
     return 0;
   } finally {
-    server.kill();
+    if (server) server.proc.kill();
+    require("node:fs").rmSync(dir, { recursive: true, force: true });
   }
 }
 
