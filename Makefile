@@ -57,14 +57,19 @@ stress-ng:
 
 # The example client processes (examples/clients, lockimpl/exec): seed 000's
 # PHP lock needs php-cli and php-redis, the Python ones python3-redis (for
-# /usr/bin/python3), node-redlock node, npm and its lockfile's packages, seed
+# /usr/bin/python3), the Debian zoo's (examples/zoo/debian) Symfony Lock and
+# Laravel's cache lock php-symfony-lock, php-illuminate-cache and
+# php-illuminate-redis, node-redlock node, npm and its lockfile's packages, seed
 # 001's Java lock a JDK (compiled into build/java). Installed when missing and
 # root, like redis-server; the tests fail under CI=true without them.
-CLIENT_DEBS := php-cli php-redis python3-redis nodejs npm default-jdk-headless
+CLIENT_DEBS := php-cli php-redis php-symfony-lock php-illuminate-cache php-illuminate-redis python3-redis nodejs npm default-jdk-headless
 clients:
 	@missing=""; \
 	command -v php >/dev/null 2>&1 && php -r 'exit(class_exists("Redis") ? 0 : 1);' || missing="$$missing php-cli php-redis"; \
 	/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || missing="$$missing python3-redis"; \
+	[ -f /usr/share/php/Symfony/Component/Lock/autoload.php ] || missing="$$missing php-symfony-lock"; \
+	[ -f /usr/share/php/Illuminate/Cache/autoload.php ] || missing="$$missing php-illuminate-cache"; \
+	[ -f /usr/share/php/Illuminate/Redis/autoload.php ] || missing="$$missing php-illuminate-redis"; \
 	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
 	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	command -v javac >/dev/null 2>&1 || missing="$$missing default-jdk-headless"; \
@@ -219,9 +224,14 @@ zoo-clients: clients
 # and the battery are `make zoo`'s. The three binaries are linked at once
 # (build/zoo-ci), then run one after another, so that no verdict is
 # reached beside another module's runs; each runs in its module's folder
-# (its go.mod, node_modules) and leaves its log in build/zoo-ci. About 30 s
+# (its go.mod, node_modules) and leaves its log in build/zoo-ci. The Debian
+# zoo (redis-py, Symfony Lock, Laravel) has no known bug to assert: CI checks
+# that its clients start and are the versions its matrix names (TestZoo
+# without LOCKSTORM_ZOO, under a second); bsm/redislock's adapter tests
+# (redislock-v0.10.0, miniredis, under a second). Then each reproducer of
+# docs/findings/repro must still show its bug (exit 1, BUG). About 30 s
 # once linked (docs/zoo.md).
-ZOO_CI := examples/zoo/redsync-v4.0.3 examples/zoo/redsync-v4.4.1 examples/zoo/npm
+ZOO_CI := examples/zoo/redsync-v4.0.3 examples/zoo/redsync-v4.4.1 examples/zoo/npm examples/zoo/debian examples/zoo/redislock-v0.10.0
 zoo-ci: $(SHIM) redis-server zoo-clients
 	@mkdir -p build/zoo-ci; pids=""; \
 	for m in $(ZOO_CI); do \
@@ -231,11 +241,19 @@ zoo-ci: $(SHIM) redis-server zoo-clients
 	for m in $(ZOO_CI); do \
 	  b=$$(basename $$m); run='TestZoo/^(extend-reply-late|expired-release)$$'; \
 	  [ $$b = npm ] && run='TestKnownBugs$$'; \
+	  [ $$b = debian ] && run='TestZoo$$'; \
+	  [ $$b = redislock-v0.10.0 ] && run='TestZooAdapter$$'; \
 	  (cd $$m && LOCKSTORM_ZOO_SEEDS=1 CI=$${CI:-true} $(CURDIR)/build/zoo-ci/$$b.test \
 	    -test.count=1 -test.timeout=5m -test.v -test.run "$$run") > build/zoo-ci/$$b.log 2>&1 || \
 	    { cat build/zoo-ci/$$b.log; echo "zoo-ci: $$m FAILED"; exit 1; }; \
 	  grep -qE '^\s+--- PASS' build/zoo-ci/$$b.log || { echo "zoo-ci: $$m: -run $$run selected no test"; exit 1; }; \
 	  grep -E '^\s*--- ' build/zoo-ci/$$b.log | sed "s|^|zoo-ci: $$b |"; \
+	done
+	@for r in $(wildcard docs/findings/repro/*.js); do \
+	  l=build/zoo-ci/$$(basename $$r).log; \
+	  NODE_PATH=examples/zoo/npm/node_modules node $$r > $$l 2>&1; rc=$$?; \
+	  if [ $$rc -ne 1 ] || ! grep -q '^BUG' $$l; then cat $$l; echo "zoo-ci: $$r exited $$rc: want 1 and BUG (the bug at the version the zoo pins)"; exit 1; fi; \
+	  echo "zoo-ci: $$r: $$(head -1 $$l)"; \
 	done
 
 zoo-quick: $(SHIM) redis-server zoo-clients

@@ -60,6 +60,14 @@ type Claims struct {
 	// GETSET): whichever comes first ends it, so a server clock jump can
 	// end it before its stamp passes.
 	ServerTTL bool `yaml:"server_ttl" json:"server_ttl,omitempty"`
+	// GrantChecked says a single-instance lock, once the command that took
+	// it has answered, checks that the lease it dated from before sending
+	// that command has not run out, and gives the lock back instead of
+	// granting it when it has (Symfony Lock: RedisStore::save's
+	// checkNotExpired, Lock::acquire's isExpired): a grant that comes back
+	// after the TTL is refused, as a quorum lock's validity check refuses
+	// it. A pause after the check is still a holder paused past its lease.
+	GrantChecked bool `yaml:"grant_checked" json:"grant_checked,omitempty"`
 }
 
 // Topology is where a lock's state lives.

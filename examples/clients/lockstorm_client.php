@@ -5,6 +5,10 @@
 
 class LockFail extends Exception {} // a definite no: nothing was taken
 
+// What release returns when its library says nothing (a release that
+// returns void whether or not it deleted): answered "unknown".
+const LOCKSTORM_UNKNOWN = 'lockstorm-unknown';
+
 $LOCKSTORM_NODES = array_values(array_filter(explode(',', getenv('LOCKSTORM_NODES') ?: '')));
 $LOCKSTORM_POINTS = false;
 
@@ -41,7 +45,23 @@ function lockstorm_point($name) {
     }
 }
 
-function lockstorm_serve($hello, $acquire, $release) {
+// lockstorm_why is an exception and its causes on one line ("A: msg <- B:
+// msg"): a library that wraps every failure in one class (Symfony Lock's
+// LockAcquiringException) keeps its cause in getPrevious().
+function lockstorm_why(Throwable $e) {
+    $parts = [];
+    for (; $e; $e = $e->getPrevious()) {
+        $parts[] = get_class($e) . ': ' . preg_replace('/\s+/', ' ', $e->getMessage());
+    }
+    return implode(' <- ', $parts);
+}
+
+// $acquire($key) returns the token, or [token, validity in ms] (0: none);
+// $release($key, $token) returns, or LOCKSTORM_UNKNOWN; $extend, when given
+// (the hello then says extend=true), ($key, $token, $ttlSeconds) returns
+// nothing or the validity in ms. LockFail is a definite no; anything else
+// thrown leaves the outcome unknown.
+function lockstorm_serve($hello, $acquire, $release, $extend = null) {
     global $LOCKSTORM_POINTS;
     while (($line = fgets(STDIN)) !== false) {
         $f = preg_split('/\s+/', trim($line));
@@ -49,14 +69,23 @@ function lockstorm_serve($hello, $acquire, $release) {
             switch ($f[0]) {
             case 'hello':
                 $LOCKSTORM_POINTS = in_array('points=on', array_slice($f, 2), true);
-                lockstorm_say("hello 1 $hello");
+                lockstorm_say("hello 1 $hello" . ($extend ? ' extend=true' : ''));
                 break;
             case 'acquire':
-                lockstorm_say('ok ' . $acquire($f[1]));
+                $r = $acquire($f[1]);
+                [$token, $validity] = is_array($r) ? $r : [$r, 0];
+                lockstorm_say('ok ' . $token . ($validity > 0 ? ' validity=' . (int)round($validity) : ''));
                 break;
             case 'release':
-                $release($f[1], $f[2]);
-                lockstorm_say('ok');
+                lockstorm_say($release($f[1], $f[2]) === LOCKSTORM_UNKNOWN ? 'unknown release returned nothing' : 'ok');
+                break;
+            case 'extend':
+                if (!$extend) {
+                    lockstorm_say('error extend not supported');
+                    break;
+                }
+                $validity = $extend($f[1], $f[2], (int)$f[3] / 1000.0);
+                lockstorm_say('ok' . ($validity > 0 ? ' validity=' . (int)round($validity) : ''));
                 break;
             default:
                 lockstorm_say("error unknown request {$f[0]}");
@@ -64,7 +93,7 @@ function lockstorm_serve($hello, $acquire, $release) {
         } catch (LockFail $e) {
             lockstorm_say('fail ' . preg_replace('/\s+/', ' ', $e->getMessage()));
         } catch (Throwable $e) { // a lost reply, a timeout: unknown
-            lockstorm_say('error ' . get_class($e) . ': ' . preg_replace('/\s+/', ' ', $e->getMessage()));
+            lockstorm_say('error ' . lockstorm_why($e));
         }
     }
 }

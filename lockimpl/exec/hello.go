@@ -85,6 +85,8 @@ func setClaim(c *lockimpl.Claims, k, v string) error {
 		c.WholeSeconds, err = flag()
 	case "server_ttl":
 		c.ServerTTL, err = flag()
+	case "grant_checked":
+		c.GrantChecked, err = flag()
 	default:
 		return fmt.Errorf("claim %q is not supported by this protocol version", k)
 	}

@@ -88,3 +88,13 @@ func TestHelloFields(t *testing.T) {
 		}
 	}
 }
+
+// TestHelloGrantChecked: grant_checked=true in a hello reaches the claims.
+func TestHelloGrantChecked(t *testing.T) {
+	line := "hello 1 topology=single expiry=server release=owner-checked grant_checked=true"
+	f := strings.Split(line, " ")
+	h, err := parseHello(message{verb: f[0], args: f[1:], raw: line})
+	if err != nil || !h.Claims.GrantChecked {
+		t.Fatalf("%q: claims %+v, err %v: want grant_checked", line, h.Claims, err)
+	}
+}

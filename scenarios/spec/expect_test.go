@@ -257,3 +257,27 @@ func TestPermissionDefaults(t *testing.T) {
 		})
 	}
 }
+
+// TestGrantChecked: explore-late-grant expects a late grant (unsafe) from
+// a single-instance lock unless it declares grant_checked (it gives a
+// lock whose lease ran out during its acquire back: Symfony Lock), and
+// safe from a quorum lock.
+func TestGrantChecked(t *testing.T) {
+	s, err := Load("explore-late-grant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	single := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
+	checked := single
+	checked.GrantChecked = true
+	quorum := single
+	quorum.Topology = lockimpl.Quorum
+	for _, tc := range []struct {
+		c    lockimpl.Claims
+		want string
+	}{{single, checker.Unsafe}, {checked, checker.Safe}, {quorum, checker.Safe}} {
+		if got := s.Derived(tc.c).Verdict; got != tc.want {
+			t.Errorf("%s: derived %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+// Package debian puts the lock libraries Debian packages for PHP and
+// Python on trial, each as a client process (examples/clients/PROTOCOL.md):
+// redis-py's redis.lock.Lock (python3-redis, run by Debian's
+// /usr/bin/python3), Symfony Lock (php-symfony-lock, php-redis) and
+// Laravel's cache lock (php-illuminate-cache, php-illuminate-redis). `make
+// clients` installs them (apt-get).
+package debian
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/lockstorm/lockstorm/examples/zoo/redsyncadapter/zootest"
+	"github.com/lockstorm/lockstorm/lockimpl"
+	lockexec "github.com/lockstorm/lockstorm/lockimpl/exec"
+)
+
+// battery is the zoo's battery less the Redis Cluster scenarios: a client
+// process is told its nodes' addresses, and a cluster node has none to
+// tell (lockexec.New refuses it).
+func battery() []string {
+	var names []string
+	for _, n := range zootest.Battery() {
+		if !strings.HasPrefix(n, "cluster-") {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// clients are the client processes, each with the package and version
+// the matrix names (the version its hello reports is checked against it:
+// Debian's packages, bookworm's).
+var clients = []struct {
+	library, version string
+	argv             []string
+}{
+	{"redis-py Lock", "4.3.4", []string{"/usr/bin/python3", "redis_py.py", "extend"}},
+	{"redis-py Lock", "4.3.4", []string{"/usr/bin/python3", "redis_py.py", "reacquire"}},
+	{"symfony/lock RedisStore", "5.4.23", []string{"php", "symfony_lock.php"}},
+	{"symfony/lock CombinedStore", "5.4.23", []string{"php", "symfony_lock.php", "5"}},
+	{"Laravel Cache::lock (illuminate/cache)", "8.83.26", []string{"php", "laravel_lock.php"}},
+}
+
+// TestZoo runs the battery against every client under LOCKSTORM_ZOO=1
+// (make zoo); without it, each client's hello is checked (installed, and
+// at the version the matrix names).
+func TestZoo(t *testing.T) {
+	seeds, err := zootest.Seeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clients {
+		if _, err := exec.LookPath(c.argv[0]); err != nil {
+			t.Fatalf("%s: %v: run make clients", c.library, err)
+		}
+		info := describe(t, c.argv)
+		t.Run(info.Name, func(t *testing.T) {
+			if !zootest.NamesVersion(info.Name, c.version) {
+				t.Fatalf("%s: its hello names another version than %s", info.Name, c.version)
+			}
+			if os.Getenv("LOCKSTORM_ZOO") == "" {
+				return
+			}
+			reps := zootest.Run(t, info, seeds, battery())
+			zootest.Write(t, c.library, c.version, info, reps)
+		})
+	}
+}
+
+// describe is the lock a client process says it is (its hello).
+func describe(t *testing.T, argv []string) lockimpl.Info {
+	t.Helper()
+	info, err := lockexec.Describe(context.Background(), argv)
+	if err != nil {
+		t.Fatalf("%v: %v", argv, err)
+	}
+	return info
+}
