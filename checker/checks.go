@@ -90,7 +90,7 @@ func compose(a *analysis, fs []finding) Result {
 	lv := findingOf[livenessFinding](fs)
 	res.Verdict, res.Reason = verdict(&res, a.opts, len(a.keys), lv.livenessResult)
 	if res.Verdict == Deadlock {
-		res.FirstViolationNs, res.FirstViolation = lv.firstOver, ViolationStarvation
+		res.FirstViolationNs, res.FirstViolation = lv.quietOver, ViolationStarvation
 		// The starvation that decided: the longest net of the harness's
 		// stalls (the longest one outright may have been mostly stall).
 		res.LongestStarvedMs, res.StarvedKey, res.StarvedFromNs = lv.net+lv.netStall, lv.netKey, lv.netFrom
