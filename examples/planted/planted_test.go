@@ -89,6 +89,14 @@ func allTrials(t *testing.T) []trial {
 		{BareExtend, "extend", string(history.KindExtendFalseSuccess)},
 		{DelToken, "release script", string(history.KindReleaseNotFreed)},
 		{ErrIsNo, "acquire errors", string(history.KindLostAcquire)},
+		// The catalogue's entries of libraries not reachable here
+		// (shared/catalogue.md), each with the kind its class implies.
+		{ForceUnlock, "release (catalogue 10, Redisson)", checker.Unsafe},
+		{RenewBare, "renewal (catalogue 11, Redisson)", string(history.KindExtendFalseSuccess)},
+		{RenewAfterFailedRelease, "release (catalogue 12, Redisson)", checker.Deadlock},
+		{RenewStaleEntry, "renewal (catalogue 13, Redisson)", checker.Unsafe},
+		{RenewDiesOnError, "renewal (catalogue 20, python-redis-lock)", checker.Unsafe},
+		{RenewRecreate, "renewal (catalogue 25, RedLock.net)", string(history.KindExtendFalseSuccess)},
 	}
 }
 
@@ -246,6 +254,14 @@ func TestLostGrantReply(t *testing.T) {
 	for _, tr := range []trial{
 		{Single, "correct", ""},
 		{ErrIsNo, "acquire errors", string(history.KindLostAcquire)},
+		// The catalogue's entries of libraries not reachable here
+		// (shared/catalogue.md), each with the kind its class implies.
+		{ForceUnlock, "release (catalogue 10, Redisson)", checker.Unsafe},
+		{RenewBare, "renewal (catalogue 11, Redisson)", string(history.KindExtendFalseSuccess)},
+		{RenewAfterFailedRelease, "release (catalogue 12, Redisson)", checker.Deadlock},
+		{RenewStaleEntry, "renewal (catalogue 13, Redisson)", checker.Unsafe},
+		{RenewDiesOnError, "renewal (catalogue 20, python-redis-lock)", checker.Unsafe},
+		{RenewRecreate, "renewal (catalogue 25, RedLock.net)", string(history.KindExtendFalseSuccess)},
 	} {
 		t.Run(tr.lock.Name, func(t *testing.T) {
 			rep, err := locktest.Check(t.Context(), tr.lock, locktest.Battery{Scenarios: []string{"lost-grant-reply"}, Seed: 1, Keep: keep()})

@@ -22,6 +22,10 @@ const (
 	// validity: the time the acquire took is not subtracted from the TTL,
 	// so a lock granted after its keys expired is trusted.
 	bugNoValidity quorumBug = "no-validity"
+	// release (catalogue 10, Redisson #542, fixed in 2.2.18): the
+	// RedLock's unlock force-deletes the key on every node whoever holds
+	// it, so a late unlock frees the next holder's majority.
+	bugForceUnlock quorumBug = "force-unlock"
 )
 
 // quorumNodes is how many independent masters the quorum lock uses.
@@ -140,6 +144,9 @@ func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 // did, unknown otherwise.
 func (l *quorum) Release(ctx context.Context, lease *lockimpl.Lease) error {
 	n, errs := l.onEvery(ctx, func(ctx context.Context, c redis.UniversalClient) (int64, error) {
+		if l.bug == bugForceUnlock { // planted: forceUnlockAsync on every node
+			return c.Del(ctx, lease.Key).Result()
+		}
 		return compareAndDelete.Run(ctx, c, []string{lease.Key}, lease.Token).Int64()
 	})
 	deleted, unheard := 0, 0
@@ -163,4 +170,6 @@ var (
 	Quorum     = quorumInfo("planted-quorum", "correct: Redlock on 5 masters", "")
 	HalfQuorum = quorumInfo("planted-half-quorum", "quorum counting: N/2 for a majority", bugHalfQuorum)
 	NoValidity = quorumInfo("planted-no-validity", "validity: the try's time not subtracted", bugNoValidity)
+	// ForceUnlock is catalogue 10 (Redisson #542).
+	ForceUnlock = quorumInfo("planted-force-unlock", "release: DEL on every node (Redisson #542)", bugForceUnlock)
 )
