@@ -97,6 +97,7 @@ func allTrials(t *testing.T) []trial {
 		{RenewStaleEntry, "renewal (catalogue 13, Redisson)", checker.Unsafe},
 		{RenewDiesOnError, "renewal (catalogue 20, python-redis-lock)", checker.Unsafe},
 		{RenewRecreate, "renewal (catalogue 25, RedLock.net)", string(history.KindExtendFalseSuccess)},
+		{WallElapsed, "validity (catalogue 24, RedLock.net)", checker.Unsafe},
 	}
 }
 
@@ -262,6 +263,7 @@ func TestLostGrantReply(t *testing.T) {
 		{RenewStaleEntry, "renewal (catalogue 13, Redisson)", checker.Unsafe},
 		{RenewDiesOnError, "renewal (catalogue 20, python-redis-lock)", checker.Unsafe},
 		{RenewRecreate, "renewal (catalogue 25, RedLock.net)", string(history.KindExtendFalseSuccess)},
+		{WallElapsed, "validity (catalogue 24, RedLock.net)", checker.Unsafe},
 	} {
 		t.Run(tr.lock.Name, func(t *testing.T) {
 			rep, err := locktest.Check(t.Context(), tr.lock, locktest.Battery{Scenarios: []string{"lost-grant-reply"}, Seed: 1, Keep: keep()})

@@ -26,6 +26,10 @@ const (
 	// RedLock's unlock force-deletes the key on every node whoever holds
 	// it, so a late unlock frees the next holder's majority.
 	bugForceUnlock quorumBug = "force-unlock"
+	// validity (catalogue 24, RedLock.net cb50082, fixed in 1.7.0): the
+	// try's time is read on the wall clock, so a wall-clock step back
+	// during a slow try makes an expired lock look valid.
+	bugWallElapsed quorumBug = "wall-elapsed"
 )
 
 // quorumNodes is how many independent masters the quorum lock uses.
@@ -97,7 +101,7 @@ func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 	drift := l.o.TTL/100 + 2*time.Millisecond
 	begin := l.env.Clock.Mono()
 	for {
-		start := l.env.Clock.Mono()
+		start, wallStart := l.env.Clock.Mono(), l.env.Clock.Now()
 		yes, errs := l.onEvery(ctx, func(ctx context.Context, c redis.UniversalClient) (int64, error) {
 			err := c.Do(ctx, "SET", key, tok, "NX", "PX", l.o.TTL.Milliseconds()).Err()
 			if err == nil {
@@ -117,8 +121,11 @@ func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 			need = len(l.nodes) / 2 // planted: half is not a majority
 		}
 		validity := l.o.TTL - (l.env.Clock.Mono() - start) - drift
-		if l.bug == bugNoValidity {
+		switch l.bug {
+		case bugNoValidity:
 			validity = l.o.TTL // planted: the try's own time not subtracted
+		case bugWallElapsed:
+			validity = l.o.TTL - l.env.Clock.Now().Sub(wallStart) - drift // planted: wall clock
 		}
 		if votes >= need && validity > 0 {
 			return &lockimpl.Lease{Key: key, Token: tok, Acquired: l.env.Clock.Now(), Validity: validity}, nil
@@ -172,4 +179,6 @@ var (
 	NoValidity = quorumInfo("planted-no-validity", "validity: the try's time not subtracted", bugNoValidity)
 	// ForceUnlock is catalogue 10 (Redisson #542).
 	ForceUnlock = quorumInfo("planted-force-unlock", "release: DEL on every node (Redisson #542)", bugForceUnlock)
+	// WallElapsed is catalogue 24 (RedLock.net cb50082).
+	WallElapsed = quorumInfo("planted-wall-elapsed", "validity: the try timed on the wall clock (RedLock.net cb50082)", bugWallElapsed)
 )
