@@ -133,7 +133,7 @@ docs: $(SHIM)
 
 # The battery's own test (examples/planted): locks with bugs planted in
 # them, each flagged with its class by the shipped battery and nothing naming
-# it, their correct originals flagged by nothing; about eight minutes a
+# it, their correct originals flagged by nothing; about fifteen minutes a
 # seed, so not in `make test`. SEEDS=3 for three seeds.
 SEEDS ?= 1
 planted: redis-server clients $(SHIM)

@@ -44,6 +44,9 @@ type analysis struct {
 	// late is lateFor of every client with lags, computed once.
 	lateOnce sync.Once
 	late     map[int][]liveness.Interval
+	// silent is when every observed server was silent (silence.go).
+	silentOnce sync.Once
+	silent     []liveness.Interval
 	// paused are the nemesis's pauses of each client (a pause fault's start
 	// to its heal), and pausing the open ones by fault id.
 	paused  map[int][]liveness.Interval

@@ -165,6 +165,11 @@ func verdict(r *Result, o history.Options, keys int, lv livenessResult) decision
 		// A cut or damaged history can fake a starvation (a lost release
 		// leaves a key held to the end): only a violation survives it.
 		return decide(Inconclusive, problemText(r))
+	case lv.net > float64(o.DeadlockBound)/1e6 && lv.quiet <= float64(o.DeadlockBound)/1e6:
+		// Over the bound, but not without the moments no server answered
+		// anything: the starvation may be the servers', not the lock's.
+		return decide(Inconclusive, fmt.Sprintf("%s had acquisitions pending and none granted for %.0f ms from %s, but no server answered anything for %.0f ms of it (the observers' syncs went unanswered; %.0f ms in all): at most %.0f ms without, within the bound %s",
+			lv.netKey, lv.net+lv.netStall, ms(lv.netFrom), lv.silentIn, r.ServersSilentMs, lv.quiet, o.DeadlockBound))
 	case lv.net > float64(o.DeadlockBound)/1e6:
 		s := fmt.Sprintf("%s had acquisitions pending and none granted for %.0f ms from %s (bound %s)",
 			lv.netKey, lv.net+lv.netStall, ms(lv.netFrom), o.DeadlockBound)

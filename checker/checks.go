@@ -91,7 +91,7 @@ func compose(a *analysis, fs []finding) Result {
 	d := verdict(&res, a.opts, len(a.keys), lv.livenessResult)
 	res.Verdict, res.Reason, res.ByHarness = d.verdict, d.reason, d.byHarness
 	if res.Verdict == Deadlock {
-		res.FirstViolationNs, res.FirstViolation = lv.firstOver, ViolationStarvation
+		res.FirstViolationNs, res.FirstViolation = lv.quietOver, ViolationStarvation
 		// The starvation that decided: the longest net of the harness's
 		// stalls (the longest one outright may have been mostly stall).
 		res.LongestStarvedMs, res.StarvedKey, res.StarvedFromNs = lv.net+lv.netStall, lv.netKey, lv.netFrom

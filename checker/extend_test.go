@@ -81,6 +81,36 @@ func TestExtendFalseSuccess(t *testing.T) {
 			text: "false success: c1's extend",
 		},
 		{
+			// RedLock.net (catalogue 25): the extend script SETs a missing
+			// key, so a renewal after the lease lapsed re-takes the lock
+			// and reports ok; its own set lies inside its window.
+			name: "an extend that re-created its lapsed key: a false success on extend",
+			hist: func(b *builder) {
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))
+				srv(b, 0.5, "set", "t1")
+				srv(b, 300, "expired", "")
+				ext(b, 310, 311, history.Ok, 1, 1, "t1")
+				srv(b, 310.5, "set", "t1")
+			},
+			want: 1, extends: 1, ok: 1,
+			text: "false success: c1's extend of lock:0 at 310.0 ms reported ok, but lock:0 had expired at 300.0 ms (n1)",
+		},
+		{
+			// The same set, when the key's last state before the extend
+			// was set by someone the observer could not read: maybe the
+			// extender's, so nothing certain lapsed.
+			name: "a re-set after an unread set: not judged",
+			hist: func(b *builder) {
+				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))
+				srv(b, 0.5, "set", "t1")
+				srv(b, 300, "expired", "")
+				srv(b, 305, "set", "")
+				ext(b, 310, 311, history.Ok, 1, 1, "t1")
+				srv(b, 310.5, "set", "t1")
+			},
+			extends: 1, ok: 1,
+		},
+		{
 			name: "a refused extend is no false success",
 			hist: func(b *builder) {
 				b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))

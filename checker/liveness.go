@@ -25,6 +25,14 @@ type livenessResult struct {
 	net, netStall float64
 	netKey        string
 	netFrom       int64
+	// quiet is the longest starvation net of the harness's stalls and of
+	// the moments every server was silent (silence.go), ms, on quietKey;
+	// silentIn is how much silence it lost; quietOver is when the earliest
+	// starvation longer than the bound net of both began (-1: none). With
+	// no silence they are net's and firstOver's.
+	quiet, silentIn float64
+	quietKey        string
+	quietOver       int64
 }
 
 // checkLiveness measures acquire latency, hand-off, fairness and starvation.
@@ -48,7 +56,7 @@ type livenessResult struct {
 // bound is the deadlock bound: firstOver is the start of the earliest starved
 // interval longer than it.
 func checkLiveness(a *analysis, bound int64) livenessResult {
-	r := livenessResult{firstOver: -1}
+	r := livenessResult{firstOver: -1, quietOver: -1}
 	lat := a.latencies
 	slices.Sort(lat)
 	r.p50, r.p99 = liveness.Ms(liveness.Percentile(lat, 0.50)), liveness.Ms(liveness.Percentile(lat, 0.99))
@@ -68,6 +76,7 @@ func checkLiveness(a *analysis, bound int64) livenessResult {
 		if st.FirstOver >= 0 && (r.firstOver < 0 || st.FirstOver < r.firstOver) {
 			r.firstOver, r.firstOverKey = st.FirstOver, kd.name
 		}
+		r.quietStarvation(a, kd, st, bound, &sc)
 	}
 	slices.Sort(handoffs)
 	if len(handoffs) > 0 {
@@ -89,6 +98,27 @@ func checkLiveness(a *analysis, bound int64) livenessResult {
 		r.fairness = sum * sum / (float64(n) * sq)
 	}
 	return r
+}
+
+// quietStarvation weighs kd's starvation st (net of the harness's
+// stalls) again net of the servers' silences too, when it was over the
+// bound and some silence was recorded.
+func (r *livenessResult) quietStarvation(a *analysis, kd *keyData, st liveness.Starved, bound int64, sc *scratch) {
+	silent := a.serversSilent()
+	if st.FirstOver >= 0 && len(silent) > 0 {
+		excused := liveness.Merge(append(slices.Clone(a.starveExcused(kd)), silent...))
+		q := starvation(kd, a.end, bound, excused, sc)
+		st.FirstOver, st.Net = q.FirstOver, q.Net
+		if silentIn := liveness.Ms(q.NetStall - liveness.Covered(a.starveExcused(kd), q.NetFrom, q.NetFrom+q.Net+q.NetStall)); silentIn > r.silentIn {
+			r.silentIn = silentIn
+		}
+	}
+	if st.Net > 0 && liveness.Ms(st.Net) > r.quiet {
+		r.quiet, r.quietKey = liveness.Ms(st.Net), kd.name
+	}
+	if st.FirstOver >= 0 && (r.quietOver < 0 || st.FirstOver < r.quietOver) {
+		r.quietOver = st.FirstOver
+	}
 }
 
 // scratch are buffers the liveness checks reuse from key to key (fresh
@@ -175,6 +205,9 @@ func (livenessCheck) run(a *analysis) finding {
 		acquired: a.acquired, attempts: a.attempts, unknown: a.unknown}
 	f.stalls, f.stallMaxMs, f.stallTotalMs = liveness.Figures(a.stalls)
 	f.lags = lagFiguresOf(a.lags)
+	for _, iv := range a.serversSilent() {
+		f.silentMs += liveness.Ms(iv.To - iv.From)
+	}
 	return f
 }
 
@@ -186,6 +219,7 @@ type livenessFinding struct {
 	stalls                      int
 	stallMaxMs, stallTotalMs    float64
 	lags                        lagFigures
+	silentMs                    float64 // every server silent, in all
 }
 
 func (lv livenessFinding) apply(r *Result) {
@@ -201,4 +235,5 @@ func (lv livenessFinding) apply(r *Result) {
 		r.ClientLagMaxClient = &c
 	}
 	r.StarvedNetMs = lv.net
+	r.ServersSilentMs = lv.silentMs
 }

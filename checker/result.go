@@ -238,6 +238,11 @@ type Liveness struct {
 	// HarnessStallTotalMs are the times the harness's process was not
 	// scheduled (FStall entries of client -1).
 	StarvedNetMs float64 `json:"starved_net_ms,omitempty"`
+	// ServersSilentMs is how long every server was silent at once, by the
+	// observers' syncs (unanswered past their usual round trip, see
+	// silence.go): no lock could be granted then, so a starvation within
+	// the bound without it is inconclusive, never a deadlock.
+	ServersSilentMs float64 `json:"servers_silent_ms,omitempty"`
 }
 
 // Stalls are the harness's own lateness (its process's stalls, its

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // SynthConfig describes a synthetic history (see Synthetic).
@@ -21,6 +22,16 @@ type SynthConfig struct {
 	// Violation injects one overlap on the first key, half-way through,
 	// which also loses one update.
 	Violation bool
+	// Starve, when positive, makes the first key's clients want it for
+	// that long, half-way through, with every attempt refused (a holder
+	// that vanished with the lock, say): a starvation of Starve.
+	Starve time.Duration
+	// Syncs adds observers' syncs on nodes n1..nSyncs every 20 ms
+	// (answered in 0.2 ms), as the runner records them.
+	Syncs int
+	// Silent makes n1 answer nothing for that long from the start of the
+	// starvation: the syncs sent then are answered only when it ends.
+	Silent time.Duration
 	// Seed makes the history reproducible.
 	Seed uint64
 }
@@ -42,6 +53,9 @@ func Synthetic(cfg SynthConfig) History {
 		h: make(History, 0, cfg.Ops+4*cfg.Keys+16), nextPID: cfg.Clients, perKey: max(cfg.Ops/cfg.Keys, 8)}
 	for k := 0; k < cfg.Keys; k++ {
 		g.key(k)
+	}
+	for n := 1; n <= cfg.Syncs; n++ {
+		g.syncs("n" + strconv.Itoa(n))
 	}
 	h := g.h
 	for i := range h {
@@ -74,6 +88,8 @@ type synthGen struct {
 	nextPID int
 	perKey  int
 	end     int64
+	// starved is the starvation Starve made: from, to (ns).
+	starved [2]int64
 }
 
 // synthClient is one generated client: its process, and when it acts next.
@@ -100,6 +116,9 @@ func (g *synthGen) key(k int) {
 		sk.cls = append(sk.cls, synthClient{id: c, pid: c, next: us(g.rng.IntN(100))})
 	}
 	for n := 0; n < g.perKey; {
+		if k == 0 && g.cfg.Starve > 0 && g.starved[1] == 0 && n >= g.perKey/2 {
+			sk.starve()
+		}
 		c := &sk.cls[0]
 		for i := range sk.cls {
 			if sk.cls[i].next < c.next {
@@ -134,6 +153,42 @@ func (sk *synthKey) unknownAttempt(c *synthClient) {
 	sk.add(c, Info, FAcquire, inv+us(5000), func(o *Op) { o.Error = "timeout" })
 	c.pid, sk.nextPID = sk.nextPID, sk.nextPID+1
 	c.next = inv + us(5000+sk.rng.IntN(300))
+}
+
+// starve makes every client of the key try in turn every 10 ms from when
+// it is free and all are ready, each try refused after 1 ms, for Starve;
+// then they go on as before.
+func (sk *synthKey) starve() {
+	from := sk.free
+	for _, c := range sk.cls {
+		from = max(from, c.next)
+	}
+	to := from + int64(sk.cfg.Starve)
+	i := 0
+	for at := from; at < to; at += us(10000) {
+		c := &sk.cls[i%len(sk.cls)]
+		sk.add(c, Invoke, FAcquire, at, nil)
+		sk.add(c, Fail, FAcquire, at+us(1000), nil)
+		i++
+	}
+	for i := range sk.cls {
+		sk.cls[i].next = to + us(sk.rng.IntN(100))
+	}
+	sk.free = to
+	sk.starved = [2]int64{from, to}
+}
+
+// syncs are node's observer syncs every 20 ms to the end; on n1, with
+// Silent, those sent in its silence are answered when the silence ends.
+func (g *synthGen) syncs(node string) {
+	from, to := g.starved[0], g.starved[0]+int64(g.cfg.Silent)
+	for at := int64(0); at < g.end; at += us(20000) {
+		reply := at + us(200)
+		if node == "n1" && g.cfg.Silent > 0 && at >= from && at < to {
+			reply = to + us(200)
+		}
+		g.h = append(g.h, Op{Type: Ok, Process: ServerProcess, Client: -1, F: FSync, Node: node, N: at, Time: reply})
+	}
 }
 
 // cycle is one acquire, read, write, release of client c; the injected

@@ -22,6 +22,14 @@ const (
 	// validity: the time the acquire took is not subtracted from the TTL,
 	// so a lock granted after its keys expired is trusted.
 	bugNoValidity quorumBug = "no-validity"
+	// release (catalogue 10, Redisson #542, fixed in 2.2.18): the
+	// RedLock's unlock force-deletes the key on every node whoever holds
+	// it, so a late unlock frees the next holder's majority.
+	bugForceUnlock quorumBug = "force-unlock"
+	// validity (catalogue 24, RedLock.net cb50082, fixed in 1.7.0): the
+	// try's time is read on the wall clock, so a wall-clock step back
+	// during a slow try makes an expired lock look valid.
+	bugWallElapsed quorumBug = "wall-elapsed"
 )
 
 // quorumNodes is how many independent masters the quorum lock uses.
@@ -93,7 +101,7 @@ func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 	drift := l.o.TTL/100 + 2*time.Millisecond
 	begin := l.env.Clock.Mono()
 	for {
-		start := l.env.Clock.Mono()
+		start, wallStart := l.env.Clock.Mono(), l.env.Clock.Now()
 		yes, errs := l.onEvery(ctx, func(ctx context.Context, c redis.UniversalClient) (int64, error) {
 			err := c.Do(ctx, "SET", key, tok, "NX", "PX", l.o.TTL.Milliseconds()).Err()
 			if err == nil {
@@ -113,8 +121,11 @@ func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 			need = len(l.nodes) / 2 // planted: half is not a majority
 		}
 		validity := l.o.TTL - (l.env.Clock.Mono() - start) - drift
-		if l.bug == bugNoValidity {
+		switch l.bug {
+		case bugNoValidity:
 			validity = l.o.TTL // planted: the try's own time not subtracted
+		case bugWallElapsed:
+			validity = l.o.TTL - l.env.Clock.Now().Sub(wallStart) - drift // planted: wall clock
 		}
 		if votes >= need && validity > 0 {
 			return &lockimpl.Lease{Key: key, Token: tok, Acquired: l.env.Clock.Now(), Validity: validity}, nil
@@ -140,6 +151,9 @@ func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 // did, unknown otherwise.
 func (l *quorum) Release(ctx context.Context, lease *lockimpl.Lease) error {
 	n, errs := l.onEvery(ctx, func(ctx context.Context, c redis.UniversalClient) (int64, error) {
+		if l.bug == bugForceUnlock { // planted: forceUnlockAsync on every node
+			return c.Del(ctx, lease.Key).Result()
+		}
 		return compareAndDelete.Run(ctx, c, []string{lease.Key}, lease.Token).Int64()
 	})
 	deleted, unheard := 0, 0
@@ -163,4 +177,8 @@ var (
 	Quorum     = quorumInfo("planted-quorum", "correct: Redlock on 5 masters", "")
 	HalfQuorum = quorumInfo("planted-half-quorum", "quorum counting: N/2 for a majority", bugHalfQuorum)
 	NoValidity = quorumInfo("planted-no-validity", "validity: the try's time not subtracted", bugNoValidity)
+	// ForceUnlock is catalogue 10 (Redisson #542).
+	ForceUnlock = quorumInfo("planted-force-unlock", "release: DEL on every node (Redisson #542)", bugForceUnlock)
+	// WallElapsed is catalogue 24 (RedLock.net cb50082).
+	WallElapsed = quorumInfo("planted-wall-elapsed", "validity: the try timed on the wall clock (RedLock.net cb50082)", bugWallElapsed)
 )

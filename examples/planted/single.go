@@ -72,6 +72,35 @@ const (
 	// included: the SET may have landed, and the key stays to its TTL
 	// while its client believes it failed.
 	bugErrIsNo singleBug = "err-is-no"
+
+	// The catalogue's (shared/catalogue.md) watchdog bugs of libraries not
+	// reachable here, each a variation of planted-single-wd.
+
+	// renewal (catalogue 11, Redisson #597, fixed by e76d28a76 in 2.6.0):
+	// the watchdog renews with a bare PEXPIRE, so after its holder's key
+	// expired and another client took it, it prolongs the other's lock.
+	bugRenewBare singleBug = "renew-bare"
+	// release (catalogue 12, Redisson #1602, fixed by f5e3618b3 in
+	// 2.13.1/3.8.1; the same pattern as catalogue 23's analysis of Spring's
+	// stopRenew): the watchdog is cancelled only after the release
+	// answered, so a release that failed on the network leaves it renewing
+	// a lock nobody holds, for as long as the client lives.
+	bugRenewAfterFailedRelease singleBug = "renew-after-failed-release"
+	// renewal (catalogue 20, python-redis-lock #85/#91): the renewal
+	// thread ends at the first error of any kind (a connection blip
+	// included) and tells nobody: the holder holds on while its key
+	// expires.
+	bugRenewDiesOnError singleBug = "renew-dies-on-error"
+	// renewal (catalogue 13, Redisson #2515, fixed by PR #2518 in 3.12.1):
+	// a renewal that failed on the network ends the watchdog but leaves its
+	// entry in the table of renewed names, and the next acquire of that
+	// name finds the entry and starts no watchdog (putIfAbsent): later
+	// locks of the name expire while held.
+	bugRenewStaleEntry singleBug = "renew-stale-entry"
+	// renewal (catalogue 25, RedLock.net 25777fa in 1.7.1, issues #48,
+	// #68, #116): the extend script SETs the key when it is missing, so a
+	// renewal after a gap re-takes the lock silently.
+	bugRenewRecreate singleBug = "renew-recreate"
 )
 
 // The scripts of the correct lock (the Redis distlock page's), and the
@@ -81,6 +110,10 @@ var (
 	compareAndDelNeq = redis.NewScript(`if redis.call("get", KEYS[1]) ~= ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
 	compareAndExpire = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`)
 	compareAndDelArg = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("del", ARGV[1]) return 1 else return 0 end`)
+	// RedLock.net's extend script (25777fa): a missing key is set again.
+	expireOrRecreate = redis.NewScript(`local v = redis.call("get", KEYS[1])
+if v == false then if redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2]) then return 1 end return 0
+elseif v == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`)
 )
 
 // single is SET key token NX PX ttl, compare-and-delete release, and with
@@ -96,6 +129,7 @@ type single struct {
 	seq      int
 	mu       sync.Mutex // dogs: Close comes from the runner's goroutine
 	dogs     map[string]*dog
+	renewed  map[string]string // key → token of its live watchdog's lease
 }
 
 func singleInfo(name, summary string, bug singleBug, watchdog bool) lockimpl.Info {
@@ -109,7 +143,8 @@ func singleInfo(name, summary string, bug singleBug, watchdog bool) lockimpl.Inf
 			if o.TTL <= 0 || o.WaitTimeout <= 0 || len(env.Nodes) == 0 {
 				return nil, fmt.Errorf("%s: need lock.ttl, lock.wait_timeout and a node", name)
 			}
-			return &single{env: env, o: o, c: env.Nodes[0], bug: bug, watchdog: watchdog, dogs: map[string]*dog{}}, nil
+			return &single{env: env, o: o, c: env.Nodes[0], bug: bug, watchdog: watchdog,
+				dogs: map[string]*dog{}, renewed: map[string]string{}}, nil
 		},
 	}
 }
@@ -150,9 +185,7 @@ func (l *single) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 		if ok {
 			lease := &lockimpl.Lease{Key: key, Token: tok, Acquired: l.env.Clock.Now()}
 			if l.watchdog {
-				l.mu.Lock()
-				l.dogs[tok] = l.watch(key, tok)
-				l.mu.Unlock()
+				l.startDog(key, tok)
 			}
 			return lease, nil
 		}
@@ -196,12 +229,8 @@ func nilIsNo(err error) error {
 
 // Release stops the watchdog, then deletes the key if it is still ours.
 func (l *single) Release(ctx context.Context, lease *lockimpl.Lease) error {
-	l.mu.Lock()
-	d := l.dogs[lease.Token]
-	delete(l.dogs, lease.Token)
-	l.mu.Unlock()
-	if d != nil {
-		d.stop()
+	if l.bug != bugRenewAfterFailedRelease {
+		l.stopDog(lease)
 	}
 	var n int64
 	var err error
@@ -220,6 +249,9 @@ func (l *single) Release(ctx context.Context, lease *lockimpl.Lease) error {
 		n, err = compareAndDelArg.Run(ctx, l.c, []string{lease.Key}, lease.Token).Int64()
 	default:
 		n, err = compareAndDelete.Run(ctx, l.c, []string{lease.Key}, lease.Token).Int64()
+	}
+	if l.bug == bugRenewAfterFailedRelease && err == nil {
+		l.stopDog(lease) // planted: only once the release answered
 	}
 	switch {
 	case err != nil:
@@ -258,6 +290,7 @@ func (l *single) Close() error {
 	l.mu.Lock()
 	dogs := l.dogs
 	l.dogs = map[string]*dog{}
+	l.renewed = map[string]string{}
 	l.mu.Unlock()
 	for _, d := range dogs {
 		d.stop()
@@ -276,16 +309,46 @@ func (d *dog) stop() {
 	<-d.done
 }
 
+// startDog starts tok's watchdog on key, recording it as key's renewal
+// entry; with bugRenewStaleEntry an entry already there (a dead watchdog's
+// included) means none is started.
+func (l *single) startDog(key, tok string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.renewed[key]; ok && l.bug == bugRenewStaleEntry {
+		return // planted: the stale entry stands for a watchdog
+	}
+	l.renewed[key] = tok
+	l.dogs[tok] = l.watch(key, tok)
+}
+
+// stopDog stops lease's watchdog, if it has one.
+func (l *single) stopDog(lease *lockimpl.Lease) {
+	l.mu.Lock()
+	d := l.dogs[lease.Token]
+	delete(l.dogs, lease.Token)
+	l.mu.Unlock()
+	if d != nil {
+		d.stop()
+	}
+}
+
+// endDog removes key's renewal entry when it is tok's.
+func (l *single) endDog(key, tok string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.renewed[key] == tok {
+		delete(l.renewed, key)
+	}
+}
+
 // watch renews key every TTL/3 while it holds tok, through the client's
 // sleeper (a paused client's watchdog is paused too); it stops at the first
-// renewal that finds the key gone or someone else's.
+// renewal that finds the key gone or someone else's, and goes on past
+// renewals that failed on the network.
 func (l *single) watch(key, tok string) *dog {
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &dog{cancel: cancel, done: make(chan struct{})}
-	ttl := l.o.TTL.Milliseconds()
-	if l.bug == bugRenewSeconds {
-		ttl = int64(l.o.TTL.Seconds()) // planted: seconds where PEXPIRE wants ms
-	}
 	go func() {
 		defer close(d.done)
 		for sleep(ctx, l.env, l.o.TTL/3) == nil {
@@ -293,19 +356,50 @@ func (l *single) watch(key, tok string) *dog {
 			if l.env.Renewal != nil {
 				done = l.env.Renewal(key, tok)
 			}
-			n, err := compareAndExpire.Run(ctx, l.c, []string{key}, tok, ttl).Int64()
-			if err == nil && n == 0 {
-				err = lockimpl.ErrNotHeld
-			}
+			err := l.renew(ctx, key, tok)
 			if done != nil {
 				done(err)
 			}
-			if errors.Is(err, lockimpl.ErrNotHeld) || ctx.Err() != nil {
+			switch {
+			case err != nil && l.bug == bugRenewDiesOnError:
+				return // planted: any error ends the renewal, silently
+			case err != nil && !errors.Is(err, lockimpl.ErrNotHeld) && l.bug == bugRenewStaleEntry && ctx.Err() == nil:
+				return // planted: the error path leaves the entry
+			case errors.Is(err, lockimpl.ErrNotHeld) || ctx.Err() != nil:
+				l.endDog(key, tok)
 				return
 			}
 		}
+		l.endDog(key, tok)
 	}()
 	return d
+}
+
+// renew sets key's TTL again if it holds tok: nil, ErrNotHeld, or an
+// unknown outcome.
+func (l *single) renew(ctx context.Context, key, tok string) error {
+	ttl := l.o.TTL.Milliseconds()
+	var n int64
+	var err error
+	switch l.bug {
+	case bugRenewSeconds:
+		ttl = int64(l.o.TTL.Seconds()) // planted: seconds where PEXPIRE wants ms
+		n, err = compareAndExpire.Run(ctx, l.c, []string{key}, tok, ttl).Int64()
+	case bugRenewBare: // planted: no owner check
+		var ok bool
+		ok, err = l.c.PExpire(ctx, key, l.o.TTL).Result()
+		if ok {
+			n = 1
+		}
+	case bugRenewRecreate: // planted: a missing key is set again
+		n, err = expireOrRecreate.Run(ctx, l.c, []string{key}, tok, ttl).Int64()
+	default:
+		n, err = compareAndExpire.Run(ctx, l.c, []string{key}, tok, ttl).Int64()
+	}
+	if err == nil && n == 0 {
+		err = lockimpl.ErrNotHeld
+	}
+	return err
 }
 
 // The single-instance locks: the two correct originals and their planted
@@ -324,6 +418,14 @@ var (
 	BareExtend       = singleInfo("planted-bare-extend", "extend: PEXPIRE without owner check", bugBareExtend, false)
 	DelToken         = singleInfo("planted-del-token", "release: the script deletes ARGV[1] for KEYS[1]", bugDelToken, false)
 	ErrIsNo          = singleInfo("planted-err-is-no", "acquire: an error from SET read as not acquired", bugErrIsNo, false)
+
+	// The catalogue's watchdog bugs (shared/catalogue.md, entry numbers in
+	// the bugs' comments above).
+	RenewBare               = singleInfo("planted-renew-bare", "renewal: bare PEXPIRE (Redisson #597)", bugRenewBare, true)
+	RenewAfterFailedRelease = singleInfo("planted-renew-after-failed-release", "release: watchdog cancelled only on a reply (Redisson #1602)", bugRenewAfterFailedRelease, true)
+	RenewDiesOnError        = singleInfo("planted-renew-dies-on-error", "renewal: ends silently at any error (python-redis-lock #85)", bugRenewDiesOnError, true)
+	RenewStaleEntry         = singleInfo("planted-renew-stale-entry", "renewal: a failed renewal's entry blocks later ones (Redisson #2515)", bugRenewStaleEntry, true)
+	RenewRecreate           = singleInfo("planted-renew-recreate", "renewal: the script re-sets a missing key (RedLock.net #48)", bugRenewRecreate, true)
 )
 
 // sleep waits d through the client's sleeper (which honours its pauses).

@@ -220,14 +220,23 @@ const (
 // last ended a state that may have been the releaser's. foreign says every
 // state the release may have met on this node was another holder's.
 func (in *Input) judgeNode(evs []*Event, r Release) (v nodeVerdict, end *Event, foreign bool) {
-	return in.judgeFrom(evs, r, 0, keyNotMine, nil)
+	return in.judgeFrom(evs, r, 0, keyNotMine, nil, false)
 }
 
 // judgeFrom is judgeNode's walk from evs[start], with the key's state st
 // and the entry end that last ended a state that may have been the
-// releaser's, as they were after evs[:start].
-func (in *Input) judgeFrom(evs []*Event, r Release, start int, st keyState, end *Event) (v nodeVerdict, _ *Event, foreign bool) {
+// releaser's, as they were after evs[:start]; lapse says end ended a state
+// that was certainly the releaser's (its own token's set, read).
+//
+// An extend whose key was certainly its own and then certainly ended
+// before it began (lapsed) claims a lease that had lapsed: a state of its
+// token after that can only be a set by the extend itself (RedLock.net's
+// extend re-creates a missing key, catalogue 25; redsync's SetNXOnExtend),
+// which re-takes the lock, it does not keep it. Such an extend is judged as
+// if those states were not its own.
+func (in *Input) judgeFrom(evs []*Event, r Release, start int, st keyState, end *Event, lapse bool) (v nodeVerdict, _ *Event, foreign bool) {
 	started := false // the walk is past the entries received before the invoke
+	lapsed := false  // an extend whose lease lapsed before it began
 	for _, e := range evs[start:] {
 		if !started && e.Time >= r.Invoke {
 			started = true
@@ -238,6 +247,7 @@ func (in *Input) judgeFrom(evs []*Event, r Release, start int, st keyState, end 
 				return unreadAtStart, end, false
 			}
 			foreign = st == keyForeign
+			lapsed = r.Extend && lapse && end != nil
 		}
 		if e.Sync {
 			if e.N > r.Done {
@@ -253,14 +263,17 @@ func (in *Input) judgeFrom(evs []*Event, r Release, start int, st keyState, end 
 		}
 		next := in.transition(st, e, r.Token)
 		mine := func(k keyState) bool { return k == keyMine || k == keyUnread }
-		if !mine(next) && mine(st) {
+		if !started {
+			lapse = st == keyMine && !mine(next) || lapse && !mine(next)
+		}
+		if !mine(next) && mine(st) && !lapsed {
 			end = e
 		}
 		st = next
 		if started {
 			foreign = foreign && st == keyForeign
 		}
-		if started && mine(st) {
+		if started && mine(st) && !lapsed {
 			return mineLater, end, false
 		}
 	}
@@ -461,7 +474,7 @@ func (in *Input) judgeNodeFast(ix *streamIndex, r Release) (nodeVerdict, *Event,
 	}
 	ks := ix.keys[r.Key]
 	if ks == nil {
-		return in.judgeFrom(evs, r, pos, keyNotMine, nil)
+		return in.judgeFrom(evs, r, pos, keyNotMine, nil, false)
 	}
 	mine := max(lastBefore(ks.unread, pos), lastBefore(ks.byOwner[r.Token], pos))
 	taken := -1
@@ -492,5 +505,8 @@ func (in *Input) judgeNodeFast(ix *streamIndex, r Release) (nodeVerdict, *Event,
 			}
 		}
 	}
-	return in.judgeFrom(evs, r, pos, st, end)
+	// The state end ended was certainly the releaser's: its own token's
+	// set, with no unread set after it.
+	lapse := end != nil && lastBefore(ks.byOwner[r.Token], pos) > lastBefore(ks.unread, pos)
+	return in.judgeFrom(evs, r, pos, st, end, lapse)
 }

@@ -114,3 +114,20 @@ func OutsidePauses(stalls, pauses []Interval) []Interval {
 	}
 	return out
 }
+
+// Intersect is the time both a and b cover (each merged, in time order).
+func Intersect(a, b []Interval) []Interval {
+	var out []Interval
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		lo, hi := max(a[i].From, b[j].From), min(a[i].To, b[j].To)
+		if lo < hi {
+			out = append(out, Interval{lo, hi})
+		}
+		if a[i].To < b[j].To {
+			i++
+		} else {
+			j++
+		}
+	}
+	return out
+}

@@ -43,3 +43,16 @@ func TestStarvation(t *testing.T) {
 		t.Errorf("no wants: %+v", r)
 	}
 }
+
+func TestIntersect(t *testing.T) {
+	a := []Interval{{0, 10}, {20, 30}, {40, 50}}
+	b := []Interval{{5, 25}, {30, 45}}
+	got := Intersect(a, b)
+	want := []Interval{{5, 10}, {20, 25}, {40, 45}}
+	if !slices.Equal(got, want) {
+		t.Errorf("Intersect = %v, want %v", got, want)
+	}
+	if got := Intersect(a, nil); len(got) != 0 {
+		t.Errorf("Intersect with nothing = %v, want none", got)
+	}
+}

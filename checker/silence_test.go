@@ -1,0 +1,56 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstorm/lockstorm/history"
+)
+
+// TestStarvationWhileServersSilent: a starvation of a synthetic history
+// (history.Synthetic: key 0's clients refused for 1 s half-way through,
+// against a 200 ms bound) is a deadlock while the servers answered the
+// observers' syncs, and inconclusive when every server left them
+// unanswered for all but the bound of it (issue 41: a correct Redlock came
+// out deadlock while no node answered anything for 2.6 s).
+func TestStarvationWhileServersSilent(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		syncs   int
+		silent  time.Duration
+		verdict string
+		reason  string
+	}{
+		{"servers answering: deadlock", 1, 0, Deadlock, "had acquisitions pending and none granted for 10"},
+		{"no syncs recorded: deadlock", 0, 0, Deadlock, "had acquisitions pending and none granted for 10"},
+		{"the one server silent throughout: inconclusive", 1, time.Second, Inconclusive,
+			"but no server answered anything for 9"},
+		// 600 ms of silence leave 400 ms of the starvation, over the bound.
+		{"silent for 600 ms of it: still a deadlock", 1, 600 * time.Millisecond, Deadlock, "none granted for 10"},
+		// n2 answered while n1 was silent: a lock could have been granted.
+		{"one of two servers silent: deadlock", 2, time.Second, Deadlock, "none granted for 10"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := history.Synthetic(history.SynthConfig{Ops: 2000, Clients: 4, Starve: time.Second,
+				Syncs: tc.syncs, Silent: tc.silent, Seed: 7})
+			r := Check(h, history.Options{DeadlockBound: 200 * time.Millisecond})
+			if r.Verdict != tc.verdict || !strings.Contains(r.Reason, tc.reason) {
+				t.Fatalf("verdict %s: %s\nwant %s: ...%s...", r.Verdict, r.Reason, tc.verdict, tc.reason)
+			}
+			if testing.Verbose() {
+				t.Logf("%s: %s", r.Verdict, r.Reason)
+			}
+			starved := false
+			for _, f := range r.Findings {
+				starved = starved || f.Kind == history.KindStarvation
+			}
+			if starved != (tc.verdict == Deadlock) {
+				t.Errorf("starvation finding %v with verdict %s", starved, r.Verdict)
+			}
+			if silentAll := tc.silent > 0 && tc.syncs == 1; (r.ServersSilentMs > 0) != silentAll {
+				t.Errorf("servers silent %.0f ms, want some: %v", r.ServersSilentMs, silentAll)
+			}
+		})
+	}
+}
