@@ -146,7 +146,7 @@ planted: redis-server clients $(SHIM)
 # machine's load), the rest on redis-server; then the sim part again on
 # GATE_SIM_SEEDS more seeds (docs/sim.md).
 SEED ?= 0
-GATE_SIM_SEEDS ?= 4
+GATE_SIM_SEEDS ?= 3
 gate: build redis-server
 	./$(BIN) run --all --gated --only-diff --junit build/junit.xml --seed $(SEED) --backend sim,redis-server
 	./$(BIN) run --all --gated --only-diff --backend sim --seed 2 --seeds $(GATE_SIM_SEEDS) 2>/dev/null
