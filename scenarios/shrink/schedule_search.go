@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/history"
@@ -99,6 +100,12 @@ func (s *search) schedule(ctx context.Context, random *Result) (*Result, string,
 	// it, the whole budget again.
 	find, cancel := context.WithTimeout(ctx, s.opts.Budget/2)
 	defer cancel()
+	// Shrinking and confirming schedules share one deadline: a schedule
+	// that passed its K seeds by the seeds' luck and fails its fresh ones
+	// is rejected like any candidate, and the next is tried, within the
+	// same bound as one shrink.
+	shrinkBy := time.Now().Add(s.opts.Budget * 3 / 2)
+	rejected := ""
 	wits, runs := liveFirst(s.wits), len(s.wits)
 	for len(wits) > 0 {
 		wr := wits[0]
@@ -155,20 +162,25 @@ func (s *search) schedule(ctx context.Context, random *Result) (*Result, string,
 				// The confirmation backs off among schedules only: the
 				// random result is kept beside this one.
 				s.accepted = []accepted{{cand, t.seeds(), c.history, c.attempts}}
-				return s.shrinkSchedule(ctx, random)
+				res, note, err := s.shrinkSchedule(ctx, random, shrinkBy)
+				if err != nil || res != nil || !time.Now().Before(shrinkBy) {
+					return res, note, err
+				}
+				rejected = "; the last accepted: " + note
+				s.recordSteps = true
 			}
 		}
 	}
 	if find.Err() != nil {
-		return nil, fmt.Sprintf("half the budget (%v) ran out after %d schedules built from %d failing runs", s.opts.Budget/2, tried, runs), nil
+		return nil, fmt.Sprintf("half the budget (%v) ran out after %d schedules built from %d failing runs%s", s.opts.Budget/2, tried, runs, rejected), nil
 	}
-	return nil, fmt.Sprintf("none of the %d schedules built from %d failing runs gave %s on every seed", tried, runs, s.verdict), nil
+	return nil, fmt.Sprintf("none of the %d schedules built from %d failing runs gave %s on every seed%s", tried, runs, s.verdict, rejected), nil
 }
 
 // shrinkSchedule runs the search from the accepted schedule and confirms
 // it on fresh seeds.
-func (s *search) shrinkSchedule(ctx context.Context, random *Result) (*Result, string, error) {
-	budget, cancel := context.WithTimeout(ctx, s.opts.Budget)
+func (s *search) shrinkSchedule(ctx context.Context, random *Result, by time.Time) (*Result, string, error) {
+	budget, cancel := context.WithDeadline(ctx, by)
 	defer cancel()
 	s.recordSteps = false
 	s.run(budget)
