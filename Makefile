@@ -183,8 +183,8 @@ noisy: build stress-ng
 # (about an hour in all, on a loaded machine), so CI runs zoo-ci (below)
 # instead. ZOO_SHARD=K/N runs the K-th of N slices of the modules (the npm
 # module is one slice). `make zoo-quick` is each redsync release's
-# known-bug subtests and quorum-slow-extend, and the npm clients' hellos,
-# on seed 1 (80 s, mostly compiling).
+# known-bug subtests (dead-node among them) and quorum-slow-extend, and
+# the npm clients' hellos, on seed 1 (80 s, mostly compiling).
 ZOO_GO := $(sort $(dir $(wildcard examples/zoo/*/go.mod)))
 ZOO_SEEDS ?= 1,2,3
 ZOO_SHARD ?= 0/1
@@ -239,7 +239,7 @@ zoo-ci: $(SHIM) redis-server zoo-clients
 	done; \
 	for p in $$pids; do wait $$p || exit 1; done; \
 	for m in $(ZOO_CI); do \
-	  b=$$(basename $$m); run='TestZoo/^(extend-reply-late|expired-release)$$'; \
+	  b=$$(basename $$m); run='TestZoo/^(extend-reply-late|expired-release|dead-node)$$'; \
 	  [ $$b = npm ] && run='TestKnownBugs$$'; \
 	  [ $$b = debian ] && run='TestZoo$$'; \
 	  [ $$b = redislock-v0.10.0 ] && run='TestZooAdapter$$'; \

@@ -31,6 +31,12 @@ type Known struct {
 	// extend-reply-late (testdata), which the shipped battery has no
 	// equivalent of.
 	ExtendLateYes bool
+	// NoNodeTimeout: a try waits for every node until the client's own
+	// command timeout, with no per-node timeout (redsync before v4.5.0,
+	// its PR 80): with one of five masters dead and that timeout longer
+	// than the TTL, no try keeps any validity and the lock starves. Found
+	// by the shipped quorum-dead-node, which names no library.
+	NoNodeTimeout bool
 }
 
 //go:embed testdata/extend-reply-late.yaml
@@ -44,8 +50,10 @@ var extendReplyLate []byte
 // says so. Always, on the seeds, the first lock runs extend-reply-late
 // and must come out unsafe exactly when known says ExtendLateYes, and runs
 // expiredReleases, which must show release false successes exactly when
-// known says ReleaseFalseSuccess (the subtests make zoo-ci runs); every
-// quorum lock runs quorum-slow-extend.
+// known says ReleaseFalseSuccess, and the first quorum lock runs
+// quorum-dead-node, which must starve exactly when known says
+// NoNodeTimeout (the subtests make zoo-ci runs); every quorum lock runs
+// quorum-slow-extend.
 func Zoo(t *testing.T, module, version string, known Known, locks ...lockimpl.Info) {
 	seeds, err := Seeds()
 	if err != nil {
@@ -64,6 +72,11 @@ func Zoo(t *testing.T, module, version string, known Known, locks ...lockimpl.In
 	t.Run("expired-release", func(t *testing.T) {
 		expiredRelease(t, locks[0], seeds, known.ReleaseFalseSuccess)
 	})
+	if len(locks) > 1 {
+		t.Run("dead-node", func(t *testing.T) {
+			deadNode(t, locks[1], seeds, known.NoNodeTimeout)
+		})
+	}
 	for _, lock := range locks[1:] {
 		t.Run(lock.Name+"/quorum-slow-extend", func(t *testing.T) {
 			slowExtend(t, lock, seeds)
@@ -144,6 +157,26 @@ func slowExtend(t *testing.T, lock lockimpl.Info, seeds []uint64) {
 			}
 			if string(r.Verdict) != o.Expected || len(r.Unpermitted()) > 0 {
 				t.Errorf("seed %d: %s, expected %s: %s", o.Seed, r.Verdict, o.Expected, r.Reason)
+			}
+		}
+	}
+}
+
+// deadNode runs quorum-dead-node on each seed: a starvation (deadlock,
+// its finding unpermitted) when the release has no per-node timeout;
+// safe, with holds, when it has one.
+func deadNode(t *testing.T, lock lockimpl.Info, seeds []uint64, want bool) {
+	t.Helper()
+	for _, rep := range Run(t, lock, seeds, []string{"quorum-dead-node"}) {
+		for _, o := range rep.Outcomes {
+			r := o.Result
+			t.Logf("seed %d: %s (expected %s): %s", o.Seed, r.Verdict, o.Expected, r.Reason)
+			starved := r.Verdict == checker.Deadlock && r.Finding(history.KindStarvation) != nil
+			switch {
+			case want && !starved:
+				t.Errorf("seed %d: %s, want a starvation: the release waits for the dead node (%s)", o.Seed, r.Verdict, r.Reason)
+			case !want && (r.Verdict != checker.Safe || r.Acquired < 2):
+				t.Errorf("seed %d: %s with %d acquisitions, want safe with holds: the release bounds each node's wait (%s)", o.Seed, r.Verdict, r.Acquired, r.Reason)
 			}
 		}
 	}
