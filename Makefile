@@ -228,10 +228,12 @@ zoo-clients: clients
 # zoo (redis-py, Symfony Lock, Laravel) has no known bug to assert: CI checks
 # that its clients start and are the versions its matrix names (TestZoo
 # without LOCKSTORM_ZOO, under a second); bsm/redislock's adapter tests
-# (redislock-v0.10.0, miniredis, under a second). Then each reproducer of
+# (redislock-v0.10.0, miniredis, under a second); rueidislock's client
+# process (builds it, 2-3 s with the packages `make vet` compiled, and
+# checks its hello and version; no catalogue entry to assert). Then each reproducer of
 # docs/findings/repro must still show its bug (exit 1, BUG). About 30 s
 # once linked (docs/zoo.md).
-ZOO_CI := examples/zoo/redsync-v4.0.3 examples/zoo/redsync-v4.4.1 examples/zoo/npm examples/zoo/debian examples/zoo/redislock-v0.10.0
+ZOO_CI := examples/zoo/redsync-v4.0.3 examples/zoo/redsync-v4.4.1 examples/zoo/npm examples/zoo/debian examples/zoo/redislock-v0.10.0 examples/zoo/rueidislock-v1.0.79
 zoo-ci: $(SHIM) redis-server zoo-clients
 	@mkdir -p build/zoo-ci; pids=""; \
 	for m in $(ZOO_CI); do \
@@ -242,6 +244,7 @@ zoo-ci: $(SHIM) redis-server zoo-clients
 	  b=$$(basename $$m); run='TestZoo/^(extend-reply-late|expired-release)$$'; \
 	  [ $$b = npm ] && run='TestKnownBugs$$'; \
 	  [ $$b = debian ] && run='TestZoo$$'; \
+	  [ $$b = rueidislock-v1.0.79 ] && run='TestZoo$$'; \
 	  [ $$b = redislock-v0.10.0 ] && run='TestZooAdapter$$'; \
 	  (cd $$m && LOCKSTORM_ZOO_SEEDS=1 CI=$${CI:-true} $(CURDIR)/build/zoo-ci/$$b.test \
 	    -test.count=1 -test.timeout=5m -test.v -test.run "$$run") > build/zoo-ci/$$b.log 2>&1 || \
