@@ -9,7 +9,7 @@ SHIM := build/clockshim.so
 # build it themselves into the user's cache.
 export LOCKSTORM_CLOCKSHIM := $(CURDIR)/$(SHIM)
 
-.PHONY: all build scenarios test docs planted gate bench-gate noisy redis-server stress-ng chromium clients vet clean zoo zoo-quick zoo-ci zoo-clients seed001
+.PHONY: all build scenarios test docs planted gate bench-gate noisy redis-server stress-ng chromium clients vet clean zoo zoo-quick zoo-ci zoo-clients zoo-page seed001
 
 all: build
 
@@ -205,6 +205,17 @@ zoo: build redis-server zoo-clients
 	  echo "| library | version | lock | seeds | findings per scenario (over the seeds) | battery wall |"; echo "|---|---|---|---|---|---|"; \
 	  cat build/zoo/*/zoo.md; } > build/zoo/zoo.md; \
 	cat build/zoo/zoo.md; echo "zoo: build/zoo/zoo.md, build/zoo/index.html"; exit $$fail
+
+# The zoo as a page (out/zoo/index.html): each library × scenario of the
+# last `make zoo` (build/zoo/*/results.jsonl), coloured by its worst
+# verdict over the seeds, each cell linked to its witness (verdicts,
+# evidence, replay commands; the kept run folders' spec and history).
+# ZOO_RESULTS names other folders (a shard's, a copy of an earlier run).
+ZOO_RESULTS ?= $(wildcard build/zoo/*/)
+zoo-page: build
+	@[ -n "$(ZOO_RESULTS)" ] || { echo "zoo-page: no build/zoo/*/ results: run make zoo first"; exit 1; }
+	@./$(BIN) report -o build/zoo-page/suite.html --zoo out/zoo/index.html $(ZOO_RESULTS) > build/zoo-page.txt; \
+	  [ $$? -le 1 ] || { cat build/zoo-page.txt; exit 1; }; grep '^zoo page:' build/zoo-page.txt
 
 # The npm zoo's packages (examples/zoo/npm: one package.json, npm aliases
 # for several versions of one package), from its committed lockfile.
