@@ -68,6 +68,7 @@ func TestZoo(t *testing.T) {
 		if os.Getenv("LOCKSTORM_ZOO") == "" {
 			return
 		}
+		zootest.SkipUnlessMine(t, info.Name)
 		reps := zootest.Run(t, info, seeds, battery())
 		zootest.Write(t, "rueidis rueidislock", version, info, reps)
 	})
