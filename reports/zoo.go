@@ -159,7 +159,7 @@ code{font-size:12px}
 <h1>{{.Title}}</h1>
 <p class="legend">{{range .Legend}}<span class="{{.}}">{{.}}: {{index $.Counts .}}</span>{{end}}
 <span style="outline:2px solid #000">bold, framed: a seed's verdict differs from the expected one</span></p>
-<p>One cell per library × scenario, the worst verdict over the seeds, the number the seeds on which it differed from what the library's claims predict; each cell links to its witness below.</p>
+<p>One cell per library × scenario: its colour is the worst verdict over the seeds, its number (framed) on how many seeds the verdict differed from what the library's claims predict; each cell links to its witness below.</p>
 <table class="zoo"><thead><tr><th></th>{{range .Scens}}<th><div>{{.}}</div></th>{{end}}</tr></thead><tbody>
 {{range $i, $row := .Cells}}<tr><th class="lib">{{index $.Libs $i}}</th>{{range $row}}<td class="{{if .Unexpected}}diff{{end}}">{{if .Runs}}<a class="{{.Verdict}}" href="#{{.Anchor}}" title="{{.Impl}} × {{.Scenario}}: {{.Verdict}}">{{if .Unexpected}}{{.Unexpected}}{{end}}</a>{{else}}<a class="skipped" title="{{.Impl}} × {{.Scenario}}: not run"></a>{{end}}</td>{{end}}</tr>
 {{end}}</tbody></table>
