@@ -219,7 +219,7 @@ zoo: build redis-server zoo-clients
 ZOO_RESULTS ?= $(wildcard build/zoo/*/)
 zoo-page: build
 	@[ -n "$(ZOO_RESULTS)" ] || { echo "zoo-page: no build/zoo/*/ results: run make zoo first"; exit 1; }
-	@./$(BIN) report -o build/zoo-page/suite.html --zoo out/zoo/index.html $(ZOO_RESULTS) > build/zoo-page.txt; \
+	@mkdir -p build/zoo-page; ./$(BIN) report -o build/zoo-page/suite.html --zoo out/zoo/index.html $(ZOO_RESULTS) > build/zoo-page.txt; \
 	  [ $$? -le 1 ] || { cat build/zoo-page.txt; exit 1; }; grep '^zoo page:' build/zoo-page.txt
 
 # The npm zoo's packages (examples/zoo/npm: one package.json, npm aliases

@@ -94,8 +94,17 @@ func zooLink(pageDir, runDir, file string) string {
 		return ""
 	}
 	p := filepath.Join(runDir, file)
-	if rel, err := filepath.Rel(pageDir, p); err == nil && pageDir != "" {
-		p = rel
+	// Rows carry absolute run folders (make zoo's), a page a relative
+	// path: both made absolute, the link is relative whenever they share
+	// a root, so a page opened from a copy of the tree still finds them.
+	if pageDir != "" {
+		ap, err1 := filepath.Abs(p)
+		ad, err2 := filepath.Abs(pageDir)
+		if err1 == nil && err2 == nil {
+			if rel, err := filepath.Rel(ad, ap); err == nil {
+				p = rel
+			}
+		}
 	}
 	return filepath.ToSlash(p)
 }

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -86,6 +87,10 @@ func TestZooPage(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
+	// A relative page folder still links an absolute run folder relatively.
+	if got, want := zooLink("out/zoo", mustAbs(t, "build/zoo/lib@1/run-1"), "history.jsonl"), "../../build/zoo/lib@1/run-1/history.jsonl"; got != want {
+		t.Errorf("zooLink = %q, want %q", got, want)
+	}
 	// Every link to a witness has its target on the page.
 	links := regexp.MustCompile(`href="#(w\d+-\d+)"`).FindAllStringSubmatch(page, -1)
 	if len(links) != 3 {
@@ -96,4 +101,13 @@ func TestZooPage(t *testing.T) {
 			t.Errorf("cell links to #%s, which the page lacks", m[1])
 		}
 	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
