@@ -9,7 +9,7 @@ SHIM := build/clockshim.so
 # build it themselves into the user's cache.
 export LOCKSTORM_CLOCKSHIM := $(CURDIR)/$(SHIM)
 
-.PHONY: all build scenarios test docs planted gate bench-gate noisy redis-server stress-ng chromium clients vet clean zoo zoo-quick zoo-ci zoo-clients seed001
+.PHONY: all build scenarios test docs planted gate bench-gate noisy redis-server stress-ng chromium clients vet clean zoo zoo-quick zoo-ci zoo-clients zoo-page seed001
 
 all: build
 
@@ -181,30 +181,46 @@ noisy: build stress-ng
 # finding of the matrix, not a failure: lockstorm report's exit 1). On
 # three seeds a Go release module took 4-8 minutes and an npm client 3-7
 # (about an hour in all, on a loaded machine), so CI runs zoo-ci (below)
-# instead. ZOO_SHARD=K/N runs the K-th of N slices of the modules (the npm
-# module is one slice). `make zoo-quick` is each redsync release's
-# known-bug subtests (dead-node among them) and quorum-slow-extend, and
-# the npm clients' hellos, on seed 1 (80 s, mostly compiling).
+# instead. ZOO_SHARD=K/N (0-based) runs the K-th of N slices of the locks
+# (zootest.Shard: by each lock's name, so the npm module's locks spread
+# over the slices; a Kubernetes Indexed Job sets it from
+# JOB_COMPLETION_INDEX, deploy/zoo), into ZOO_OUT (default build/zoo).
+# `make zoo-quick` is each redsync release's known-bug subtests (dead-node
+# among them) and quorum-slow-extend, and the npm clients' hellos, on
+# seed 1 (80 s, mostly compiling).
 ZOO_GO := $(sort $(dir $(wildcard examples/zoo/*/go.mod)))
 ZOO_SEEDS ?= 1,2,3
 ZOO_SHARD ?= 0/1
+ZOO_OUT ?= build/zoo
 zoo: build redis-server zoo-clients
-	@rm -rf build/zoo && mkdir -p build/zoo
-	@k=$(firstword $(subst /, ,$(ZOO_SHARD))); n=$(lastword $(subst /, ,$(ZOO_SHARD))); i=0; fail=0; \
+	@rm -rf $(ZOO_OUT) && mkdir -p $(ZOO_OUT)
+	@out=$(abspath $(ZOO_OUT)); fail=0; \
 	for m in $(ZOO_GO); do \
-	  if [ $$((i % n)) -eq $$k ] && ls $$m*_test.go >/dev/null 2>&1; then \
+	  if ls $$m*_test.go >/dev/null 2>&1; then \
 	    echo "zoo: $$m"; \
-	    (cd $$m && LOCKSTORM_ZOO=1 LOCKSTORM_ZOO_SEEDS=$(ZOO_SEEDS) LOCKSTORM_ZOO_OUT=$(CURDIR)/build/zoo \
-	      $(GO) test -count=1 -timeout 60m -run TestZoo -v . > $(CURDIR)/build/zoo/$$(basename $$m).log 2>&1) || \
-	      { fail=1; echo "zoo: $$m FAILED (build/zoo/$$(basename $$m).log)"; grep -E '^\s+(known|zootest).*go:[0-9]+:' $(CURDIR)/build/zoo/$$(basename $$m).log | head -20; }; \
-	  fi; i=$$((i+1)); \
+	    (cd $$m && LOCKSTORM_ZOO=1 LOCKSTORM_ZOO_SEEDS=$(ZOO_SEEDS) LOCKSTORM_ZOO_OUT=$$out LOCKSTORM_ZOO_SHARD=$(ZOO_SHARD) \
+	      $(GO) test -count=1 -timeout 60m -run TestZoo -v . > $$out/$$(basename $$m).log 2>&1) || \
+	      { fail=1; echo "zoo: $$m FAILED ($$out/$$(basename $$m).log)"; grep -E '^\s+(known|zootest).*go:[0-9]+:' $$out/$$(basename $$m).log | head -20; }; \
+	  fi; \
 	done; \
-	./$(BIN) report -o build/zoo/index.html --format markdown build/zoo/*/ > build/zoo/report.txt; \
+	ls -d $$out/*/ >/dev/null 2>&1 || { echo "zoo: shard $(ZOO_SHARD) ran no lock"; exit $$fail; }; \
+	./$(BIN) report -o $$out/index.html --zoo $$out/zoo.html --format markdown $$out/*/ > $$out/report.txt; \
 	  [ $$? -le 1 ] || fail=1; \
-	{ echo "# The zoo: seeds $(ZOO_SEEDS)"; echo; \
+	{ echo "# The zoo: seeds $(ZOO_SEEDS), shard $(ZOO_SHARD)"; echo; \
 	  echo "| library | version | lock | seeds | findings per scenario (over the seeds) | battery wall |"; echo "|---|---|---|---|---|---|"; \
-	  cat build/zoo/*/zoo.md; } > build/zoo/zoo.md; \
-	cat build/zoo/zoo.md; echo "zoo: build/zoo/zoo.md, build/zoo/index.html"; exit $$fail
+	  cat $$out/*/zoo.md; } > $$out/zoo.md; \
+	cat $$out/zoo.md; echo "zoo: $(ZOO_OUT)/zoo.md, $(ZOO_OUT)/zoo.html (the page), $(ZOO_OUT)/index.html"; exit $$fail
+
+# The zoo as a page (out/zoo/index.html): each library × scenario of the
+# last `make zoo` (build/zoo/*/results.jsonl), coloured by its worst
+# verdict over the seeds, each cell linked to its witness (verdicts,
+# evidence, replay commands; the kept run folders' spec and history).
+# ZOO_RESULTS names other folders (a shard's, a copy of an earlier run).
+ZOO_RESULTS ?= $(wildcard build/zoo/*/)
+zoo-page: build
+	@[ -n "$(ZOO_RESULTS)" ] || { echo "zoo-page: no build/zoo/*/ results: run make zoo first"; exit 1; }
+	@mkdir -p build/zoo-page; ./$(BIN) report -o build/zoo-page/suite.html --zoo out/zoo/index.html $(ZOO_RESULTS) > build/zoo-page.txt; \
+	  [ $$? -le 1 ] || { cat build/zoo-page.txt; exit 1; }; grep '^zoo page:' build/zoo-page.txt
 
 # The npm zoo's packages (examples/zoo/npm: one package.json, npm aliases
 # for several versions of one package), from its committed lockfile.
@@ -228,10 +244,14 @@ zoo-clients: clients
 # zoo (redis-py, Symfony Lock, Laravel) has no known bug to assert: CI checks
 # that its clients start and are the versions its matrix names (TestZoo
 # without LOCKSTORM_ZOO, under a second); bsm/redislock's adapter tests
-# (redislock-v0.10.0, miniredis, under a second). Then each reproducer of
+# (redislock-v0.10.0, miniredis, under a second); rueidislock's client
+# process (builds it, 2-3 s with the packages `make vet` compiled, and
+# checks its hello and version; no catalogue entry to assert); the zoo's
+# sharding (zootest's TestShard, TestInShard: every lock in one slice).
+# Then each reproducer of
 # docs/findings/repro must still show its bug (exit 1, BUG). About 30 s
 # once linked (docs/zoo.md).
-ZOO_CI := examples/zoo/redsync-v4.0.3 examples/zoo/redsync-v4.4.1 examples/zoo/npm examples/zoo/debian examples/zoo/redislock-v0.10.0
+ZOO_CI := examples/zoo/redsync-v4.0.3 examples/zoo/redsync-v4.4.1 examples/zoo/npm examples/zoo/debian examples/zoo/redislock-v0.10.0 examples/zoo/rueidislock-v1.0.79
 zoo-ci: $(SHIM) redis-server zoo-clients
 	@mkdir -p build/zoo-ci; pids=""; \
 	for m in $(ZOO_CI); do \
@@ -242,6 +262,7 @@ zoo-ci: $(SHIM) redis-server zoo-clients
 	  b=$$(basename $$m); run='TestZoo/^(extend-reply-late|expired-release|dead-node)$$'; \
 	  [ $$b = npm ] && run='TestKnownBugs$$'; \
 	  [ $$b = debian ] && run='TestZoo$$'; \
+	  [ $$b = rueidislock-v1.0.79 ] && run='TestZoo$$'; \
 	  [ $$b = redislock-v0.10.0 ] && run='TestZooAdapter$$'; \
 	  (cd $$m && LOCKSTORM_ZOO_SEEDS=1 CI=$${CI:-true} $(CURDIR)/build/zoo-ci/$$b.test \
 	    -test.count=1 -test.timeout=5m -test.v -test.run "$$run") > build/zoo-ci/$$b.log 2>&1 || \
@@ -249,6 +270,7 @@ zoo-ci: $(SHIM) redis-server zoo-clients
 	  grep -qE '^\s+--- PASS' build/zoo-ci/$$b.log || { echo "zoo-ci: $$m: -run $$run selected no test"; exit 1; }; \
 	  grep -E '^\s*--- ' build/zoo-ci/$$b.log | sed "s|^|zoo-ci: $$b |"; \
 	done
+	@cd examples/zoo/redsyncadapter && $(GO) test -count=1 -run 'TestShard$$|TestInShard$$' ./zootest/ | sed 's|^|zoo-ci: zootest shard: |'
 	@for r in $(wildcard docs/findings/repro/*.js); do \
 	  l=build/zoo-ci/$$(basename $$r).log; \
 	  NODE_PATH=examples/zoo/npm/node_modules node $$r > $$l 2>&1; rc=$$?; \

@@ -20,12 +20,13 @@ func cmdReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	out := fs.String("o", "", "write the page here (default DIR/index.html, the first DIR's)")
 	format := fs.String("format", "table", "the merged table: table, markdown or json")
-	dirs, err := parseArgs(fs, args, "usage: lockstorm report [-o FILE] DIR...   (DIRs hold run folders, as lockstorm run --out DIR keeps them; shards' results.jsonl are merged)")
+	zoo := fs.String("zoo", "", "also write the zoo page here: each implementation × scenario of the DIRs' results.jsonl, coloured by its worst verdict, linked to its witness (make zoo-page)")
+	dirs, err := parseArgs(fs, args, "usage: lockstorm report [-o FILE] [--zoo FILE] DIR...   (DIRs hold run folders, as lockstorm run --out DIR keeps them; shards' results.jsonl are merged)")
 	if err != nil {
 		return err
 	}
 	if len(dirs) < 1 {
-		return usage("usage: lockstorm report [-o FILE] DIR...")
+		return usage("usage: lockstorm report [-o FILE] [--zoo FILE] DIR...")
 	}
 	path := *out
 	if path == "" {
@@ -47,6 +48,12 @@ func cmdReport(args []string) error {
 	rows, err := readResults(dirs)
 	if err != nil {
 		return &exitError{2, fmt.Errorf("report: %w", err)}
+	}
+	if *zoo != "" {
+		if err := reports.WriteZooFile(*zoo, rows, "The zoo: libraries × scenarios"); err != nil {
+			return &exitError{2, fmt.Errorf("report: %w", err)}
+		}
+		fmt.Printf("zoo page: %s (%d rows)\n", *zoo, len(rows))
 	}
 	runs, info = withResultRows(runs, info, rows)
 	for _, d := range dirs {

@@ -65,6 +65,7 @@ func TestZoo(t *testing.T) {
 			if os.Getenv("LOCKSTORM_ZOO") == "" {
 				return
 			}
+			zootest.SkipUnlessMine(t, info.Name)
 			reps := zootest.Run(t, info, seeds, battery())
 			zootest.Write(t, c.library, c.version, info, reps)
 		})

@@ -66,6 +66,7 @@ func TestKnownBugs(t *testing.T) {
 			if k.zoo && os.Getenv("LOCKSTORM_ZOO") == "" {
 				t.Skip("runs under make zoo (LOCKSTORM_ZOO=1)")
 			}
+			zootest.SkipUnlessMine(t, info.Name)
 			t.Parallel()
 			for _, rep := range zootest.Run(t, info, seeds, paths) {
 				for _, o := range rep.Outcomes {

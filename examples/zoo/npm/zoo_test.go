@@ -48,6 +48,7 @@ var clients = []struct {
 	{"simple-redis-mutex", "3.0.0", []string{"node", "simple-redis-mutex.js"}},
 	{"redlock-universal SimpleLock", "0.8.5", []string{"node", "redlock-universal.js"}},
 	{"redlock-universal RedLock", "0.8.5", []string{"node", "redlock-universal.js", "5"}},
+	{"node-redis-warlock", "1.0.2", []string{"node", "warlock.js"}},
 }
 
 // TestZoo runs the battery against every client under LOCKSTORM_ZOO=1
@@ -64,6 +65,7 @@ func TestZoo(t *testing.T) {
 			if os.Getenv("LOCKSTORM_ZOO") == "" {
 				return
 			}
+			zootest.SkipUnlessMine(t, info.Name)
 			reps := zootest.Run(t, info, seeds, battery())
 			zootest.Write(t, c.library, c.version, info, reps)
 		})

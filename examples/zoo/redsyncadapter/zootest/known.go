@@ -55,6 +55,9 @@ var extendReplyLate []byte
 // NoNodeTimeout (the subtests make zoo-ci runs); every quorum lock runs
 // quorum-slow-extend.
 func Zoo(t *testing.T, module, version string, known Known, locks ...lockimpl.Info) {
+	// A release's locks stay on one machine of a sharded zoo (its first
+	// lock's), known bugs with them.
+	SkipUnlessMine(t, locks[0].Name)
 	seeds, err := Seeds()
 	if err != nil {
 		t.Fatal(err)
