@@ -31,7 +31,10 @@ var States = []string{StateWaiting, StateHolding, StateExtending, StateReleasing
 // waiting to acquire at that moment (a fault with nobody waiting rarely
 // shows anything: nobody takes the lock it lets go).
 type Situation struct {
-	Point     string `json:"point"`
+	Point string `json:"point"`
+	// Reply is the kind of reply at a command's after point
+	// (lockimpl.ReplyNil...): a grant and a refusal are two situations.
+	Reply     string `json:"reply,omitempty"`
 	State     string `json:"state"`
 	Contender bool   `json:"contender"`
 }
@@ -48,7 +51,11 @@ type Combo struct {
 // Key names the combination of lock impl, stable across runs: the unit
 // a battery's coverage and the steering of later runs count.
 func (c Combo) Key(impl string) string {
-	return fmt.Sprintf("%s|%s|%s|%s|%t", impl, c.Point, c.Fault, c.State, c.Contender)
+	point := c.Point
+	if c.Reply != "" {
+		point += "=" + c.Reply
+	}
+	return fmt.Sprintf("%s|%s|%s|%s|%t", impl, point, c.Fault, c.State, c.Contender)
 }
 
 // foldPoint folds a command point's node (cmd/n3/SET/after → cmd/*/SET/after).

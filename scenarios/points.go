@@ -126,6 +126,12 @@ func (x *explorer) draw(ctx context.Context, client int, point string) string {
 	if x.r.sim {
 		rng = x.simDraws(client, point)
 	}
+	// A point's hits and budget are counted per kind of reply: the rare
+	// SET that took the lock is tried on its first hits, not drowned in
+	// the hundreds of refused retries that pass the same point.
+	if sit.Reply != "" {
+		point += "=" + sit.Reply
+	}
 	x.hits[point]++
 	x.table.reached[sit]++
 	if near {
@@ -166,7 +172,7 @@ func (x *explorer) draw(ctx context.Context, client int, point string) string {
 // left), and fresh those of them whose combination with the situation no
 // run has covered yet. x.mu held.
 func (x *explorer) open(sit Situation, point string, now int64) (open, fresh []string) {
-	for _, a := range faultsAt(x.e.Actions, point) {
+	for _, a := range faultsAt(x.e.Actions, sit.Point) {
 		if a == spec.ExploreCrash && x.crashes >= x.half || a == spec.ExplorePause && x.paused >= x.half {
 			continue
 		}
@@ -202,7 +208,7 @@ func (x *explorer) situation(ctx context.Context, client int, point string, now 
 	if p := c.pausedAt.Load(); p > 0 && p > c.since.Load() {
 		state = StatePaused
 	}
-	return Situation{Point: foldPoint(point), State: state, Contender: x.contender(client, now)}
+	return Situation{Point: foldPoint(point), Reply: lockimpl.ReplyOf(ctx), State: state, Contender: x.contender(client, now)}
 }
 
 // contender says whether a client other than client was inside an acquire

@@ -65,10 +65,15 @@ func cmdHunt(ctx context.Context, args []string) error {
 	}
 	start, runs := time.Now(), 0
 	cov := map[string]bool{}
+	// The combinations covered so far steer each seed's explorers to the
+	// others (Config.Prior): a seed's round starts from what the seeds
+	// before it covered, so on sim a hunt from one seed replays.
+	combos := scenarios.NewCoverageSet()
 	for seed := f.seed; time.Since(start) < f.budget && ctx.Err() == nil; seed++ {
 		var jobs []scenarios.Job
+		prior := combos.Covered()
 		for _, sp := range specs {
-			jobs = append(jobs, scenarios.Job{Spec: sp, Config: scenarios.Config{Impl: f.impl, Seed: seed, Backend: f.backend}})
+			jobs = append(jobs, scenarios.Job{Spec: sp, Config: scenarios.Config{Impl: f.impl, Seed: seed, Backend: f.backend, Prior: prior}})
 		}
 		outs, errs := scenarios.RunMany(ctx, jobs, 0, nil, nil)
 		for i, o := range outs {
@@ -80,19 +85,29 @@ func cmdHunt(ctx context.Context, args []string) error {
 				for _, p := range o.Points.Points {
 					cov[p.Point] = true
 				}
+				combos.Add(o.Impl, o.Points.Combos)
 			}
 			if forbidden(o) {
 				fmt.Printf("hunt: found after %d runs in %.1f s: %s × %s seed %d: %s, expected %s: %s\n",
 					runs, time.Since(start).Seconds(), o.Scenario, o.Impl, o.Seed, o.Result.Verdict, o.Expected, o.Result.Reason)
-				fmt.Printf("hunt: coverage: %d distinct points hit\n", len(cov))
+				fmt.Printf("hunt: %s\n", huntCoverage(combos, len(cov)))
 				return huntWitness(ctx, f, o)
 			}
 		}
 		fmt.Fprintf(os.Stderr, "hunt: seed %d: %d runs, nothing forbidden (%.0f s of %.0f)\n", seed, runs,
 			time.Since(start).Seconds(), f.budget.Seconds())
 	}
-	fmt.Printf("hunt: nothing found in %d runs (%.1f s); coverage: %d distinct points hit\n", runs, time.Since(start).Seconds(), len(cov))
+	fmt.Printf("hunt: nothing found in %d runs (%.1f s); %s\n", runs, time.Since(start).Seconds(), huntCoverage(combos, len(cov)))
 	return nil
+}
+
+// huntCoverage says what the hunt reached: its combinations and points.
+func huntCoverage(combos *scenarios.CoverageSet, points int) string {
+	line := combos.Line()
+	if line == "" {
+		line = "coverage: no combination"
+	}
+	return fmt.Sprintf("%s, %d distinct points hit", line, points)
 }
 
 // huntSpecs are the scenarios searched: the ones named, else every
