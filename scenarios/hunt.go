@@ -1,0 +1,102 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lockstorm/lockstorm/checker"
+)
+
+// Hunt is a search for a forbidden finding: seed after seed, a round of
+// jobs per seed, until a run shows what its expectation forbids or the
+// budget is spent. The combinations covered so far steer each round's
+// explorers to the others (Config.Prior): a round starts from what the
+// seeds before it covered, so on sim a hunt from one seed replays.
+type Hunt struct {
+	// Budget bounds the search's wall time; a round under way when it
+	// ends is finished.
+	Budget time.Duration
+	// FirstSeed is the first round's seed (0: 1).
+	FirstSeed uint64
+	// Parallel is RunMany's.
+	Parallel int
+	// Round makes one seed's jobs, each with prior as its Config.Prior.
+	Round func(seed uint64, prior []string) []Job
+	// Progress, when set, is told after each round that found nothing.
+	Progress func(seed uint64, runs int, elapsed time.Duration)
+}
+
+// HuntResult is what a hunt found and reached.
+type HuntResult struct {
+	// Found is the first run that showed a forbidden finding, nil when
+	// none did within the budget.
+	Found *Outcome
+	// Runs and Seeds count what was run; Elapsed the wall time.
+	Runs, Seeds int
+	Elapsed     time.Duration
+	// Coverage is the union of the runs' combinations; Points the
+	// distinct lock points they hit.
+	Coverage *CoverageSet
+	Points   int
+}
+
+// Line says what the hunt reached: its combinations and points.
+func (r *HuntResult) Line() string {
+	line := r.Coverage.Line()
+	if line == "" {
+		line = "coverage: no combination"
+	}
+	return fmt.Sprintf("%s, %d distinct points hit", line, r.Points)
+}
+
+// Run hunts until a forbidden finding, the budget or ctx's end. An error
+// is a run that could not be carried out.
+func (h Hunt) Run(ctx context.Context) (*HuntResult, error) {
+	start := time.Now()
+	res := &HuntResult{Coverage: NewCoverageSet()}
+	points := map[string]bool{}
+	for seed := max(h.FirstSeed, 1); time.Since(start) < h.Budget && ctx.Err() == nil; seed++ {
+		jobs := h.Round(seed, res.Coverage.Covered())
+		outs, errs := RunMany(ctx, jobs, h.Parallel, nil, nil)
+		res.Seeds++
+		for i, o := range outs {
+			if errs[i] != nil {
+				return res, fmt.Errorf("%s seed %d: %w", jobs[i].Spec.Name, seed, errs[i])
+			}
+			res.Runs++
+			if o.Points != nil {
+				for _, p := range o.Points.Points {
+					points[p.Point] = true
+				}
+				res.Coverage.Add(o.Impl, o.Points.Combos)
+			}
+			res.Points = len(points)
+			if res.Found == nil && o.Forbidden() {
+				res.Found = o
+			}
+		}
+		res.Elapsed = time.Since(start)
+		if res.Found != nil {
+			return res, nil
+		}
+		if h.Progress != nil {
+			h.Progress(seed, res.Runs, res.Elapsed)
+		}
+	}
+	res.Elapsed = time.Since(start)
+	return res, ctx.Err()
+}
+
+// Forbidden says whether o shows what its expectation does not allow: a
+// verdict worse than expected, or a kind of finding its lock's claims do
+// not permit. A lock can be unsafe where it is expected to be (setnx-del
+// in del-race-random): that is no finding.
+func (o *Outcome) Forbidden() bool {
+	if o.AsExpected() || o.Expected == "" {
+		return false
+	}
+	worse := o.Result.Verdict != o.Expected && slices.Contains([]string{checker.Unsafe, checker.Deadlock}, o.Result.Verdict)
+	return worse || len(o.Result.Unpermitted()) > 0
+}
