@@ -19,8 +19,8 @@ type HuntOptions struct {
 	// Backend is where the runs run (default sim: many seeds, virtual
 	// time, the same history for the same seed).
 	Backend string
-	// Budget bounds the search (default one minute); the round of seeds
-	// under way when it ends is finished.
+	// Budget bounds the search (default one minute); the runs under way
+	// when it ends are cut short and count for nothing.
 	Budget time.Duration
 	// Seed is the first seed (default 1); each round takes the next.
 	Seed uint64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/lockstorm/lockstorm/checker"
@@ -15,8 +16,8 @@ import (
 // explorers to the others (Config.Prior): a round starts from what the
 // seeds before it covered, so on sim a hunt from one seed replays.
 type Hunt struct {
-	// Budget bounds the search's wall time; a round under way when it
-	// ends is finished.
+	// Budget bounds the search's wall time; the runs under way when it
+	// ends are cut short and count for nothing.
 	Budget time.Duration
 	// FirstSeed is the first round's seed (0: 1).
 	FirstSeed uint64
@@ -55,15 +56,19 @@ func (r *HuntResult) Line() string {
 // is a run that could not be carried out.
 func (h Hunt) Run(ctx context.Context) (*HuntResult, error) {
 	start := time.Now()
+	deadline := start.Add(h.Budget)
 	res := &HuntResult{Coverage: NewCoverageSet()}
 	points := map[string]bool{}
-	for seed := max(h.FirstSeed, 1); time.Since(start) < h.Budget && ctx.Err() == nil; seed++ {
+	for seed := max(h.FirstSeed, 1); time.Now().Before(deadline) && ctx.Err() == nil; seed++ {
 		jobs := h.Round(seed, res.Coverage.Covered())
-		outs, errs := RunMany(ctx, jobs, h.Parallel, nil, nil)
+		outs, done, err := h.round(ctx, jobs, deadline)
+		if err != nil {
+			return res, fmt.Errorf("seed %d: %w", seed, err)
+		}
 		res.Seeds++
 		for i, o := range outs {
-			if errs[i] != nil {
-				return res, fmt.Errorf("%s seed %d: %w", jobs[i].Spec.Name, seed, errs[i])
+			if !done[i] {
+				continue
 			}
 			res.Runs++
 			if o.Points != nil {
@@ -72,11 +77,11 @@ func (h Hunt) Run(ctx context.Context) (*HuntResult, error) {
 				}
 				res.Coverage.Add(o.Impl, o.Points.Combos)
 			}
-			res.Points = len(points)
 			if res.Found == nil && o.Forbidden() {
 				res.Found = o
 			}
 		}
+		res.Points = len(points)
 		res.Elapsed = time.Since(start)
 		if res.Found != nil {
 			return res, nil
@@ -87,6 +92,37 @@ func (h Hunt) Run(ctx context.Context) (*HuntResult, error) {
 	}
 	res.Elapsed = time.Since(start)
 	return res, ctx.Err()
+}
+
+// round runs one seed's jobs until they end, the deadline passes or one
+// shows a forbidden finding; done says which ran to their end before
+// that (the others were cut short and say nothing). A hunt past its
+// budget or with its finding stops at once, not at the end of a round of
+// minutes.
+func (h Hunt) round(ctx context.Context, jobs []Job, deadline time.Time) ([]*Outcome, []bool, error) {
+	rctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var mu sync.Mutex
+	stopped := false
+	done := make([]bool, len(jobs))
+	outs, errs := RunMany(rctx, jobs, h.Parallel, nil, func(i int, o *Outcome, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped || err != nil || rctx.Err() != nil {
+			return
+		}
+		done[i] = true
+		if o.Forbidden() {
+			stopped = true
+			cancel()
+		}
+	})
+	for i, err := range errs {
+		if err != nil && !done[i] && rctx.Err() == nil {
+			return nil, nil, fmt.Errorf("%s: %w", jobs[i].Spec.Name, err)
+		}
+	}
+	return outs, done, nil
 }
 
 // Forbidden says whether o shows what its expectation does not allow: a

@@ -267,3 +267,39 @@ func TestCoverageCombinations(t *testing.T) {
 	after, total := set.Counts()
 	t.Logf("coverage after seed 1: %d; after seed 2 steered: %d of %d", before, after, total)
 }
+
+// TestHuntBudget: a hunt stops at its budget, the runs under way cut
+// short and counted for nothing, and carries the combinations covered
+// from seed to seed into each round's jobs.
+func TestHuntBudget(t *testing.T) {
+	sp, err := spec.Load("explore-late-release")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		budget   time.Duration
+		minSeeds int
+	}{
+		{"no budget", 0, 0},
+		{"a few seeds", 1500 * time.Millisecond, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var priors []int
+			h := scenarios.Hunt{Budget: tc.budget, Round: func(seed uint64, prior []string) []scenarios.Job {
+				priors = append(priors, len(prior))
+				return []scenarios.Job{{Spec: sp, Config: scenarios.Config{Impl: "set-nx-px", Seed: seed, Backend: cluster.Sim, Prior: prior}}}
+			}}
+			res, err := h.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Found != nil || res.Seeds < tc.minSeeds || res.Runs > res.Seeds {
+				t.Fatalf("found %v, %d seeds, %d runs; want nothing found on at least %d seeds", res.Found != nil, res.Seeds, res.Runs, tc.minSeeds)
+			}
+			if tc.minSeeds > 1 && (priors[0] != 0 || priors[1] == 0) {
+				t.Errorf("priors carried %v: want none into the first round, some into the second", priors)
+			}
+		})
+	}
+}
