@@ -41,6 +41,7 @@ func (r *run) Resume(client int) {
 			r.log.Warn("resume: continue client process", "client", client, "err", err)
 		}
 	}
+	c.resumedAt.Store(r.rec.Now())
 	c.pause.Resume()
 }
 

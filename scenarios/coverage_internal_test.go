@@ -25,7 +25,8 @@ func TestFoldPoint(t *testing.T) {
 func TestCombos(t *testing.T) {
 	acts := []string{spec.ExplorePause, spec.ExploreLoseReply}
 	before := Situation{Point: "cmd/*/SET/before", State: StateWaiting, Contender: true}
-	after := Situation{Point: "cmd/*/SET/after", State: StateWaiting}
+	after := Situation{Point: "cmd/*/SET/after", State: StateWaiting, Contender: true}
+	alone := Situation{Point: "cmd/*/SET/after", State: StateWaiting}
 	for _, tc := range []struct {
 		name           string
 		reached        []Situation
@@ -35,6 +36,7 @@ func TestCombos(t *testing.T) {
 		{"nothing reached", nil, nil, 0, 0},
 		{"before: no lost reply", []Situation{before}, nil, 0, 1},
 		{"after: both faults", []Situation{after}, map[Situation]string{after: spec.ExploreLoseReply}, 1, 2},
+		{"alone: no pause", []Situation{alone}, nil, 0, 1},
 		{"both", []Situation{before, after}, map[Situation]string{before: spec.ExplorePause, after: spec.ExplorePause}, 2, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

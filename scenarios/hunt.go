@@ -1,9 +1,11 @@
 package scenarios
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -98,31 +100,66 @@ func (h Hunt) Run(ctx context.Context) (*HuntResult, error) {
 // shows a forbidden finding; done says which ran to their end before
 // that (the others were cut short and say nothing). A hunt past its
 // budget or with its finding stops at once, not at the end of a round of
-// minutes.
+// minutes. The jobs go in batches, shortest first: RunMany starts the
+// longest first, which finishes a battery soonest, but a hunt wants its
+// first finding soonest, and the short scheduled specs are the ones that
+// force a bug class in one run.
 func (h Hunt) round(ctx context.Context, jobs []Job, deadline time.Time) ([]*Outcome, []bool, error) {
 	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var mu sync.Mutex
 	stopped := false
+	outs := make([]*Outcome, len(jobs))
 	done := make([]bool, len(jobs))
-	outs, errs := RunMany(rctx, jobs, h.Parallel, nil, func(i int, o *Outcome, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped || err != nil || rctx.Err() != nil {
-			return
+	for _, batch := range shortestFirst(jobs, cmp.Or(h.Parallel, huntBatch)) {
+		sub := make([]Job, len(batch))
+		for k, i := range batch {
+			sub[k] = jobs[i]
 		}
-		done[i] = true
-		if o.Forbidden() {
-			stopped = true
-			cancel()
+		_, errs := RunMany(rctx, sub, h.Parallel, nil, func(k int, o *Outcome, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if stopped || err != nil || rctx.Err() != nil {
+				return
+			}
+			outs[batch[k]], done[batch[k]] = o, true
+			if o.Forbidden() {
+				stopped = true
+				cancel()
+			}
+		})
+		for k, err := range errs {
+			if err != nil && !done[batch[k]] && rctx.Err() == nil {
+				return nil, nil, fmt.Errorf("%s: %w", sub[k].Spec.Name, err)
+			}
 		}
-	})
-	for i, err := range errs {
-		if err != nil && !done[i] && rctx.Err() == nil {
-			return nil, nil, fmt.Errorf("%s: %w", jobs[i].Spec.Name, err)
+		if rctx.Err() != nil {
+			break
 		}
 	}
 	return outs, done, nil
+}
+
+// huntBatch is how many runs a hunt's batch holds when Parallel leaves it
+// to the machine: RunMany's floor of three and one more.
+const huntBatch = 4
+
+// shortestFirst orders jobs by their expected length, shortest first, in
+// batches of n (their indices).
+func shortestFirst(jobs []Job, n int) [][]int {
+	order := make([]int, len(jobs))
+	lengths := make([]time.Duration, len(jobs))
+	for i := range jobs {
+		order[i], lengths[i] = i, expectedLength(jobs[i])
+	}
+	sort.SliceStable(order, func(a, b int) bool { return lengths[order[a]] < lengths[order[b]] })
+	var out [][]int
+	for len(order) > 0 {
+		k := min(n, len(order))
+		out = append(out, order[:k])
+		order = order[k:]
+	}
+	return out
 }
 
 // Forbidden says whether o shows what its expectation does not allow: a

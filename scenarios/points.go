@@ -172,7 +172,7 @@ func (x *explorer) draw(ctx context.Context, client int, point string) string {
 // left), and fresh those of them whose combination with the situation no
 // run has covered yet. x.mu held.
 func (x *explorer) open(sit Situation, point string, now int64) (open, fresh []string) {
-	for _, a := range faultsAt(x.e.Actions, sit.Point) {
+	for _, a := range faultsAt(x.e.Actions, sit) {
 		if a == spec.ExploreCrash && x.crashes >= x.half || a == spec.ExplorePause && x.paused >= x.half {
 			continue
 		}
@@ -212,7 +212,7 @@ func (x *explorer) situation(ctx context.Context, client int, point string, now 
 }
 
 // contender says whether a client other than client was inside an acquire
-// at now. An acquire that begins at now does not count and one that ends
+// at now, and not paused. An acquire that begins at now does not count and one that ends
 // at now does: on sim, two goroutines at one virtual instant run in the
 // scheduler's order, and the answer must be the seed's whatever that order.
 func (x *explorer) contender(client int, now int64) bool {
@@ -221,11 +221,19 @@ func (x *explorer) contender(client int, now int64) bool {
 			continue
 		}
 		from, to := o.acqFrom.Load(), o.acqTo.Load()
-		if from > 0 && from < now && (to < from || to >= now) {
+		if from > 0 && from < now && (to < from || to >= now) && !pausedAt(o, now) {
 			return true
 		}
 	}
 	return false
+}
+
+// pausedAt says whether a pause held c at now, by the same rule as an
+// acquire in contender: a client paused contends for nothing, the lock
+// it waits for is taken by the others.
+func pausedAt(c *runClient, now int64) bool {
+	from, to := c.pausedAt.Load(), c.resumedAt.Load()
+	return from > 0 && from < now && (to < from || to >= now)
 }
 
 // nearMiss says whether the hit is one step from a violation, on the

@@ -165,9 +165,10 @@ type runClient struct {
 	// The explorer's view of the client (the recorder's clock), for the
 	// coverage of client states and near-misses: since is when its
 	// current call or hold began, heldAt when its lease was last granted,
-	// pausedAt when a pause last stopped it, acqFrom and acqTo when its
+	// pausedAt and resumedAt when a pause last stopped it and let it go
+	// on, acqFrom and acqTo when its
 	// latest acquire began and ended (acqTo < acqFrom: one is in flight).
-	since, heldAt, pausedAt, acqFrom, acqTo atomic.Int64
+	since, heldAt, pausedAt, resumedAt, acqFrom, acqTo atomic.Int64
 }
 
 // callNow is the client's Locker call in flight, or "".
