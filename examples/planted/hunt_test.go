@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstorm/lockstorm/checker"
+	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/locktest"
+	"github.com/lockstorm/lockstorm/reports"
 	"github.com/lockstorm/lockstorm/scenarios"
 )
 
@@ -56,15 +59,19 @@ func judgeHunt(t *testing.T, tr trial, res *scenarios.HuntResult) {
 			o.Result.Verdict, o.Expected, tr.want)
 	}
 	if o != nil {
-		t.Logf("%s: %s seed %d: %s after %d runs, %.1f s; %s", tr.lock.Name, o.Scenario, o.Seed, o.Result.Verdict, res.Runs,
-			res.Elapsed.Seconds(), res.Line())
+		t.Logf("%s: %s seed %d: %s %s after %d runs, %.1f s; %s", tr.lock.Name, o.Scenario, o.Seed, o.Result.Verdict,
+			reports.FindingsBrief(o.Result.Unpermitted()), res.Runs, res.Elapsed.Seconds(), res.Line())
 	} else {
 		t.Logf("%s: nothing in %d runs, %.1f s; %s", tr.lock.Name, res.Runs, res.Elapsed.Seconds(), res.Line())
 	}
 }
 
 // showsClass says whether o shows class: its verdict, or a kind of finding
-// its claims do not permit.
+// its claims do not permit. A hunt stops at its first forbidden run, which
+// may show a deadlock's bug before any run starves past its bound: a key
+// that outlived every client who believed in it (orphaned-key) or a
+// starvation in a run judged inconclusive is the same class, a lock
+// nobody can take again.
 func showsClass(o *scenarios.Outcome, class string) bool {
 	if o.Result.Verdict == class {
 		return true
@@ -73,7 +80,9 @@ func showsClass(o *scenarios.Outcome, class string) bool {
 		if string(f.Kind) == class {
 			return true
 		}
+		if class == checker.Deadlock && (f.Kind == history.KindOrphanedKey || f.Kind == history.KindStarvation) {
+			return true
+		}
 	}
 	return false
 }
-
