@@ -63,7 +63,7 @@ func (h Hunt) Run(ctx context.Context) (*HuntResult, error) {
 	points := map[string]bool{}
 	for seed := max(h.FirstSeed, 1); time.Now().Before(deadline) && ctx.Err() == nil; seed++ {
 		jobs := h.Round(seed, res.Coverage.Covered())
-		outs, done, err := h.round(ctx, jobs, deadline)
+		outs, done, err := h.huntRound(ctx, jobs, deadline)
 		if err != nil {
 			return res, fmt.Errorf("seed %d: %w", seed, err)
 		}
@@ -96,7 +96,7 @@ func (h Hunt) Run(ctx context.Context) (*HuntResult, error) {
 	return res, ctx.Err()
 }
 
-// round runs one seed's jobs until they end, the deadline passes or one
+// huntRound runs one seed's jobs until they end, the deadline passes or one
 // shows a forbidden finding; done says which ran to their end before
 // that (the others were cut short and say nothing). A hunt past its
 // budget or with its finding stops at once, not at the end of a round of
@@ -104,7 +104,7 @@ func (h Hunt) Run(ctx context.Context) (*HuntResult, error) {
 // longest first, which finishes a battery soonest, but a hunt wants its
 // first finding soonest, and the short scheduled specs are the ones that
 // force a bug class in one run.
-func (h Hunt) round(ctx context.Context, jobs []Job, deadline time.Time) ([]*Outcome, []bool, error) {
+func (h Hunt) huntRound(ctx context.Context, jobs []Job, deadline time.Time) ([]*Outcome, []bool, error) {
 	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	var mu sync.Mutex
