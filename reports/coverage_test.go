@@ -2,11 +2,19 @@ package reports
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstorm/lockstorm/history"
+	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/scenarios"
+	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
 // TestCoverageOnSuitePage: the battery's coverage is the union of its
@@ -46,5 +54,53 @@ func TestCoverageOnSuitePage(t *testing.T) {
 				t.Error("a suite without exploration speaks of coverage")
 			}
 		})
+	}
+}
+
+// TestPriorReplays: a run steered by the combinations earlier runs
+// covered keeps them in its folder's summary, and on sim its seed with
+// them gives the same history again (what lockstorm replay does).
+func TestPriorReplays(t *testing.T) {
+	sp, err := spec.Load("explore-late-release")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(prior []string) *scenarios.Outcome {
+		t.Helper()
+		o, err := scenarios.Run(context.Background(), sp, scenarios.Config{Impl: "setnx-expire", Seed: 2, Backend: cluster.Sim, Prior: prior})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	first := run(nil)
+	set := scenarios.NewCoverageSet()
+	set.Add(first.Impl, first.Points.Combos)
+	steered := run(set.Covered())
+	dir, err := WriteRunDir(t.TempDir(), steered, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum Summary
+	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err == nil {
+		err = json.Unmarshal(b, &sum)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Row.Prior) == 0 || !slices.Equal(sum.Row.Prior, set.Covered()) {
+		t.Fatalf("summary's prior %v, want %v", sum.Row.Prior, set.Covered())
+	}
+	again := run(sum.Row.Prior)
+	var a, c bytes.Buffer
+	if err := history.WriteJSONL(&a, steered.History); err != nil {
+		t.Fatal(err)
+	}
+	if err := history.WriteJSONL(&c, again.History); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), c.Bytes()) {
+		t.Error("the steered run and its replay with the summary's prior wrote two histories")
 	}
 }

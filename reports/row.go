@@ -77,6 +77,9 @@ type Row struct {
 	CombosCovered *int              `json:"combos_covered,omitempty"`
 	Combinations  *int              `json:"combinations,omitempty"`
 	Combos        []scenarios.Combo `json:"combos,omitempty"`
+	// Prior are the combinations that steered the run's explorer
+	// (Outcome.Prior), which lockstorm replay hands the run again.
+	Prior []string `json:"prior,omitempty"`
 	// FalseSuccesses counts releases acknowledged ok on a lock no longer
 	// the releaser's (by the servers' key events); FalseSuccessUnjudged the
 	// releases the observers were too far behind to judge. ObserverLagMaxMs
@@ -125,7 +128,7 @@ func (r Row) Unpermitted() []checker.Finding {
 // FromOutcome flattens an outcome.
 func FromOutcome(o *scenarios.Outcome) Row {
 	r := o.Result
-	row := Row{Identity: o.Identity, Replay: ReplayCommand(o), Failover: o.Failover, Phases: o.Phases}
+	row := Row{Identity: o.Identity, Replay: ReplayCommand(o), Failover: o.Failover, Phases: o.Phases, Prior: o.Prior}
 	if o.Points != nil {
 		hit, faulted := o.Points.Hit, o.Points.Faulted
 		row.PointsHit, row.PointsFaulted = &hit, &faulted

@@ -345,7 +345,7 @@ func (r *run) outcome(plan *Plan, topo *topology.Topology, w *watching, h histor
 	if plan.Points.Counted {
 		cov = coverage(r.hub, r.explorer)
 	}
-	return &Outcome{Identity: plan.Identity(topo.Cluster.Kind()), Points: cov,
+	return &Outcome{Identity: plan.Identity(topo.Cluster.Kind()), Points: cov, Prior: plan.Prior,
 		Observer: r.observedNote(w.observed, w.observing, h), CheckOptions: plan.Check,
 		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Processes: r.processStats(), Failover: fo,
 		StoppedAfter: r.stoppedAfter}

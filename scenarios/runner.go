@@ -111,6 +111,9 @@ type Outcome struct {
 	// exploration in the spec); nil otherwise, as unarmed points are not
 	// counted (that keeps them at one atomic load).
 	Points *Coverage `json:"points,omitempty"`
+	// Prior are the combinations earlier runs covered that steered this
+	// run's explorer (Config.Prior): a replay of its seed needs them too.
+	Prior []string `json:"prior,omitempty"`
 	// Failover is when the Sentinels detected, agreed on and carried out
 	// the first failover (Sentinel topology only).
 	Failover *FailoverTimes `json:"failover,omitempty"`
