@@ -27,3 +27,31 @@ func CallOf(ctx context.Context) string {
 	s, _ := ctx.Value(callKey{}).(string)
 	return s
 }
+
+// The kinds of reply a command's after point is hit with (ReplyOf): a
+// grant and a refusal pass the same point (cmd/n1/SET/after) but a fault
+// after each means something else (a late grant; nothing), so the
+// explorer counts and budgets them apart. The kinds name the reply, not
+// what it means to the lock: SET NX grants with a value and refuses with
+// nil, Redisson's script the other way round.
+const (
+	ReplyNil   = "nil"   // a nil reply
+	ReplyZero  = "zero"  // 0 or false
+	ReplyValue = "value" // any other reply
+	ReplyError = "error" // an error, or no reply
+)
+
+type replyKey struct{}
+
+// WithReply tags ctx, the context of a command's after point, with the
+// kind of its reply.
+func WithReply(ctx context.Context, kind string) context.Context {
+	return context.WithValue(ctx, replyKey{}, kind)
+}
+
+// ReplyOf is the kind of reply ctx was tagged with, or "" (a before
+// point, or a point that sees no reply).
+func ReplyOf(ctx context.Context) string {
+	s, _ := ctx.Value(replyKey{}).(string)
+	return s
+}

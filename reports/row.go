@@ -70,6 +70,16 @@ type Row struct {
 	// its points.
 	PointsHit     *int `json:"points_hit,omitempty"`
 	PointsFaulted *int `json:"points_faulted,omitempty"`
+	// CombosCovered of Combinations (point × fault × client state ×
+	// contender) were faulted, when the run explored; Combos lists them
+	// (scenarios.Coverage), so a battery's coverage is their union
+	// (Coverage).
+	CombosCovered *int              `json:"combos_covered,omitempty"`
+	Combinations  *int              `json:"combinations,omitempty"`
+	Combos        []scenarios.Combo `json:"combos,omitempty"`
+	// Prior are the combinations that steered the run's explorer
+	// (Outcome.Prior), which lockstorm replay hands the run again.
+	Prior []string `json:"prior,omitempty"`
 	// FalseSuccesses counts releases acknowledged ok on a lock no longer
 	// the releaser's (by the servers' key events); FalseSuccessUnjudged the
 	// releases the observers were too far behind to judge. ObserverLagMaxMs
@@ -118,10 +128,14 @@ func (r Row) Unpermitted() []checker.Finding {
 // FromOutcome flattens an outcome.
 func FromOutcome(o *scenarios.Outcome) Row {
 	r := o.Result
-	row := Row{Identity: o.Identity, Replay: ReplayCommand(o), Failover: o.Failover, Phases: o.Phases}
+	row := Row{Identity: o.Identity, Replay: ReplayCommand(o), Failover: o.Failover, Phases: o.Phases, Prior: o.Prior}
 	if o.Points != nil {
 		hit, faulted := o.Points.Hit, o.Points.Faulted
 		row.PointsHit, row.PointsFaulted = &hit, &faulted
+		if o.Points.Combinations > 0 {
+			covered, total := o.Points.Covered, o.Points.Combinations
+			row.CombosCovered, row.Combinations, row.Combos = &covered, &total, o.Points.Combos
+		}
 	}
 	row.SetResult(r)
 	row.AsExpected = o.AsExpected()
@@ -129,6 +143,10 @@ func FromOutcome(o *scenarios.Outcome) Row {
 		// What the points said, beside what the run found: a safe row of
 		// an exploration is worth as much as the points it reached.
 		cov := fmt.Sprintf("points: %d hit, %d faulted", o.Points.Hit, o.Points.Faulted)
+		if p := o.Points; p.Combinations > 0 {
+			cov += fmt.Sprintf("; combinations: %d of %d faulted, %d near-misses (%d faulted)", p.Covered, p.Combinations,
+				p.NearMisses, p.NearMissFaults)
+		}
 		if row.Evidence == NoEvidence || row.Evidence == "" {
 			row.Evidence = cov
 		} else {

@@ -20,6 +20,8 @@ type suitePage struct {
 	Meta                 []metaItem
 	Runs, OK, DIFF, Miss int
 	NoExpectation        int
+	// Coverage is the battery's coverage line (Coverage), "" without exploration.
+	Coverage string
 	// Skipped are the scenarios the backend could not run, and why.
 	Skipped  []string
 	Impls    []implView
@@ -29,8 +31,9 @@ type suitePage struct {
 
 type metaItem struct{ Label, Value string }
 
-// implView is an implementation's column head and strip section.
-type implView struct{ Name, Anchor string }
+// implView is an implementation's column head and strip section, with
+// its coverage line when it was explored.
+type implView struct{ Name, Anchor, Coverage string }
 
 type matrixRow struct {
 	Scenario, Mode string
@@ -112,8 +115,14 @@ func WriteSuite(w io.Writer, runs []SuiteRun, info SuiteInfo) error {
 	} else {
 		p.Meta = append(p.Meta, metaItem{"runs' total time", fmt.Sprintf("%.1f s", g.total)})
 	}
+	rows := make([]Row, len(runs))
+	for i, r := range runs {
+		rows[i] = r.Row
+	}
+	p.Coverage = Coverage(rows).Line()
+	icov := implCoverage(runs)
 	for _, im := range g.impls {
-		p.Impls = append(p.Impls, implView{im, anchor(im)})
+		p.Impls = append(p.Impls, implView{im, anchor(im), icov[im]})
 	}
 	for _, sc := range g.scens {
 		r := matrixRow{Scenario: sc, Mode: g.modes[sc]}

@@ -24,6 +24,7 @@ func (c *runClient) osProcess() lockimpl.Process {
 // the client (its critical section) pauses with it.
 func (r *run) Pause(client int) {
 	c := r.clients[client]
+	c.pausedAt.Store(r.rec.Now())
 	c.pause.Pause()
 	if p := c.osProcess(); p != nil {
 		if err := p.Stop(); err != nil {
@@ -40,6 +41,7 @@ func (r *run) Resume(client int) {
 			r.log.Warn("resume: continue client process", "client", client, "err", err)
 		}
 	}
+	c.resumedAt.Store(r.rec.Now())
 	c.pause.Resume()
 }
 

@@ -168,7 +168,8 @@ func (r *run) arm(ctx context.Context, topo *topology.Topology) (tl *timeline, h
 	}
 	tl = newTimeline(r, nenv)
 	if plan.Explore != nil {
-		r.hub.Explore = newExplorer(r, tl, *plan.Explore).hit
+		r.explorer = newExplorer(r, tl, *plan.Explore)
+		r.hub.Explore = r.explorer.hit
 		r.hub.Arm()
 	}
 	if plan.Points.Recorded {
@@ -342,9 +343,9 @@ func (r *run) outcome(plan *Plan, topo *topology.Topology, w *watching, h histor
 	}
 	var cov *Coverage
 	if plan.Points.Counted {
-		cov = coverage(r.hub)
+		cov = coverage(r.hub, r.explorer)
 	}
-	return &Outcome{Identity: plan.Identity(topo.Cluster.Kind()), Points: cov,
+	return &Outcome{Identity: plan.Identity(topo.Cluster.Kind()), Points: cov, Prior: plan.Prior,
 		Observer: r.observedNote(w.observed, w.observing, h), CheckOptions: plan.Check,
 		Claims: plan.Claims, Result: res, Elapsed: elapsed, History: h, Processes: r.processStats(), Failover: fo,
 		StoppedAfter: r.stoppedAfter}

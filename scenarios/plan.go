@@ -53,7 +53,10 @@ type Plan struct {
 	LeftOut    []string        `json:"left_out,omitempty"`
 	Failpoints []PlanFailpoint `json:"failpoints,omitempty"`
 	// Explore is the spec's exploration with its defaults filled in.
-	Explore     *spec.Explore    `json:"explore,omitempty"`
+	Explore *spec.Explore `json:"explore,omitempty"`
+	// Prior are the coverage combinations (Combo.Key) that earlier runs
+	// covered (Config.Prior): the explorer steers its faults to the others.
+	Prior       []string         `json:"prior,omitempty"`
 	Check       history.Options  `json:"checker_options"`
 	Expectation spec.Expectation `json:"expectation"`
 	// TimeScale, when set, says every time of the plan was stretched to
@@ -252,6 +255,9 @@ func Compile(sp *spec.Spec, cfg Config) (*Plan, error) {
 	p.ClockOffsets = clockOffsets(sp, seed)
 	p.compilePoints(sp)
 	p.Points.Recorded = cfg.RecordSteps
+	if p.Explore != nil {
+		p.Prior = cfg.Prior
+	}
 	p.compileFaults(sp)
 	p.compileStop(sp, cfg.FullDuration)
 	return p, nil

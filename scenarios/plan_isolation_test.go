@@ -23,8 +23,11 @@ import (
 // helpers (every function of plan.go), Run and runBounded (one compiles
 // each attempt, and hands the outcome the spec as written for the run
 // folder's copy and a replay; the other logs the spec's name), and
-// RunMany's (runMany's) ordering of jobs by their specs' length before any plan exists.
-var compileSide = map[string]bool{"Run": true, "runBounded": true, "RunMany": true, "runMany": true, "expectedLength": true}
+// RunMany's (runMany's) ordering of jobs by their specs' length before any plan exists,
+// and a hunt's round (huntRound), which runs jobs as RunMany does and names
+// the spec of one it could not run.
+var compileSide = map[string]bool{"Run": true, "runBounded": true, "RunMany": true, "runMany": true, "expectedLength": true,
+	"huntRound": true}
 
 // collaborators are the packages the runner runs a plan with (its clients'
 // connections, the topology, the observers): they too are the runner, and

@@ -39,12 +39,23 @@ type explorer struct {
 	// shows something only while others run beside it (and take the lock
 	// it lets expire).
 	crashes, paused, half int
+	// table is the run's coverage: the situations reached and the faults
+	// injected in each; prior the combinations earlier runs covered
+	// (Plan.Prior). sent is when each client last sent each command (its
+	// before point), to tell a late reply at the after point.
+	table *comboTable
+	prior map[string]bool
+	sent  map[string]int64
 }
 
 // newExplorer explores as e says, its defaults filled in by Compile.
 func newExplorer(r *run, tl *timeline, e spec.Explore) *explorer {
-	return &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}, hits: map[string]int{}, own: map[string]int{},
-		half: max(1, r.plan.Clients/2)}
+	x := &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}, hits: map[string]int{}, own: map[string]int{},
+		half: max(1, r.plan.Clients/2), table: newComboTable(), prior: map[string]bool{}, sent: map[string]int64{}}
+	for _, k := range r.plan.Prior {
+		x.prior[k] = true
+	}
+	return x
 }
 
 // hit is the hub's Explore hook.
@@ -52,7 +63,13 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 	if runnerPoint(point) || !x.candidate(point) || !x.inCall(ctx) {
 		return nil
 	}
-	act := x.draw(client, point)
+	if x.r.holdsEnd != nil && x.r.holdsEnd.Err() != nil {
+		// The traffic's time is up: a fault now would heal at once and
+		// show nothing, and on sim the clients the end releases at one
+		// instant would race for its number.
+		return nil
+	}
+	act := x.draw(ctx, client, point)
 	if act == "" {
 		return nil
 	}
@@ -87,11 +104,20 @@ func (x *explorer) hit(ctx context.Context, client int, point string) error {
 	return nil
 }
 
+// steerRate is the least chance of a fault at a hit whose situation has
+// a combination no run has covered yet (this run or Plan.Prior), or that
+// is a near-miss: the search spends its faults where they can still
+// show something new, not on the combinations every run reaches first.
+const steerRate = 0.5
+
 // draw decides whether this hit of point by client gets a fault, and which
 // action: "" for none.
-func (x *explorer) draw(client int, point string) string {
-	after := spec.CmdPoint(point) && strings.HasSuffix(point, "/after")
+func (x *explorer) draw(ctx context.Context, client int, point string) string {
+	now := x.r.rec.Now()
+	sit := x.situation(ctx, client, point, now)
 	x.mu.Lock()
+	defer x.mu.Unlock()
+	near := x.nearMiss(client, point, sit.State, now)
 	rng := x.rngs[client]
 	if rng == nil {
 		rng = rand.New(rand.NewPCG(x.r.seed(), 0x6578706c6f7265+uint64(client)))
@@ -100,42 +126,144 @@ func (x *explorer) draw(client int, point string) string {
 	if x.r.sim {
 		rng = x.simDraws(client, point)
 	}
+	// A point's hits and budget are counted per kind of reply: the rare
+	// SET that took the lock is tried on its first hits, not drowned in
+	// the hundreds of refused retries that pass the same point.
+	if sit.Reply != "" {
+		point += "=" + sit.Reply
+	}
+	x.hits[point]++
+	x.table.reached[sit]++
+	if near {
+		x.table.near++
+	}
+	open, fresh := x.open(sit, point, now)
 	// A point's n-th hit is faulted with probability 1/n when that beats
 	// Rate: a rare point (a PEXPIRE after a won SETNX, a release script) is
 	// tried on its first hits, not after 1/Rate of them, which a hot point
 	// (the retried SET NX) would reach in milliseconds and a rare one
 	// perhaps never in the run.
-	x.hits[point]++
-	if rng.Float64() >= max(x.e.Rate, 1/float64(x.hits[point])) {
-		x.mu.Unlock()
+	p := max(x.e.Rate, 1/float64(x.hits[point]))
+	if len(fresh) > 0 || near {
+		p = max(p, steerRate)
+	}
+	if rng.Float64() >= p || len(open) == 0 {
 		return ""
 	}
-	var open []string
-	for _, a := range x.e.Actions {
-		if a == spec.ExploreLoseReply && !after {
-			continue // a reply can only be lost once there is one
-		}
-		if a == spec.ExploreCrash && x.crashes >= x.half || a == spec.ExplorePause && x.paused >= x.half {
-			continue
-		}
-		if x.budget[[2]string{point, a}] < x.e.PerPoint {
-			open = append(open, a)
-		}
-	}
-	if len(open) == 0 {
-		x.mu.Unlock()
-		return ""
+	if len(fresh) > 0 {
+		open = fresh
 	}
 	act := open[rng.IntN(len(open))]
 	x.budget[[2]string{point, act}]++
+	x.table.fault(sit, act, now)
+	if near {
+		x.table.nearFaulted++
+	}
 	switch act {
 	case spec.ExploreCrash:
 		x.crashes++
 	case spec.ExplorePause:
 		x.paused++
 	}
-	x.mu.Unlock()
 	return act
+}
+
+// open lists the actions that may still act at this hit (budget and caps
+// left), and fresh those of them whose combination with the situation no
+// run has covered yet. x.mu held.
+func (x *explorer) open(sit Situation, point string, now int64) (open, fresh []string) {
+	for _, a := range faultsAt(x.e.Actions, sit) {
+		if a == spec.ExploreCrash && x.crashes >= x.half || a == spec.ExplorePause && x.paused >= x.half {
+			continue
+		}
+		if x.budget[[2]string{point, a}] >= x.e.PerPoint {
+			continue
+		}
+		open = append(open, a)
+		c := Combo{Situation: sit, Fault: a}
+		if !x.table.coveredBefore(sit, a, now) && !x.prior[c.Key(x.r.plan.Impl)] {
+			fresh = append(fresh, a)
+		}
+	}
+	return open, fresh
+}
+
+// situation is the hit's situation: its point folded, the client's state
+// and whether another client was waiting to acquire.
+func (x *explorer) situation(ctx context.Context, client int, point string, now int64) Situation {
+	c := x.r.clients[client]
+	call := lockimpl.CallOf(ctx)
+	if call == "" {
+		call = c.callNow() // a relay's point carries no context of ours
+	}
+	state := StateHolding
+	switch call {
+	case lockimpl.CallAcquire:
+		state = StateWaiting
+	case lockimpl.CallRelease:
+		state = StateReleasing
+	case lockimpl.CallExtend:
+		state = StateExtending
+	}
+	if p := c.pausedAt.Load(); p > 0 && p > c.since.Load() {
+		state = StatePaused
+	}
+	return Situation{Point: foldPoint(point), Reply: lockimpl.ReplyOf(ctx), State: state, Contender: x.contender(client, now)}
+}
+
+// contender says whether a client other than client was inside an acquire
+// at now, and not paused. An acquire that begins at now does not count and one that ends
+// at now does: on sim, two goroutines at one virtual instant run in the
+// scheduler's order, and the answer must be the seed's whatever that order.
+func (x *explorer) contender(client int, now int64) bool {
+	for _, o := range x.r.clients {
+		if o.id == client || o.crashed.Load() {
+			continue
+		}
+		from, to := o.acqFrom.Load(), o.acqTo.Load()
+		if from > 0 && from < now && (to < from || to >= now) && !pausedAt(o, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// pausedAt says whether a pause held c at now, by the same rule as an
+// acquire in contender: a client paused contends for nothing, the lock
+// it waits for is taken by the others.
+func pausedAt(c *runClient, now int64) bool {
+	from, to := c.pausedAt.Load(), c.resumedAt.Load()
+	return from > 0 && from < now && (to < from || to >= now)
+}
+
+// nearMiss says whether the hit is one step from a violation, on the
+// lease's clock: a hold that outlived its lease, a release or an extend
+// landing in the last quarter of the lease, or a command's reply that came
+// back a quarter of the TTL late inside an acquire (the grant it brings is
+// close to the lease's end). A pause or a delay there is what turns it into
+// two holders. x.mu held.
+func (x *explorer) nearMiss(client int, point, state string, now int64) bool {
+	c := x.r.clients[client]
+	ttl := int64(x.r.plan.Options.TTL)
+	if spec.CmdPoint(point) {
+		cmd := fmt.Sprintf("%d/%s", client, strings.TrimSuffix(strings.TrimSuffix(point, "/before"), "/after"))
+		if strings.HasSuffix(point, "/before") {
+			x.sent[cmd] = now
+		} else if sent, ok := x.sent[cmd]; ok && state == StateWaiting && ttl > 0 && now-sent > ttl/4 {
+			return true
+		}
+	}
+	held := c.heldAt.Load()
+	if ttl <= 0 || held == 0 {
+		return false
+	}
+	switch state {
+	case StateReleasing, StateExtending:
+		return now-held > ttl*3/4
+	case StateHolding, StatePaused:
+		return c.holding.Load() && now-held > ttl
+	}
+	return false
 }
 
 // simDraws is the generator of one hit in a sim run: seeded by the
@@ -173,14 +301,25 @@ func (x *explorer) candidate(point string) bool {
 // Coverage is how much of a lock's points a run reached: the distinct
 // points (declared failpoints and command points; the runner's own steps
 // are left out) hit while points were armed, and how many of them had a
-// fault injected.
+// fault injected; and, when the run explored, its combinations: every
+// situation (point × client state × contender) the explorer could fault,
+// times each fault it could inject there, and which of them it did.
 type Coverage struct {
 	Hit     int                  `json:"hit"`
 	Faulted int                  `json:"faulted"`
 	Points  []lockimpl.PointStat `json:"points,omitempty"`
+	// Covered of Combinations were faulted at least once; Combos lists
+	// them all.
+	Covered      int     `json:"covered"`
+	Combinations int     `json:"combinations"`
+	Combos       []Combo `json:"combos,omitempty"`
+	// NearMisses counts the hits one step from a violation (explorer.nearMiss),
+	// NearMissFaults those the explorer faulted.
+	NearMisses     int `json:"near_misses,omitempty"`
+	NearMissFaults int `json:"near_miss_faults,omitempty"`
 }
 
-func coverage(h *lockimpl.Hub) *Coverage {
+func coverage(h *lockimpl.Hub, x *explorer) *Coverage {
 	cov := &Coverage{}
 	for _, ps := range h.Coverage() {
 		if runnerPoint(ps.Point) {
@@ -193,6 +332,18 @@ func coverage(h *lockimpl.Hub) *Coverage {
 			cov.Faulted++
 		}
 		cov.Points = append(cov.Points, ps)
+	}
+	if x != nil {
+		x.mu.Lock()
+		cov.Combos = x.table.combos(x.e.Actions)
+		cov.NearMisses, cov.NearMissFaults = x.table.near, x.table.nearFaulted
+		x.mu.Unlock()
+		cov.Combinations = len(cov.Combos)
+		for _, c := range cov.Combos {
+			if c.Faults > 0 {
+				cov.Covered++
+			}
+		}
 	}
 	return cov
 }

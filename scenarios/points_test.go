@@ -222,3 +222,84 @@ func TestCommandPoints(t *testing.T) {
 		})
 	}
 }
+
+// TestCoverageCombinations: an exploring run on sim reports its
+// combinations (point × fault × client state × contender): a release
+// exploration reaches its points in the releasing state, with and without
+// a contender; a seed reports the same combinations twice, with or without
+// a prior (the combinations earlier runs covered, which its explorer
+// steers away from); and the coverage carried across seeds grows.
+func TestCoverageCombinations(t *testing.T) {
+	sp, err := spec.Load("explore-late-release")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(seed uint64, prior []string) *scenarios.Outcome {
+		t.Helper()
+		o, err := scenarios.Run(context.Background(), sp, scenarios.Config{Impl: "set-nx-px", Seed: seed, Backend: cluster.Sim, Prior: prior})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Points == nil || o.Points.Combinations == 0 || o.Points.Covered == 0 {
+			t.Fatalf("seed %d: no combinations: %+v", seed, o.Points)
+		}
+		return o
+	}
+	a, b := run(1, nil), run(1, nil)
+	if fmt.Sprint(a.Points.Combos) != fmt.Sprint(b.Points.Combos) {
+		t.Errorf("seed 1 twice, two coverages:\n%v\n%v", a.Points.Combos, b.Points.Combos)
+	}
+	states := map[string]bool{}
+	for _, c := range a.Points.Combos {
+		states[c.State] = true
+	}
+	if !states[scenarios.StateReleasing] {
+		t.Errorf("no releasing state among %v", a.Points.Combos)
+	}
+	set := scenarios.NewCoverageSet()
+	set.Add("set-nx-px", a.Points.Combos)
+	before, _ := set.Counts()
+	c, d := run(2, set.Covered()), run(2, set.Covered())
+	if fmt.Sprint(c.Points.Combos) != fmt.Sprint(d.Points.Combos) {
+		t.Errorf("seed 2 with a prior twice, two coverages")
+	}
+	set.Add("set-nx-px", c.Points.Combos)
+	after, total := set.Counts()
+	t.Logf("coverage after seed 1: %d; after seed 2 steered: %d of %d", before, after, total)
+}
+
+// TestHuntBudget: a hunt stops at its budget, the runs under way cut
+// short and counted for nothing, and carries the combinations covered
+// from seed to seed into each round's jobs.
+func TestHuntBudget(t *testing.T) {
+	sp, err := spec.Load("explore-late-release")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		budget   time.Duration
+		minSeeds int
+	}{
+		{"no budget", 0, 0},
+		{"a few seeds", 1500 * time.Millisecond, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var priors []int
+			h := scenarios.Hunt{Budget: tc.budget, Round: func(seed uint64, prior []string) []scenarios.Job {
+				priors = append(priors, len(prior))
+				return []scenarios.Job{{Spec: sp, Config: scenarios.Config{Impl: "set-nx-px", Seed: seed, Backend: cluster.Sim, Prior: prior}}}
+			}}
+			res, err := h.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Found != nil || res.Seeds < tc.minSeeds || res.Runs > res.Seeds {
+				t.Fatalf("found %v, %d seeds, %d runs; want nothing found on at least %d seeds", res.Found != nil, res.Seeds, res.Runs, tc.minSeeds)
+			}
+			if tc.minSeeds > 1 && (priors[0] != 0 || priors[1] == 0) {
+				t.Errorf("priors carried %v: want none into the first round, some into the second", priors)
+			}
+		})
+	}
+}

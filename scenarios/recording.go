@@ -82,6 +82,9 @@ func (rl *recordingLocker) acquire(ctx context.Context, key string) (*lockimpl.L
 		if res == success {
 			o.Value, o.Fence = lease.Token, lease.Fence
 			rl.c.holding.Store(true)
+			now := rl.r.rec.Now()
+			rl.c.since.Store(now)
+			rl.c.heldAt.Store(now)
 			return
 		}
 		o.Error, o.ErrorReply = err.Error(), res == refused
@@ -134,6 +137,12 @@ func (rl *recordingLocker) extend(ctx context.Context, key string, lease *lockim
 		return nil, rl.locker.(lockimpl.Extender).Extend(lockimpl.WithCall(ctx, lockimpl.CallExtend), lease, ttl)
 	})
 	done(err)
+	// Back to holding; a lease extended is granted anew.
+	now := rl.r.rec.Now()
+	rl.c.since.Store(now)
+	if err == nil {
+		rl.c.heldAt.Store(now)
+	}
 	return classify(err, lockimpl.ErrNotHeld), err
 }
 
@@ -159,7 +168,18 @@ func (rl *recordingLocker) renewal(key, token string) func(error) {
 // points its relays pass meanwhile (a client process's commands carry no
 // context of ours).
 func (rl *recordingLocker) call(call string, f func() (*lockimpl.Lease, error)) (*lockimpl.Lease, error) {
-	rl.c.call.Store(call)
-	defer rl.c.call.Store("")
+	c := rl.c
+	now := rl.r.rec.Now()
+	c.since.Store(now)
+	if call == lockimpl.CallAcquire {
+		c.acqFrom.Store(now)
+	}
+	c.call.Store(call)
+	defer func() {
+		c.call.Store("")
+		if call == lockimpl.CallAcquire {
+			c.acqTo.Store(rl.r.rec.Now())
+		}
+	}()
 	return f()
 }

@@ -41,6 +41,11 @@ type Config struct {
 	Baseline *spec.Baseline
 	// Seed overrides the spec's seed when non-zero.
 	Seed uint64
+	// Prior, for an exploring run, are the coverage combinations earlier
+	// runs covered (CoverageSet.Covered): its explorer favours the others.
+	// A hunt carries them from seed to seed; on sim a seed with the same
+	// prior replays the same history.
+	Prior []string
 	// Backend is auto, redis-server or embedded.
 	Backend string
 	// Log receives progress; nil discards.
@@ -106,6 +111,9 @@ type Outcome struct {
 	// exploration in the spec); nil otherwise, as unarmed points are not
 	// counted (that keeps them at one atomic load).
 	Points *Coverage `json:"points,omitempty"`
+	// Prior are the combinations earlier runs covered that steered this
+	// run's explorer (Config.Prior): a replay of its seed needs them too.
+	Prior []string `json:"prior,omitempty"`
 	// Failover is when the Sentinels detected, agreed on and carried out
 	// the first failover (Sentinel topology only).
 	Failover *FailoverTimes `json:"failover,omitempty"`
@@ -157,6 +165,13 @@ type runClient struct {
 	// due is when the sleep the harness owns that the client is in ends
 	// (the recorder's clock), 0 outside one (sleepTimed).
 	due atomic.Int64
+	// The explorer's view of the client (the recorder's clock), for the
+	// coverage of client states and near-misses: since is when its
+	// current call or hold began, heldAt when its lease was last granted,
+	// pausedAt and resumedAt when a pause last stopped it and let it go
+	// on, acqFrom and acqTo when its
+	// latest acquire began and ended (acqTo < acqFrom: one is in flight).
+	since, heldAt, pausedAt, resumedAt, acqFrom, acqTo atomic.Int64
 }
 
 // callNow is the client's Locker call in flight, or "".
@@ -177,6 +192,8 @@ type run struct {
 	rng     *rand.Rand
 	hub     *lockimpl.Hub
 	plan    *Plan
+	// explorer is the run's exploration (Plan.Explore), nil without one.
+	explorer *explorer
 	// overlaps, unless the run keeps its whole duration, ends the traffic
 	// a grace after the first overlap; stoppedAfter is that grace when it did.
 	overlaps     *overlapWatch

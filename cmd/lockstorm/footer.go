@@ -109,6 +109,9 @@ func summaryLine(rows []reports.Row, wall time.Duration) string {
 	if none > 0 {
 		s += fmt.Sprintf(", %d without expectation", none)
 	}
+	if c := reports.Coverage(rows).Line(); c != "" {
+		s += "; " + c
+	}
 	return s + backendsNote(rows)
 }
 

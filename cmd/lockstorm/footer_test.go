@@ -143,3 +143,24 @@ func TestFold(t *testing.T) {
 		})
 	}
 }
+
+// TestSummaryCoverage: the summary line ends with the battery's coverage
+// when some row explored, and says nothing of it otherwise.
+func TestSummaryCoverage(t *testing.T) {
+	sit := scenarios.Situation{Point: "p", State: scenarios.StateHolding}
+	explored := reports.Row{Identity: history.Identity{Impl: "a", Expected: "safe"}, Verdict: "safe", AsExpected: true,
+		Combos: []scenarios.Combo{{Situation: sit, Fault: "pause", Faults: 1}, {Situation: sit, Fault: "crash"}}}
+	plain := reports.Row{Identity: history.Identity{Impl: "a", Expected: "safe"}, Verdict: "safe", AsExpected: true}
+	for _, tc := range []struct {
+		rows []reports.Row
+		want string
+	}{
+		{[]reports.Row{explored, plain}, "; coverage: 1 of 2 combinations"},
+		{[]reports.Row{plain}, ""},
+	} {
+		line := summaryLine(tc.rows, time.Second)
+		if tc.want != "" && !strings.HasSuffix(line, tc.want) || tc.want == "" && strings.Contains(line, "coverage") {
+			t.Errorf("summary %q, want it to end in %q", line, tc.want)
+		}
+	}
+}

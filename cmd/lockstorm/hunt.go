@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
-	"github.com/lockstorm/lockstorm/checker"
 	"github.com/lockstorm/lockstorm/internal/cluster"
 	"github.com/lockstorm/lockstorm/reports"
 	"github.com/lockstorm/lockstorm/scenarios"
@@ -63,35 +61,29 @@ func cmdHunt(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	start, runs := time.Now(), 0
-	cov := map[string]bool{}
-	for seed := f.seed; time.Since(start) < f.budget && ctx.Err() == nil; seed++ {
-		var jobs []scenarios.Job
-		for _, sp := range specs {
-			jobs = append(jobs, scenarios.Job{Spec: sp, Config: scenarios.Config{Impl: f.impl, Seed: seed, Backend: f.backend}})
-		}
-		outs, errs := scenarios.RunMany(ctx, jobs, 0, nil, nil)
-		for i, o := range outs {
-			if errs[i] != nil {
-				return &exitError{2, fmt.Errorf("hunt: %s seed %d: %w", jobs[i].Spec.Name, seed, errs[i])}
+	h := scenarios.Hunt{Budget: f.budget, FirstSeed: f.seed,
+		Round: func(seed uint64, prior []string) []scenarios.Job {
+			var jobs []scenarios.Job
+			for _, sp := range specs {
+				jobs = append(jobs, scenarios.Job{Spec: sp, Config: scenarios.Config{Impl: f.impl, Seed: seed, Backend: f.backend, Prior: prior}})
 			}
-			runs++
-			if o.Points != nil {
-				for _, p := range o.Points.Points {
-					cov[p.Point] = true
-				}
-			}
-			if forbidden(o) {
-				fmt.Printf("hunt: found after %d runs in %.1f s: %s × %s seed %d: %s, expected %s: %s\n",
-					runs, time.Since(start).Seconds(), o.Scenario, o.Impl, o.Seed, o.Result.Verdict, o.Expected, o.Result.Reason)
-				fmt.Printf("hunt: coverage: %d distinct points hit\n", len(cov))
-				return huntWitness(ctx, f, o)
-			}
-		}
-		fmt.Fprintf(os.Stderr, "hunt: seed %d: %d runs, nothing forbidden (%.0f s of %.0f)\n", seed, runs,
-			time.Since(start).Seconds(), f.budget.Seconds())
+			return jobs
+		},
+		Progress: func(seed uint64, runs int, elapsed time.Duration) {
+			fmt.Fprintf(os.Stderr, "hunt: seed %d: %d runs, nothing forbidden (%.0f s of %.0f)\n", seed, runs,
+				elapsed.Seconds(), f.budget.Seconds())
+		}}
+	res, err := h.Run(ctx)
+	if err != nil && ctx.Err() == nil {
+		return &exitError{2, fmt.Errorf("hunt: %w", err)}
 	}
-	fmt.Printf("hunt: nothing found in %d runs (%.1f s); coverage: %d distinct points hit\n", runs, time.Since(start).Seconds(), len(cov))
+	if o := res.Found; o != nil {
+		fmt.Printf("hunt: found after %d runs in %.1f s: %s × %s seed %d: %s, expected %s: %s\n",
+			res.Runs, res.Elapsed.Seconds(), o.Scenario, o.Impl, o.Seed, o.Result.Verdict, o.Expected, o.Result.Reason)
+		fmt.Printf("hunt: %s\n", res.Line())
+		return huntWitness(ctx, f, o)
+	}
+	fmt.Printf("hunt: nothing found in %d runs (%.1f s); %s\n", res.Runs, res.Elapsed.Seconds(), res.Line())
 	return nil
 }
 
@@ -123,15 +115,6 @@ func huntSpecs(f *huntFlags) ([]*spec.Spec, error) {
 		return nil, usage("hunt: no scenario to search on the %s backend", f.backend)
 	}
 	return out, nil
-}
-
-// forbidden says whether o shows what its expectation does not allow.
-func forbidden(o *scenarios.Outcome) bool {
-	if o.AsExpected() || o.Expected == "" {
-		return false
-	}
-	worse := o.Result.Verdict != o.Expected && slices.Contains([]string{checker.Unsafe, checker.Deadlock}, o.Result.Verdict)
-	return worse || len(o.Result.Unpermitted()) > 0
 }
 
 // huntWitness keeps the finding's run folder and shrinks it.

@@ -64,7 +64,9 @@ func cmdReplay(ctx context.Context, args []string) error {
 	fmt.Printf("replaying %s × %s, seed %d, %s backend, %d time(s): was %s%s\n", was.Scenario, was.Impl, was.Seed, was.Backend, times, was.Verdict, firstAt(was.FirstViolationMs))
 	same := 0
 	for i := 0; i < times; i++ {
-		out, err := scenarios.Run(ctx, spec, scenarios.Config{Impl: was.Impl, Seed: was.Seed, Backend: was.Backend})
+		// A hunt's run was steered by what the seeds before it covered:
+		// the same prior, or its seed explores elsewhere.
+		out, err := scenarios.Run(ctx, spec, scenarios.Config{Impl: was.Impl, Seed: was.Seed, Backend: was.Backend, Prior: was.Prior})
 		if err != nil {
 			return &exitError{2, fmt.Errorf("replay: %w", err)}
 		}

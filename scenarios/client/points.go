@@ -80,7 +80,7 @@ func (h *CmdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return h.fail(err, false, cmd)
 		}
 		err := next(ctx, cmd)
-		if herr := h.FP.Hit(ctx, pts[1]); herr != nil {
+		if herr := h.FP.Hit(lockimpl.WithReply(ctx, replyKind(cmd)), pts[1]); herr != nil {
 			return h.fail(herr, true, cmd)
 		}
 		return err
@@ -107,7 +107,7 @@ func (h *CmdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		err := next(ctx, cmds)
 		for _, cmd := range cmds {
 			if pts := h.points(cmd); pts != nil {
-				if herr := h.FP.Hit(ctx, pts[1]); herr != nil {
+				if herr := h.FP.Hit(lockimpl.WithReply(ctx, replyKind(cmd)), pts[1]); herr != nil {
 					return h.fail(herr, true, cmds...)
 				}
 			}
@@ -196,4 +196,35 @@ func (h *CmdHook) pointsOf(name, arg string) *[2]string {
 	}
 	h.names[key] = p
 	return p
+}
+
+// replyKind is the kind of cmd's reply (lockimpl.ReplyNil...), for the
+// explorer to tell a grant's after point from a refusal's.
+func replyKind(cmd redis.Cmder) string {
+	switch err := cmd.Err(); {
+	case errors.Is(err, redis.Nil):
+		return lockimpl.ReplyNil
+	case err != nil:
+		return lockimpl.ReplyError
+	}
+	switch c := cmd.(type) {
+	case *redis.BoolCmd:
+		if !c.Val() {
+			return lockimpl.ReplyZero
+		}
+	case *redis.IntCmd:
+		if c.Val() == 0 {
+			return lockimpl.ReplyZero
+		}
+	case *redis.Cmd:
+		switch v := c.Val().(type) {
+		case nil:
+			return lockimpl.ReplyNil
+		case int64:
+			if v == 0 {
+				return lockimpl.ReplyZero
+			}
+		}
+	}
+	return lockimpl.ReplyValue
 }
