@@ -128,21 +128,10 @@ func (s *search) schedule(ctx context.Context, random *Result) (*Result, string,
 			return (!within || withinLease(o)) && removal(o.History, o.Result.Witness) == how
 		}
 		for _, keep := range Keeps(wr.history, wr.witness) {
-			spec, err := Schedule(&base, wr.history, wr.witness, keep)
-			if err != nil {
-				s.report(Step{N: s.steps, Change: fmt.Sprintf("schedule from seed %d's history", wr.seed), Skipped: err.Error()})
+			cand := s.candidate(&base, wr, keep)
+			if cand == nil {
 				continue
 			}
-			cand, err := s.parse(spec)
-			if err != nil {
-				s.report(Step{N: s.steps, Change: fmt.Sprintf("schedule from seed %d's history", wr.seed), Skipped: err.Error()})
-				continue
-			}
-			y := mustYAML(cand)
-			if s.tried[y] {
-				continue
-			}
-			s.tried[y] = true
 			s.steps++
 			tried++
 			t, elapsed := s.try(find, s.steps, cand, true)
@@ -150,7 +139,7 @@ func (s *search) schedule(ctx context.Context, random *Result) (*Result, string,
 				return nil, "", err
 			}
 			if find.Err() != nil {
-				return nil, fmt.Sprintf("half the budget (%v) ran out after %d schedules built from %d failing runs", s.opts.Budget/2, tried, runs), nil
+				return nil, fmt.Sprintf("half the budget (%v) ran out after %d schedules built from %d failing runs%s", s.opts.Budget/2, tried, runs, rejected), nil
 			}
 			s.res.Candidates++
 			change := fmt.Sprintf("schedule from seed %d's history: clients %v of %d, %d failpoints", wr.seed, keep, base.Clients, len(cand.Failpoints))
@@ -175,6 +164,26 @@ func (s *search) schedule(ctx context.Context, random *Result) (*Result, string,
 		return nil, fmt.Sprintf("half the budget (%v) ran out after %d schedules built from %d failing runs%s", s.opts.Budget/2, tried, runs, rejected), nil
 	}
 	return nil, fmt.Sprintf("none of the %d schedules built from %d failing runs gave %s on every seed%s", tried, runs, s.verdict, rejected), nil
+}
+
+// candidate is the schedule of wr's failure replaying the clients keep,
+// parsed as a candidate; nil when it cannot be built (the reason is
+// reported) or was tried already.
+func (s *search) candidate(base *spec.Spec, wr witnessRun, keep []int) *spec.Spec {
+	sp, err := Schedule(base, wr.history, wr.witness, keep)
+	if err == nil {
+		sp, err = s.parse(sp)
+	}
+	if err != nil {
+		s.report(Step{N: s.steps, Change: fmt.Sprintf("schedule from seed %d's history", wr.seed), Skipped: err.Error()})
+		return nil
+	}
+	y := mustYAML(sp)
+	if s.tried[y] {
+		return nil
+	}
+	s.tried[y] = true
+	return sp
 }
 
 // shrinkSchedule runs the search from the accepted schedule and confirms
