@@ -54,7 +54,9 @@ type simDir struct {
 	ended bool      // its writing end closed: cut once the queue is empty
 }
 
-// simEnd is one end of a sim connection, a net.Conn.
+// simEnd is one end of a sim connection, a net.Conn. Its reads come from
+// one goroutine at a time (a client's pooled connection, a server's
+// reader): waiting, wakeAt and timer are that reader's.
 type simEnd struct {
 	c     *simConn
 	side  int // clientEnd or serverEnd
