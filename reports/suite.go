@@ -95,6 +95,30 @@ func NewSuiteRun(row Row, h history.History, res checker.Result, root string) Su
 	return sr
 }
 
+// SuiteHistory is all of h that NewSuiteRun reads: the nemesis process's
+// entries (its fault windows and stalls, in order) and the latest entry
+// (the strip's length). A run whose folder is not written needs no more
+// of its history once judged, and `lockstorm run --seeds N` holds every
+// outcome until the table is printed: whole histories (megabytes for a
+// run of 24 contending clients) grew the heap each collection marks with
+// every run, and the memory with N.
+func SuiteHistory(h history.History) history.History {
+	var out history.History
+	last := -1
+	for i, op := range h {
+		if last < 0 || op.Time >= h[last].Time {
+			last = i
+		}
+		if op.Process == history.NemesisProcess {
+			out = append(out, op)
+		}
+	}
+	if last >= 0 && h[last].Process != history.NemesisProcess {
+		out = append(out, h[last])
+	}
+	return out
+}
+
 // RowSuiteRun is a run known only by its results row: a shard's safe and
 // as-expected runs, whose folders it did not keep. Its cell and first
 // violation are on the page; its strip has no fault windows, none having

@@ -252,3 +252,26 @@ func TestPagesRenderInChromium(t *testing.T) {
 		t.Errorf("screenshot %v with %d colours: blank?", bd, len(colours))
 	}
 }
+
+// TestSuiteHistory: the suite page draws a run from SuiteHistory's part of
+// its history exactly as from the whole (an open fault, a healed one, a
+// stall and a history that ends on a client's entry).
+func TestSuiteHistory(t *testing.T) {
+	for _, h := range []history.History{
+		withFault(readGolden(t, "overlap.jsonl"), faultDesc, 802_000_000, 905_000_000),
+		withFault(readGolden(t, "stale-hold.jsonl"), "partition n1", 5_000_000, -1),
+		append(readGolden(t, "good.jsonl"), history.Op{Type: history.Ok, Process: history.NemesisProcess, Client: 2,
+			F: history.FStall, N: int64(80 * time.Millisecond), Time: 100_000_000}),
+		nil,
+	} {
+		o := outcome(t, h, nil, checker.Safe)
+		row := FromOutcome(o)
+		whole, slim := NewSuiteRun(row, h, o.Result, ""), NewSuiteRun(row, SuiteHistory(h), o.Result, "")
+		if fmt.Sprint(whole) != fmt.Sprint(slim) {
+			t.Errorf("from the whole history:\n%+v\nfrom SuiteHistory:\n%+v", whole, slim)
+		}
+		if len(h) > 0 && len(SuiteHistory(h)) >= len(h) {
+			t.Errorf("SuiteHistory kept %d of %d entries", len(SuiteHistory(h)), len(h))
+		}
+	}
+}

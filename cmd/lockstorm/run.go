@@ -411,6 +411,10 @@ func runJobs(ctx context.Context, f *runFlags, jobs []job, backend string, base 
 	}
 	results, errs := scenarios.RunMany(ctx, runs, f.parallel, nil, func(i int, out *scenarios.Outcome, _ error) {
 		prog.done(jobs[i].spec.Name, jobs[i].impl, out)
+		if out != nil && !reports.ShouldKeep(f.keep, out) {
+			// No folder will be written: only the suite page reads it now.
+			out.History = reports.SuiteHistory(out.History)
+		}
 	})
 	prog.clear()
 	if afterRuns != nil {

@@ -37,7 +37,7 @@ type miniNode struct {
 	up   bool
 	gate chan struct{} // non-nil while paused; closed by Resume or Kill
 
-	// sim: the node is reached only in-process (Minis.Dial), in a run of
+	// sim: the node is reached only in-process (Minis.Serve), in a run of
 	// the sim backend; watch, when set, sees its commands (see sim.go).
 	sim   bool
 	watch Watcher

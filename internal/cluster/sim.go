@@ -39,7 +39,7 @@ func (m *Minis) Paused(i int) bool {
 	return n.gate != nil
 }
 
-// StartSim starts o.Nodes miniredis servers that listen nowhere: Dial
+// StartSim starts o.Nodes miniredis servers that listen nowhere: Serve
 // reaches them by their addresses, which name loopback ports no one
 // dials (127.0.83.N:1), so nothing can reach them by mistake through a
 // real socket.
@@ -66,9 +66,12 @@ func startInMemory(mr *miniredis.Miniredis) error {
 	return c.Close()
 }
 
-// Dial opens an in-memory connection to the sim node at addr, as a TCP
-// dial would: refused while the node is down.
-func (m *Minis) Dial(addr string) (net.Conn, error) {
+// Serve hands c, the server end of an in-memory connection, to the sim
+// node at addr, which serves it until either end closes it: as a TCP
+// connection to the node, refused while the node is down. The caller
+// makes the connection (a sim link's, in virtual time), so no relay stands
+// between the link and the server.
+func (m *Minis) Serve(addr string, c net.Conn) error {
 	for _, n := range m.nodes {
 		if n.addr != addr {
 			continue
@@ -77,11 +80,10 @@ func (m *Minis) Dial(addr string) (net.Conn, error) {
 		if !up || !n.sim {
 			break
 		}
-		c, s := net.Pipe()
-		mr.Server().ServeConn(&watchedConn{Conn: s, n: n})
-		return c, nil
+		mr.Server().ServeConn(&watchedConn{Conn: c, n: n})
+		return nil
 	}
-	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	return &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 }
 
 // Watch makes w see node i's commands from now on, across restarts.

@@ -189,11 +189,15 @@ func (n *simNode) sync() {
 // and after them.
 func (n *simNode) changed(mr *miniredis.Miniredis, key string, cmds []simCmd) {
 	before, after := n.state[key], read(mr, key)
+	if before == after {
+		// Nothing the commands did changed the key (a refused SET NX):
+		// its expiry timer, if any, is already set for this deadline.
+		// Making it anew cost a timer for each of the thousands of
+		// refusals of a contended run.
+		return
+	}
 	n.state[key] = after
 	n.arm(key, after)
-	if before == after {
-		return // nothing the commands did changed the key (a refused SET NX)
-	}
 	var evs []string
 	for _, c := range cmds {
 		if c.key == key {

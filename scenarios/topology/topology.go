@@ -250,7 +250,7 @@ func (t *Topology) Connect(client int, host string, timeout time.Duration, hooks
 // time over a sim cluster, toxiproxy's over real sockets otherwise.
 func newNetwork(cl cluster.Cluster, seed uint64) *nemesis.Network {
 	if m, ok := cl.(*cluster.Minis); ok && cl.Kind() == cluster.Sim {
-		return nemesis.NewSimNetwork(seed, m.Dial)
+		return nemesis.NewSimNetwork(seed, m.Serve)
 	}
 	return nemesis.NewNetwork()
 }
