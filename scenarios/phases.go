@@ -304,6 +304,13 @@ func (r *run) recheck(since time.Duration) time.Duration {
 // cancelled.
 func (r *run) stopTraffic(ctx context.Context, tl *timeline, done <-chan struct{}, endHolds func()) {
 	tl.stopAndHeal()
+	if r.sim {
+		// In virtual time the heal's effects (a cut connection's EOF
+		// reaching a watchdog) and the holders' last steps fall on one
+		// instant, in the scheduler's order; a microsecond later every
+		// goroutine the heal woke has run, so the seed alone orders them.
+		time.Sleep(time.Microsecond)
+	}
 	endHolds()
 	grace := time.NewTimer(r.plan.Stop.Grace)
 	defer grace.Stop()

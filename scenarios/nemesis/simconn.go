@@ -1,6 +1,8 @@
 package nemesis
 
 import (
+	"encoding/binary"
+	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -47,7 +49,9 @@ type simChunk struct {
 
 // simDir is one direction of a sim connection.
 type simDir struct {
-	rng   *rand.Rand
+	rng *rand.Rand
+	// key seeds the hop's draw: the run's seed, the link, the direction.
+	key   uint64
 	queue []simChunk
 	head  int       // queue[head:] is in flight
 	last  time.Time // when the chunk ahead is due
@@ -83,6 +87,9 @@ func newSimConn(l *Link, seq uint64, rngs [stream.NumDirections]*rand.Rand) *sim
 	c := &simConn{l: l, seq: seq}
 	for d := range c.dirs {
 		c.dirs[d].rng = rngs[d]
+		h := fnv.New64a()
+		h.Write([]byte(l.Name()))
+		c.dirs[d].key = l.sim.net.seed ^ h.Sum64() ^ uint64(d+1)*0x9e3779b97f4a7c15
 	}
 	c.ends[clientEnd] = simEnd{c: c, side: clientEnd, write: stream.Upstream, read: stream.Downstream}
 	c.ends[serverEnd] = simEnd{c: c, side: serverEnd, write: stream.Downstream, read: stream.Upstream}
@@ -236,7 +243,7 @@ func (e *simEnd) Write(b []byte) (int, error) {
 func (c *simConn) arrive(e *simEnd, b []byte) {
 	d := &c.dirs[e.write]
 	now := time.Now()
-	due := now.Add(simHop + time.Duration(d.rng.Int64N(int64(simHopJitter))))
+	due := now.Add(simHop + hopJitter(d.key, now, b))
 	var rate int64
 	for _, t := range c.l.simToxics(e.write) {
 		switch t.Type {
@@ -260,6 +267,22 @@ func (c *simConn) arrive(e *simEnd, b []byte) {
 	d.last = due
 	d.queue = append(d.queue, simChunk{data: slices.Clone(b), due: due})
 	e.other().due(due)
+}
+
+// hopJitter is a hop's share of simHopJitter, drawn from the link and
+// direction (key), the instant and the bytes, never from the connection's
+// number on its link: two connections dialed at one virtual instant (a
+// client's pub/sub and command connections) are numbered in the
+// scheduler's order, and a draw that followed it would let the scheduler
+// decide which of two clients' commands reaches the server first.
+func hopJitter(key uint64, now time.Time, b []byte) time.Duration {
+	var buf [16]byte
+	binary.LittleEndian.PutUint64(buf[:8], key)
+	binary.LittleEndian.PutUint64(buf[8:], uint64(now.UnixNano()))
+	h := fnv.New64a()
+	h.Write(buf[:])
+	h.Write(b[:min(len(b), 256)])
+	return time.Duration(h.Sum64() % uint64(simHopJitter))
 }
 
 // flush makes every chunk held in direction dir due now (a removed latency
