@@ -49,8 +49,9 @@ type simChunk struct {
 
 // simDir is one direction of a sim connection.
 type simDir struct {
-	rng *rand.Rand
-	// key seeds the hop's draw: the run's seed, the link, the direction.
+	// rng draws the hops' delays, seeded at the first chunk (dirSeed);
+	// key is the link's and direction's part of that seed.
+	rng   *rand.Rand
 	key   uint64
 	queue []simChunk
 	head  int       // queue[head:] is in flight
@@ -81,15 +82,14 @@ type simEnd struct {
 // of its own.
 const simMaxChunk = 32 << 10
 
-// newSimConn makes a connection of l whose directions draw their delays
-// from rngs (by stream.Direction).
-func newSimConn(l *Link, seq uint64, rngs [stream.NumDirections]*rand.Rand) *simConn {
+// newSimConn makes a connection of l; each direction seeds its generator
+// at its first chunk (seedDir).
+func newSimConn(l *Link, seq uint64) *simConn {
 	c := &simConn{l: l, seq: seq}
 	for d := range c.dirs {
-		c.dirs[d].rng = rngs[d]
 		h := fnv.New64a()
 		h.Write([]byte(l.Name()))
-		c.dirs[d].key = l.sim.net.seed ^ h.Sum64() ^ uint64(d+1)*0x9e3779b97f4a7c15
+		c.dirs[d].key = h.Sum64() ^ uint64(d+1)*0x9e3779b97f4a7c15
 	}
 	c.ends[clientEnd] = simEnd{c: c, side: clientEnd, write: stream.Upstream, read: stream.Downstream}
 	c.ends[serverEnd] = simEnd{c: c, side: serverEnd, write: stream.Downstream, read: stream.Upstream}
@@ -243,7 +243,10 @@ func (e *simEnd) Write(b []byte) (int, error) {
 func (c *simConn) arrive(e *simEnd, b []byte) {
 	d := &c.dirs[e.write]
 	now := time.Now()
-	due := now.Add(simHop + hopJitter(d.key, now, b))
+	if d.rng == nil {
+		d.rng = rand.New(rand.NewPCG(c.l.sim.net.seed, dirSeed(d.key, now, b)))
+	}
+	due := now.Add(simHop + time.Duration(d.rng.Int64N(int64(simHopJitter))))
 	var rate int64
 	for _, t := range c.l.simToxics(e.write) {
 		switch t.Type {
@@ -269,20 +272,20 @@ func (c *simConn) arrive(e *simEnd, b []byte) {
 	e.other().due(due)
 }
 
-// hopJitter is a hop's share of simHopJitter, drawn from the link and
-// direction (key), the instant and the bytes, never from the connection's
+// dirSeed seeds a direction's generator from the link and direction
+// (key) and its first chunk with its instant, never from the connection's
 // number on its link: two connections dialed at one virtual instant (a
 // client's pub/sub and command connections) are numbered in the
-// scheduler's order, and a draw that followed it would let the scheduler
+// scheduler's order, and draws that followed it would let the scheduler
 // decide which of two clients' commands reaches the server first.
-func hopJitter(key uint64, now time.Time, b []byte) time.Duration {
+func dirSeed(key uint64, now time.Time, b []byte) uint64 {
 	var buf [16]byte
 	binary.LittleEndian.PutUint64(buf[:8], key)
 	binary.LittleEndian.PutUint64(buf[8:], uint64(now.UnixNano()))
 	h := fnv.New64a()
 	h.Write(buf[:])
 	h.Write(b[:min(len(b), 256)])
-	return time.Duration(h.Sum64() % uint64(simHopJitter))
+	return h.Sum64()
 }
 
 // flush makes every chunk held in direction dir due now (a removed latency

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -35,8 +34,10 @@ import (
 // simHopJitter, drawn per chunk), as a real relay does: two messages sent
 // at one virtual instant on two links then reach the server at two
 // instants, in an order the seed decides, never the Go scheduler. Every
-// draw comes from a generator of the link's own, seeded by the run's seed,
-// the link's name, the connection's number and the direction, so the
+// draw comes from a generator of the connection's direction, seeded by
+// the run's seed, the link's name, the direction and the connection's
+// first chunk with its instant (not its number on the link: connections
+// dialed at one instant are numbered in the scheduler's order), so the
 // same seed gives the same delays whatever else runs.
 const (
 	simHop       = 40 * time.Microsecond
@@ -104,13 +105,7 @@ func (l *Link) simDial() (net.Conn, error) {
 	}
 	l.mu.Lock()
 	l.sim.seq++
-	var rngs [stream.NumDirections]*rand.Rand
-	for _, d := range []stream.Direction{stream.Upstream, stream.Downstream} {
-		h := fnv.New64a()
-		fmt.Fprintf(h, "%s/%d/%d", l.Name(), l.sim.seq, d)
-		rngs[d] = rand.New(rand.NewPCG(l.sim.net.seed, h.Sum64()))
-	}
-	c := newSimConn(l, l.sim.seq, rngs)
+	c := newSimConn(l, l.sim.seq)
 	upstream, closed := l.upstream, l.closed
 	if !closed {
 		l.sim.conns[c] = struct{}{}
