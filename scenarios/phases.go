@@ -92,6 +92,7 @@ func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology.Topol
 		c := &runClient{id: i, host: topo.HostOf(i), clock: lockimpl.NewSkewClock(plan.ClockOffsets[i]), fp: lockimpl.NewFailpoints(r.hub, i)}
 		c.process.Store(int64(i))
 		c.pause.Ordered = r.sim
+		c.pause.Salt = plan.Seed<<8 ^ uint64(i)
 		c.ctx, c.cancel = context.WithCancel(ctx)
 		env := lockimpl.Env{Client: i, Clock: client.StoppedClock{Clock: c.clock, Pauser: &c.pause}, FP: c.fp, Log: r.cfg.Log,
 			Rand: rand.New(rand.NewPCG(plan.Seed, uint64(i)+1)), Sleep: c.pause.Sleep,

@@ -27,10 +27,26 @@ type Pauser struct {
 	// order they stopped, instead of all at one instant in the Go
 	// scheduler's order: the same seed then takes the same path.
 	Ordered bool
+	// Salt (Ordered) shifts each release's turns by an offset drawn from
+	// it and the release's number. Without it every turn of a client
+	// sat on one lattice (a pause that starts at a thread's turn and
+	// lasts a whole number of milliseconds ends on it too), so a thread
+	// woken by one release and a thread woken by another met at one
+	// instant, and the scheduler, not the seed, decided which stopped
+	// first (explore-late-grant × redlock, seeds 25, 78, 85, 99 of 100).
+	Salt uint64
 
-	mu      sync.Mutex
-	ch      chan struct{} // non-nil while paused; closed on resume
-	stopped int           // threads stopped by the current pause (Ordered)
+	mu       sync.Mutex
+	cur      *release // non-nil while paused
+	releases uint64   // releases so far (Ordered)
+}
+
+// release is one pause of the client: closed on resume, with the threads
+// it stopped and the offset of their turns.
+type release struct {
+	ch      chan struct{}
+	stopped int
+	offset  time.Duration
 }
 
 // turnStep is how far apart an Ordered pause's threads go on.
@@ -40,9 +56,8 @@ const turnStep = 10_007 * time.Nanosecond
 func (p *Pauser) Pause() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ch == nil {
-		p.ch = make(chan struct{})
-		p.stopped = 0
+	if p.cur == nil {
+		p.cur = &release{ch: make(chan struct{})}
 	}
 }
 
@@ -50,30 +65,35 @@ func (p *Pauser) Pause() {
 func (p *Pauser) Resume() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ch != nil {
-		close(p.ch)
-		p.ch = nil
+	if p.cur == nil {
+		return
 	}
+	if p.Ordered {
+		p.releases++
+		p.cur.offset = time.Duration(mix64(p.Salt^p.releases*0x9e3779b97f4a7c15) % uint64(turnStep))
+	}
+	close(p.cur.ch)
+	p.cur = nil
 }
 
 // Wait blocks while the client is paused.
 func (p *Pauser) Wait(ctx context.Context) error {
 	for {
 		p.mu.Lock()
-		ch := p.ch
+		r := p.cur
 		turn := 0
-		if ch != nil && p.Ordered {
-			p.stopped++
-			turn = p.stopped
+		if r != nil && p.Ordered {
+			r.stopped++
+			turn = r.stopped
 		}
 		p.mu.Unlock()
-		if ch == nil {
+		if r == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-ch:
+		case <-r.ch:
 		}
 		if turn == 0 {
 			return nil
@@ -81,9 +101,19 @@ func (p *Pauser) Wait(ctx context.Context) error {
 		// Its turn, then a look whether the world stopped again meanwhile.
 		// Turns are a prime number of ns apart, off the lattice of the
 		// nodes' staggers (package topology), so no turn lands on another
-		// thread's instant.
-		time.Sleep(time.Duration(turn) * turnStep)
+		// thread's instant. The offset was set before the close: reading
+		// it after the receive is ordered.
+		time.Sleep(r.offset + time.Duration(turn)*turnStep)
 	}
+}
+
+// mix64 is splitmix64's finalizer: a well-spread offset from a salt.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // Sleep waits d, then for the end of any pause: a paused thread that was
