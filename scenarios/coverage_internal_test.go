@@ -139,3 +139,32 @@ func TestInCallStraggler(t *testing.T) {
 		})
 	}
 }
+
+// TestCrashPacing: the explorer's crashes (half the clients) are spread
+// over the traffic's duration: one at its start, all of them by its end.
+func TestCrashPacing(t *testing.T) {
+	sit := Situation{Point: "cmd/*/SET/after", State: StateWaiting, Contender: true}
+	for _, tc := range []struct {
+		name      string
+		crashes   int
+		now       int64
+		wantCrash bool
+	}{
+		{"first at the start", 0, 0, true},
+		{"second not at the start", 1, 0, false},
+		{"second a quarter in", 1, 250, true},
+		{"third not a quarter in", 2, 250, false},
+		{"last by the end", 3, 1000, true},
+		{"no more than half", 4, 1000, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &run{plan: &Plan{Impl: "l", Clients: 8, Duration: 1000}}
+			x := newExplorer(r, nil, spec.Explore{Actions: []string{spec.ExploreCrash}, PerPoint: 5})
+			x.crashes = tc.crashes
+			open, _ := x.open(sit, "cmd/n1/SET/after", tc.now)
+			if got := slices.Contains(open, spec.ExploreCrash); got != tc.wantCrash {
+				t.Errorf("crash open %v, want %v", got, tc.wantCrash)
+			}
+		})
+	}
+}
