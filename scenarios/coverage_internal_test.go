@@ -168,3 +168,39 @@ func TestCrashPacing(t *testing.T) {
 		})
 	}
 }
+
+// TestCrashSpread: a crash does not go to a client in a state that has had
+// more crashes than another state clients were in within the last TTL.
+func TestCrashSpread(t *testing.T) {
+	waiting := Situation{Point: "cmd/*/SET/after", State: StateWaiting, Contender: true}
+	releasing := Situation{Point: "cmd/*/DEL/before", State: StateReleasing, Contender: true}
+	for _, tc := range []struct {
+		name      string
+		crashedIn map[string]int
+		lastIn    map[string]int64 // when a hit last found a client in the state
+		sit       Situation
+		wantCrash bool
+	}{
+		{"nothing crashed", nil, map[string]int64{StateWaiting: 900, StateReleasing: 900}, waiting, true},
+		{"waiting again before releasing", map[string]int{StateWaiting: 1}, map[string]int64{StateWaiting: 900, StateReleasing: 900}, waiting, false},
+		{"releasing after waiting", map[string]int{StateWaiting: 1}, map[string]int64{StateWaiting: 900, StateReleasing: 900}, releasing, true},
+		{"releasing not seen lately", map[string]int{StateWaiting: 1}, map[string]int64{StateWaiting: 900, StateReleasing: 100}, waiting, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &run{plan: &Plan{Impl: "l", Clients: 16, Duration: 1000}}
+			r.plan.Options.TTL = 200
+			x := newExplorer(r, nil, spec.Explore{Actions: []string{spec.ExploreCrash}, PerPoint: 5})
+			for st, n := range tc.crashedIn {
+				x.crashesIn[st] = n
+				x.crashes += n
+			}
+			for st, at := range tc.lastIn {
+				x.lastIn[st] = at
+			}
+			open, _ := x.open(tc.sit, tc.sit.Point, 1000)
+			if got := slices.Contains(open, spec.ExploreCrash); got != tc.wantCrash {
+				t.Errorf("crash open %v, want %v", got, tc.wantCrash)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
@@ -39,6 +40,10 @@ type explorer struct {
 	// shows something only while others run beside it (and take the lock
 	// it lets expire).
 	crashes, paused, half int
+	// crashesIn counts the crashes per client state, lastIn is when a
+	// candidate hit last found a client in each state (spreadCrash).
+	crashesIn map[string]int
+	lastIn    map[string]int64
 	// table is the run's coverage: the situations reached and the faults
 	// injected in each; prior the combinations earlier runs covered
 	// (Plan.Prior). sent is when each client last sent each command (its
@@ -50,7 +55,7 @@ type explorer struct {
 
 // newExplorer explores as e says, its defaults filled in by Compile.
 func newExplorer(r *run, tl *timeline, e spec.Explore) *explorer {
-	x := &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}, hits: map[string]int{}, own: map[string]int{},
+	x := &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}, hits: map[string]int{}, own: map[string]int{}, crashesIn: map[string]int{}, lastIn: map[string]int64{},
 		half: max(1, r.plan.Clients/2), table: newComboTable(), prior: map[string]bool{}, sent: map[string]int64{}}
 	for _, k := range r.plan.Prior {
 		x.prior[k] = true
@@ -134,6 +139,7 @@ func (x *explorer) draw(ctx context.Context, client int, point string) string {
 	}
 	x.hits[point]++
 	x.table.reached[sit]++
+	x.lastIn[sit.State] = now
 	if near {
 		x.table.near++
 	}
@@ -162,6 +168,7 @@ func (x *explorer) draw(ctx context.Context, client int, point string) string {
 	switch act {
 	case spec.ExploreCrash:
 		x.crashes++
+		x.crashesIn[sit.State]++
 	case spec.ExplorePause:
 		x.paused++
 	}
@@ -173,7 +180,7 @@ func (x *explorer) draw(ctx context.Context, client int, point string) string {
 // run has covered yet. x.mu held.
 func (x *explorer) open(sit Situation, point string, now int64) (open, fresh []string) {
 	for _, a := range faultsAt(x.e.Actions, sit) {
-		if a == spec.ExploreCrash && x.crashes >= x.crashCap(now) || a == spec.ExplorePause && x.paused >= x.half {
+		if a == spec.ExploreCrash && (x.crashes >= x.crashCap(now) || !x.spreadCrash(sit.State, now)) || a == spec.ExplorePause && x.paused >= x.half {
 			continue
 		}
 		if x.budget[[2]string{point, a}] >= x.e.PerPoint {
@@ -201,6 +208,28 @@ func (x *explorer) crashCap(now int64) int {
 		return x.half
 	}
 	return min(x.half, 1+int(int64(x.half)*max(now, 0)/d))
+}
+
+// spreadCrash says whether a crash may go to a client in state now: not
+// while another state that clients are in these days (a candidate hit
+// within the last TTL) has had fewer crashes. A crash means a different
+// thing in each state (a waiter's leaves at most a command it sent, a
+// releaser's leaves its lock held), and the waiters, many and retrying,
+// reach the points first: seen on explore-crash x setnx-del (sim, seed
+// 12), eight crashes paced over the run all went to waiters and none to a
+// release, where a crash leaves the expired stamp the DEL race needs.
+// x.mu held.
+func (x *explorer) spreadCrash(state string, now int64) bool {
+	recent := int64(x.r.plan.Options.TTL)
+	if recent <= 0 {
+		recent = int64(time.Second)
+	}
+	for st, at := range x.lastIn {
+		if st != state && now-at <= recent && x.crashesIn[st] < x.crashesIn[state] {
+			return false
+		}
+	}
+	return true
 }
 
 // situation is the hit's situation: its point folded, the client's state
