@@ -2,6 +2,7 @@ package checker
 
 import (
 	"slices"
+	"time"
 
 	"github.com/lockstorm/lockstorm/checker/internal/liveness"
 	"github.com/lockstorm/lockstorm/history"
@@ -40,16 +41,56 @@ func (a *analysis) serversSilent() []liveness.Interval {
 			}
 			byNode[op.Node] = append(byNode[op.Node], op)
 		}
+		// A node is silent, or gone (no sync recorded: killed, or its
+		// observer cut off), or answering. Every node silent or gone, and
+		// not every one gone, is a moment no lock could grant and the
+		// machine's doing: a node the scenario killed can grant nothing,
+		// but its silence is the fault under test (every one gone), not
+		// the machine's, and must not keep the others' silence from
+		// counting (seen possible on failover and dead-node scenarios:
+		// with one node gone for good the intersection was always empty).
+		var allGone []liveness.Interval
 		for i, n := range nodes {
-			s := nodeSilences(byNode[n])
+			gone := nodeGone(byNode[n], a.end)
+			s := liveness.Merge(append(nodeSilences(byNode[n]), gone...))
 			if i == 0 {
-				a.silent = s
+				a.silent, allGone = s, gone
 			} else {
-				a.silent = liveness.Intersect(a.silent, s)
+				a.silent, allGone = liveness.Intersect(a.silent, s), liveness.Intersect(allGone, gone)
 			}
 		}
+		var out []liveness.Interval
+		for _, iv := range a.silent {
+			out = liveness.AppendMinus(out, iv, allGone)
+		}
+		a.silent = out
 	})
 	return a.silent
+}
+
+// goneAfter is how long an observer may go without a sync of its node
+// before the node counts as gone: a few of its 20 ms ticks. A node that is
+// up and silent leaves no such gap (its syncs pile up and are answered,
+// late, when it runs again: a silence); one that is down, or whose
+// observer lost its connection, answers none.
+const goneAfter = 100 * time.Millisecond
+
+// nodeGone are the spans in which node's observer recorded no sync for
+// longer than goneAfter (from one sync's reply to the next one's send, or
+// to end), in time order.
+func nodeGone(syncs []*history.Op, end int64) []liveness.Interval {
+	var out []liveness.Interval
+	last := int64(-1)
+	for _, op := range syncs {
+		if last >= 0 && op.N-last > int64(goneAfter) {
+			out = append(out, liveness.Interval{From: last, To: op.N})
+		}
+		last = max(last, op.Time)
+	}
+	if last >= 0 && end-last > int64(goneAfter) {
+		out = append(out, liveness.Interval{From: last, To: end})
+	}
+	return liveness.Merge(out)
 }
 
 // nodeSilences are one node's silences, from its syncs in the order

@@ -32,6 +32,10 @@ type SynthConfig struct {
 	// Silent makes n1 answer nothing for that long from the start of the
 	// starvation: the syncs sent then are answered only when it ends.
 	Silent time.Duration
+	// Gone makes the nodes after n1 answer nothing from the start of the
+	// starvation to the end, as a killed node's observer records it: no
+	// sync at all (a sync is recorded only on its reply).
+	Gone bool
 	// Seed makes the history reproducible.
 	Seed uint64
 }
@@ -186,6 +190,9 @@ func (g *synthGen) syncs(node string) {
 		reply := at + us(200)
 		if node == "n1" && g.cfg.Silent > 0 && at >= from && at < to {
 			reply = to + us(200)
+		}
+		if node != "n1" && g.cfg.Gone && g.starved[1] > 0 && at >= from {
+			break
 		}
 		g.h = append(g.h, Op{Type: Ok, Process: ServerProcess, Client: -1, F: FSync, Node: node, N: at, Time: reply})
 	}
