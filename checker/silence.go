@@ -26,13 +26,18 @@ import (
 // harness's own stalls) is the servers', not the lock's, and the run is
 // inconclusive with that reason (see verdict), never a deadlock.
 
-// serversSilent is when every observed node was silent (nil: none, or no
-// syncs recorded), computed once.
+// serversSilent is when every node the lock's keys were seen on (every
+// observed node, when the key events name none) was silent or gone, and
+// not all of them gone (nil: none, or no syncs recorded), computed once.
 func (a *analysis) serversSilent() []liveness.Interval {
 	a.silentOnce.Do(func() {
 		byNode := map[string][]*history.Op{}
 		var nodes []string
+		used := map[string]bool{}
 		for _, op := range a.server {
+			if op.F == history.FServer {
+				used[op.Node] = true
+			}
 			if op.F != history.FSync || op.Time < op.N {
 				continue
 			}
@@ -49,6 +54,12 @@ func (a *analysis) serversSilent() []liveness.Interval {
 		// the machine's, and must not keep the others' silence from
 		// counting (seen possible on failover and dead-node scenarios:
 		// with one node gone for good the intersection was always empty).
+		// Only the nodes the lock's keys were seen on count, when some
+		// were: a single-instance lock on n1 of five masters waits on n1
+		// alone, and n2-n5 answering their observers grants it nothing.
+		if len(used) > 0 {
+			nodes = slices.DeleteFunc(nodes, func(n string) bool { return !used[n] })
+		}
 		var allGone []liveness.Interval
 		for i, n := range nodes {
 			gone := nodeGone(byNode[n], a.end)
