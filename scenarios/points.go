@@ -180,7 +180,7 @@ func (x *explorer) draw(ctx context.Context, client int, point string) string {
 // run has covered yet. x.mu held.
 func (x *explorer) open(sit Situation, point string, now int64) (open, fresh []string) {
 	for _, a := range faultsAt(x.e.Actions, sit) {
-		if a == spec.ExploreCrash && (x.crashes >= x.crashCap(now) || !x.spreadCrash(sit.State, now)) || a == spec.ExplorePause && x.paused >= x.half {
+		if a == spec.ExploreCrash && !x.mayCrash(sit, point, now) || a == spec.ExplorePause && x.paused >= x.half {
 			continue
 		}
 		if x.budget[[2]string{point, a}] >= x.e.PerPoint {
@@ -208,6 +208,22 @@ func (x *explorer) crashCap(now int64) int {
 		return x.half
 	}
 	return min(x.half, 1+int(int64(x.half)*max(now, 0)/d))
+}
+
+// mayCrash says whether a crash may go to this hit of point (with its
+// kind of reply) in situation sit. The first hit of a command's after
+// point, a command that landed, is tried at once (the SET that took the
+// lock, reached in the run's first milliseconds, leaves a key its client
+// never knew it had); every other crash waits for crashCap and goes to a
+// state no other has had fewer crashes than (spreadCrash). x.mu held.
+func (x *explorer) mayCrash(sit Situation, point string, now int64) bool {
+	if x.crashes >= x.half {
+		return false
+	}
+	if spec.CmdPoint(sit.Point) && strings.HasSuffix(sit.Point, "/after") && x.hits[point] == 1 {
+		return true
+	}
+	return x.crashes < x.crashCap(now) && x.spreadCrash(sit.State, now)
 }
 
 // spreadCrash says whether a crash may go to a client in state now: not
