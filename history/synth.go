@@ -32,6 +32,13 @@ type SynthConfig struct {
 	// Silent makes n1 answer nothing for that long from the start of the
 	// starvation: the syncs sent then are answered only when it ends.
 	Silent time.Duration
+	// Gone makes the nodes after n1 answer nothing from the start of the
+	// starvation to the end, as a killed node's observer records it: no
+	// sync at all (a sync is recorded only on its reply).
+	Gone bool
+	// Events makes n1 record the key events of every grant (set) and
+	// release (del), as an observer of the lock's one node does.
+	Events bool
 	// Seed makes the history reproducible.
 	Seed uint64
 }
@@ -187,6 +194,9 @@ func (g *synthGen) syncs(node string) {
 		if node == "n1" && g.cfg.Silent > 0 && at >= from && at < to {
 			reply = to + us(200)
 		}
+		if node != "n1" && g.cfg.Gone && g.starved[1] > 0 && at >= from {
+			break
+		}
 		g.h = append(g.h, Op{Type: Ok, Process: ServerProcess, Client: -1, F: FSync, Node: node, N: at, Time: reply})
 	}
 }
@@ -219,6 +229,10 @@ func (sk *synthKey) cycle(c *synthClient) {
 	r := w + us(30)
 	sk.add(c, Invoke, FRelease, r, func(o *Op) { o.Value = tok })
 	sk.add(c, Ok, FRelease, r+us(100), nil)
+	if sk.cfg.Events {
+		sk.h = append(sk.h, Op{Type: Ok, Process: ServerProcess, Client: -1, F: FServer, Node: "n1", Key: sk.key, Value: "set", Owner: tok, Time: g},
+			Op{Type: Ok, Process: ServerProcess, Client: -1, F: FServer, Node: "n1", Key: sk.key, Value: "del", Time: r + us(50)})
+	}
 	sk.free = max(sk.free, r+us(50))
 	sk.prevFrom, sk.prevTo = g, r
 	c.next = r + us(100+sk.rng.IntN(300))

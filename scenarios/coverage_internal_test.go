@@ -1,9 +1,11 @@
 package scenarios
 
 import (
+	"context"
 	"slices"
 	"testing"
 
+	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
@@ -105,6 +107,99 @@ func TestSteering(t *testing.T) {
 			open, fresh := x.open(sit, "cmd/n1/SET/after", 0)
 			if len(open) != 2 || !slices.Equal(fresh, tc.wantFresh) {
 				t.Errorf("open %v fresh %v, want fresh %v", open, fresh, tc.wantFresh)
+			}
+		})
+	}
+}
+
+// TestInCallStraggler: a hit whose context names an acquire counts as
+// inside it only while the client is still in that acquire; once the call
+// returned (the client holds, or releases), a straggler's hit (a quorum
+// lock's node answering late) is outside every call.
+func TestInCallStraggler(t *testing.T) {
+	acq := lockimpl.WithCall(context.Background(), lockimpl.CallAcquire)
+	for _, tc := range []struct {
+		name, now string // the client's call in flight
+		during    []string
+		want      bool
+	}{
+		{"in the acquire", lockimpl.CallAcquire, []string{lockimpl.CallAcquire}, true},
+		{"holding after it", "", []string{lockimpl.CallAcquire}, false},
+		{"releasing after it", lockimpl.CallRelease, []string{lockimpl.CallAcquire}, false},
+		{"holding, any call", "", nil, true},
+		{"in the acquire, any call", lockimpl.CallAcquire, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &runClient{}
+			c.call.Store(tc.now)
+			x := newExplorer(&run{plan: &Plan{Clients: 2}}, nil, spec.Explore{During: tc.during})
+			if got := x.inCall(acq, c); got != tc.want {
+				t.Errorf("inCall = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCrashPacing: the explorer's crashes (half the clients) are spread
+// over the traffic's duration: one at its start, all of them by its end.
+func TestCrashPacing(t *testing.T) {
+	sit := Situation{Point: "cmd/*/SET/after", State: StateWaiting, Contender: true}
+	for _, tc := range []struct {
+		name      string
+		crashes   int
+		now       int64
+		wantCrash bool
+	}{
+		{"first at the start", 0, 0, true},
+		{"second not at the start", 1, 0, false},
+		{"second a quarter in", 1, 250, true},
+		{"third not a quarter in", 2, 250, false},
+		{"last by the end", 3, 1000, true},
+		{"no more than half", 4, 1000, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &run{plan: &Plan{Impl: "l", Clients: 8, Duration: 1000}}
+			x := newExplorer(r, nil, spec.Explore{Actions: []string{spec.ExploreCrash}, PerPoint: 5})
+			x.crashes = tc.crashes
+			open, _ := x.open(sit, "cmd/n1/SET/after", tc.now)
+			if got := slices.Contains(open, spec.ExploreCrash); got != tc.wantCrash {
+				t.Errorf("crash open %v, want %v", got, tc.wantCrash)
+			}
+		})
+	}
+}
+
+// TestCrashSpread: a crash does not go to a client in a state that has had
+// more crashes than another state clients were in within the last TTL.
+func TestCrashSpread(t *testing.T) {
+	waiting := Situation{Point: "cmd/*/SET/after", State: StateWaiting, Contender: true}
+	releasing := Situation{Point: "cmd/*/DEL/before", State: StateReleasing, Contender: true}
+	for _, tc := range []struct {
+		name      string
+		crashedIn map[string]int
+		lastIn    map[string]int64 // when a hit last found a client in the state
+		sit       Situation
+		wantCrash bool
+	}{
+		{"nothing crashed", nil, map[string]int64{StateWaiting: 900, StateReleasing: 900}, waiting, true},
+		{"waiting again before releasing", map[string]int{StateWaiting: 1}, map[string]int64{StateWaiting: 900, StateReleasing: 900}, waiting, false},
+		{"releasing after waiting", map[string]int{StateWaiting: 1}, map[string]int64{StateWaiting: 900, StateReleasing: 900}, releasing, true},
+		{"releasing not seen lately", map[string]int{StateWaiting: 1}, map[string]int64{StateWaiting: 900, StateReleasing: 100}, waiting, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &run{plan: &Plan{Impl: "l", Clients: 16, Duration: 1000}}
+			r.plan.Options.TTL = 200
+			x := newExplorer(r, nil, spec.Explore{Actions: []string{spec.ExploreCrash}, PerPoint: 5})
+			for st, n := range tc.crashedIn {
+				x.crashesIn[st] = n
+				x.crashes += n
+			}
+			for st, at := range tc.lastIn {
+				x.lastIn[st] = at
+			}
+			open, _ := x.open(tc.sit, tc.sit.Point, 1000)
+			if got := slices.Contains(open, spec.ExploreCrash); got != tc.wantCrash {
+				t.Errorf("crash open %v, want %v", got, tc.wantCrash)
 			}
 		})
 	}

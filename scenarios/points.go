@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lockstorm/lockstorm/history"
 	"github.com/lockstorm/lockstorm/lockimpl"
@@ -39,6 +40,10 @@ type explorer struct {
 	// shows something only while others run beside it (and take the lock
 	// it lets expire).
 	crashes, paused, half int
+	// crashesIn counts the crashes per client state, lastIn is when a
+	// candidate hit last found a client in each state (spreadCrash).
+	crashesIn map[string]int
+	lastIn    map[string]int64
 	// table is the run's coverage: the situations reached and the faults
 	// injected in each; prior the combinations earlier runs covered
 	// (Plan.Prior). sent is when each client last sent each command (its
@@ -50,7 +55,7 @@ type explorer struct {
 
 // newExplorer explores as e says, its defaults filled in by Compile.
 func newExplorer(r *run, tl *timeline, e spec.Explore) *explorer {
-	x := &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}, hits: map[string]int{}, own: map[string]int{},
+	x := &explorer{r: r, tl: tl, e: e, rngs: map[int]*rand.Rand{}, budget: map[[2]string]int{}, hits: map[string]int{}, own: map[string]int{}, crashesIn: map[string]int{}, lastIn: map[string]int64{},
 		half: max(1, r.plan.Clients/2), table: newComboTable(), prior: map[string]bool{}, sent: map[string]int64{}}
 	for _, k := range r.plan.Prior {
 		x.prior[k] = true
@@ -60,7 +65,7 @@ func newExplorer(r *run, tl *timeline, e spec.Explore) *explorer {
 
 // hit is the hub's Explore hook.
 func (x *explorer) hit(ctx context.Context, client int, point string) error {
-	if runnerPoint(point) || !x.candidate(point) || !x.inCall(ctx) {
+	if runnerPoint(point) || !x.candidate(point) || !x.inCall(ctx, x.r.clients[client]) {
 		return nil
 	}
 	if x.r.holdsEnd != nil && x.r.holdsEnd.Err() != nil {
@@ -134,6 +139,7 @@ func (x *explorer) draw(ctx context.Context, client int, point string) string {
 	}
 	x.hits[point]++
 	x.table.reached[sit]++
+	x.lastIn[sit.State] = now
 	if near {
 		x.table.near++
 	}
@@ -162,6 +168,7 @@ func (x *explorer) draw(ctx context.Context, client int, point string) string {
 	switch act {
 	case spec.ExploreCrash:
 		x.crashes++
+		x.crashesIn[sit.State]++
 	case spec.ExplorePause:
 		x.paused++
 	}
@@ -173,7 +180,7 @@ func (x *explorer) draw(ctx context.Context, client int, point string) string {
 // run has covered yet. x.mu held.
 func (x *explorer) open(sit Situation, point string, now int64) (open, fresh []string) {
 	for _, a := range faultsAt(x.e.Actions, sit) {
-		if a == spec.ExploreCrash && x.crashes >= x.half || a == spec.ExplorePause && x.paused >= x.half {
+		if a == spec.ExploreCrash && !x.mayCrash(sit, point, now) || a == spec.ExplorePause && x.paused >= x.half {
 			continue
 		}
 		if x.budget[[2]string{point, a}] >= x.e.PerPoint {
@@ -188,13 +195,68 @@ func (x *explorer) open(sit Situation, point string, now int64) (open, fresh []s
 	return open, fresh
 }
 
+// crashCap is how many crashes the explorer may have spent by now: the
+// half of the clients it may crash, paced over the traffic's duration (the
+// k-th not before (k-1)/half of it). Spent on first hits, they all fell
+// in the run's first milliseconds, on the points every client reaches
+// first (before its first command, a refused SETNX, a GET), and none was
+// left for the points reached later: a release, a takeover, a grant.
+// Seen: explore-crash x setnx-del on sim, seed 1, 8 crashes by 3.4 ms.
+func (x *explorer) crashCap(now int64) int {
+	d := int64(x.r.plan.Duration)
+	if d <= 0 || now >= d {
+		return x.half
+	}
+	return min(x.half, 1+int(int64(x.half)*max(now, 0)/d))
+}
+
+// mayCrash says whether a crash may go to this hit of point (with its
+// kind of reply) in situation sit. The first hit of a command's after
+// point, a command that landed, is tried at once (the SET that took the
+// lock, reached in the run's first milliseconds, leaves a key its client
+// never knew it had); every other crash waits for crashCap and goes to a
+// state no other has had fewer crashes than (spreadCrash). x.mu held.
+func (x *explorer) mayCrash(sit Situation, point string, now int64) bool {
+	if x.crashes >= x.half {
+		return false
+	}
+	if spec.CmdPoint(sit.Point) && strings.HasSuffix(sit.Point, "/after") && x.hits[point] == 1 {
+		return true
+	}
+	return x.crashes < x.crashCap(now) && x.spreadCrash(sit.State, now)
+}
+
+// spreadCrash says whether a crash may go to a client in state now: not
+// while another state that clients are in these days (a candidate hit
+// within the last TTL) has had fewer crashes. A crash means a different
+// thing in each state (a waiter's leaves at most a command it sent, a
+// releaser's leaves its lock held), and the waiters, many and retrying,
+// reach the points first: seen on explore-crash x setnx-del (sim, seed
+// 12), eight crashes paced over the run all went to waiters and none to a
+// release, where a crash leaves the expired stamp the DEL race needs.
+// x.mu held.
+func (x *explorer) spreadCrash(state string, now int64) bool {
+	recent := int64(x.r.plan.Options.TTL)
+	if recent <= 0 {
+		recent = int64(time.Second)
+	}
+	for st, at := range x.lastIn {
+		if st != state && now-at <= recent && x.crashesIn[st] < x.crashesIn[state] {
+			return false
+		}
+	}
+	return true
+}
+
 // situation is the hit's situation: its point folded, the client's state
 // and whether another client was waiting to acquire.
 func (x *explorer) situation(ctx context.Context, client int, point string, now int64) Situation {
 	c := x.r.clients[client]
 	call := lockimpl.CallOf(ctx)
-	if call == "" {
-		call = c.callNow() // a relay's point carries no context of ours
+	if now := c.callNow(); call == "" || call != now {
+		// A relay's point carries no context of ours; a straggler's names
+		// a call that has returned (inCall).
+		call = now
 	}
 	state := StateHolding
 	switch call {
@@ -280,10 +342,21 @@ func (x *explorer) simDraws(client int, point string) *rand.Rand {
 	return rand.New(rand.NewPCG(x.r.seed(), h.Sum64()))
 }
 
-// inCall says whether a hit made on ctx is inside one of Explore.During's
-// Locker calls (any hit when During is empty).
-func (x *explorer) inCall(ctx context.Context) bool {
-	return len(x.e.During) == 0 || slices.Contains(x.e.During, lockimpl.CallOf(ctx))
+// inCall says whether a hit made on ctx by client c is inside one of
+// Explore.During's Locker calls (any hit when During is empty). A hit
+// whose context names a call that c is no longer in is a straggler's: a
+// quorum lock's goroutine whose node answered after the call returned
+// (Redlock's fan-out, once it had its quorum). It is not inside that call:
+// a pause there stops a client that holds, a hold paused past its lease,
+// not a late grant. Seen: explore-late-grant x redlock, redis-server seed
+// 14, a pause at cmd/n2/SET/after 11 ms after the acquire returned, and
+// the next holder overlapped the paused one.
+func (x *explorer) inCall(ctx context.Context, c *runClient) bool {
+	if len(x.e.During) == 0 {
+		return true
+	}
+	call := lockimpl.CallOf(ctx)
+	return call != "" && call == c.callNow() && slices.Contains(x.e.During, call)
 }
 
 func (x *explorer) candidate(point string) bool {
