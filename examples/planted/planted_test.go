@@ -98,6 +98,10 @@ func allTrials(t *testing.T) []trial {
 		{RenewDiesOnError, "renewal (catalogue 20, python-redis-lock)", checker.Unsafe},
 		{RenewRecreate, "renewal (catalogue 25, RedLock.net)", string(history.KindExtendFalseSuccess)},
 		{WallElapsed, "validity (catalogue 24, RedLock.net)", checker.Unsafe},
+		{Signal, "correct", ""},
+		{HashQuorum, "correct", ""},
+		{SignalDeleted, "release (catalogue 19, python-redis-lock)", string(history.KindNeedlessWait)},
+		{LeaseFromWait, "acquire (catalogue 14, Redisson)", checker.Unsafe},
 	}
 }
 
