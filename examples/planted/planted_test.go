@@ -160,13 +160,13 @@ func battery(t *testing.T) []string {
 // none. Nothing here names a scenario for a lock: the expectations come
 // from the claims, the same for a lock and its planted variation.
 //
-// Twenty-six batteries take about fifteen minutes a seed on a busy
-// two-core machine (issue 41: twenty-five of them, seeds 1-3, in 2664 s),
+// Thirty batteries take about fifteen minutes a seed on a busy two-core
+// machine (issue 41: twenty-five of them, seeds 1-3, in 2664 s),
 // past what the default go test may add to CI: the test runs when
 // LOCKSTORM_TEST_PLANTED=1 (make planted).
 func TestPlanted(t *testing.T) {
 	if os.Getenv("LOCKSTORM_TEST_PLANTED") != "1" {
-		t.Skip("twenty-six batteries, about fifteen minutes a seed: set LOCKSTORM_TEST_PLANTED=1 (make planted)")
+		t.Skip("thirty batteries, about fifteen minutes a seed: set LOCKSTORM_TEST_PLANTED=1 (make planted)")
 	}
 	all := trials(t)
 	names := battery(t)
