@@ -107,10 +107,12 @@ func presenceSteps(evs map[string][]*history.Op) []presence {
 }
 
 // freeSpans are when kd stood free: absent on as many nodes as a grant
-// needs by the key events, and held by nobody by the history.
+// needs by the key events, and held by nobody by the history. A key the
+// servers reported no event of is never judged free: its lock may keep
+// its state under another name than the observers watch.
 func (a *analysis) freeSpans(kd *keyData, ks keyStreams) []liveness.Interval {
 	n := len(ks.nodes)
-	if n == 0 {
+	if n == 0 || len(ks.byKey[kd.name]) == 0 {
 		return nil
 	}
 	need := a.need(n)

@@ -123,6 +123,18 @@ var waitGoldens = []golden{
 
 func init() { goldens = append(goldens, waitGoldens...) }
 
+// withoutKeyEvents is h with its key events on another key than its
+// operations': a lock whose key the observers do not see.
+func withoutKeyEvents(h history.History) history.History {
+	out := append(history.History(nil), h...)
+	for i := range out {
+		if out[i].F == history.FServer {
+			out[i].Key = "lock:9"
+		}
+	}
+	return out
+}
+
 // TestWaitBoundsOff: the same histories without the scenario's bounds are
 // not judged.
 func TestWaitBoundsOff(t *testing.T) {
@@ -132,6 +144,7 @@ func TestWaitBoundsOff(t *testing.T) {
 		opts history.Options
 	}{
 		{"needless wait, no wait bound", waitHistory(1050, 0), history.Options{}},
+		{"needless wait, no key events", withoutKeyEvents(waitHistory(1050, 0)), waitOpts},
 		{"lockstep, no window", lockstepHistory([]float64{1, 2, 1, 3}), history.Options{Quorum: true, LockstepRounds: 3}},
 		{"lockstep, single instance", lockstepHistory([]float64{1, 2, 1, 3}), history.Options{LockstepWithin: 20 * time.Millisecond, LockstepRounds: 3}},
 		{"lockstep, more rounds than shown", lockstepHistory([]float64{1, 2, 1, 3}), history.Options{Quorum: true, LockstepWithin: 20 * time.Millisecond, LockstepRounds: 5}},
