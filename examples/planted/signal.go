@@ -12,11 +12,12 @@ import (
 )
 
 // The signal-list lock of python-redis-lock (ionelmc/python-redis-lock,
-// src/redis_lock/__init__.py): SET key id NX PX; a waiter whose SET failed
-// blocks on BLPOP of the lock's signal list, with the expire as its
-// timeout (acquire without a timeout); the release script, if the key is
-// still the caller's, deletes it and pushes one element onto the signal
-// list, waking one waiter.
+// src/redis_lock/__init__.py): SET key id NX EX expire, in whole seconds
+// as its expire is; a waiter whose SET failed blocks on BLPOP of the
+// lock's signal list, with the expire as its timeout (acquire without a
+// timeout); the release script, if the key is still the caller's, deletes
+// it and pushes one element onto the signal list, waking one waiter. A
+// lock that expires sends no signal: its waiters wake at their timeout.
 //
 // The correct one is v3.4.0's (aaf1697): the script also gives the signal
 // list a short expiry (signal_expire, 1000 ms by default), so a waiter
@@ -57,11 +58,25 @@ type signalLock struct {
 	seq int
 }
 
+// signalClaims are singleClaims counted in whole seconds, as
+// python-redis-lock's expire is (the battery stretches a scenario whose
+// TTL is a few seconds or less).
+var signalClaims = func() lockimpl.Claims {
+	c := singleClaims
+	c.WholeSeconds = true
+	return c
+}()
+
+// seconds is d in whole seconds, rounded up, at least one.
+func seconds(d time.Duration) time.Duration {
+	return max(time.Second, (d + time.Second - 1).Truncate(time.Second))
+}
+
 func signalInfo(name, summary string, bug signalBug) lockimpl.Info {
 	return lockimpl.Info{
 		Name:    name,
 		Summary: summary,
-		Claims:  singleClaims,
+		Claims:  signalClaims,
 		New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
 			if o.TTL <= 0 || o.WaitTimeout <= 0 || len(env.Nodes) == 0 {
 				return nil, fmt.Errorf("%s: need lock.ttl, lock.wait_timeout and a node", name)
@@ -83,7 +98,7 @@ func (l *signalLock) Acquire(ctx context.Context, key string) (*lockimpl.Lease, 
 	tok := fmt.Sprintf("c%d-%d-%x", l.env.Client, l.seq, l.env.Rand.Uint64())
 	start := l.env.Clock.Mono()
 	for {
-		err := l.c.Do(ctx, "SET", key, tok, "NX", "PX", l.o.TTL.Milliseconds()).Err()
+		err := l.c.Do(ctx, "SET", key, tok, "NX", "EX", int64(seconds(l.o.TTL)/time.Second)).Err()
 		if err == nil {
 			return &lockimpl.Lease{Key: key, Token: tok, Acquired: l.env.Clock.Now()}, nil
 		}
@@ -93,8 +108,8 @@ func (l *signalLock) Acquire(ctx context.Context, key string) (*lockimpl.Lease, 
 		if l.env.Clock.Mono()-start >= l.o.WaitTimeout {
 			return nil, &lockimpl.AttemptError{Token: tok, Err: lockimpl.ErrNotAcquired}
 		}
-		wait := min(l.o.TTL, l.o.WaitTimeout-(l.env.Clock.Mono()-start))
-		if err := l.c.BLPop(ctx, max(wait, time.Second), signalKey(key)).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		wait := seconds(min(l.o.TTL, l.o.WaitTimeout-(l.env.Clock.Mono()-start)))
+		if err := l.c.BLPop(ctx, wait, signalKey(key)).Err(); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, &lockimpl.AttemptError{Token: tok, Err: fmt.Errorf("planted signal: acquire: BLPOP: outcome unknown: %w", err)}
 		}
 	}
