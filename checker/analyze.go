@@ -331,7 +331,7 @@ func (ps *pass) invoke(i int, op *history.Op, p *procState, k int) {
 		a.attempts++
 		p.stats()[0]++
 		c.acq = len(kd.acquires)
-		kd.acquires = append(room(ps, kd.acquires), acqRec{invoke: op.Time, done: -1})
+		kd.acquires = append(room(ps, kd.acquires), acqRec{invoke: op.Time, done: -1, client: p.client})
 		p.steps = p.steps[:0]
 		if ps.wantOf(p.client) == nil {
 			ps.openWant(p.client, k, op.Time)

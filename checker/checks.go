@@ -43,6 +43,8 @@ var checks = []check{
 	livenessCheck{},
 	stallOverlapCheck{},
 	leakCheck{},
+	needlessWaitCheck{},
+	lockstepCheck{},
 }
 
 // runChecks runs every check on a, each in its own goroutine (the pass is

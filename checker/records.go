@@ -14,10 +14,12 @@ type holdRec struct {
 }
 
 // acqRec is one acquire operation: the liveness checks read its times
-// only. (Its process, client and outcome were kept too, never read: with
-// the outcome a string, 48 bytes the collector had to scan per attempt.)
+// and the needless-wait check its client. (Its process and outcome were
+// kept too, never read: with the outcome a string, 48 bytes the collector
+// had to scan per attempt.)
 type acqRec struct {
 	invoke, done int64 // done < 0: never completed
+	client       int
 }
 
 // unknownAcq is an acquire whose outcome is unknown: an info completion, no

@@ -39,11 +39,23 @@ const (
 	// KindOrphanedKey: a key that stayed set for longer than the orphan
 	// bound after the last client that believed in it stopped.
 	KindOrphanedKey Kind = "orphaned-key"
+	// KindNeedlessWait: an acquire stayed pending for longer than the
+	// scenario's wait bound while, by the servers' key events, the key was
+	// free on the nodes a grant needs and nobody held it (a lost wake-up,
+	// a waiter asleep to its timeout), the harness's stalls, the client's
+	// own lag and pauses and the servers' silences aside.
+	KindNeedlessWait Kind = "needless-wait"
+	// KindLockstepRetries: contenders whose tries, by the servers' key
+	// events, began within the scenario's lockstep window of each other and
+	// split the nodes with no majority for anyone, round after round (as
+	// many as the scenario's lockstep rounds) while nobody held the key.
+	KindLockstepRetries Kind = "lockstep-retries"
 )
 
 // Kinds are every kind, in order.
 var Kinds = []Kind{KindTwoHolders, KindHarm, KindReleaseFalseSuccess, KindExtendFalseSuccess,
-	KindReleaseNotFreed, KindLostAcquire, KindLostAcquireUnknown, KindStarvation, KindOrphanedKey}
+	KindReleaseNotFreed, KindLostAcquire, KindLostAcquireUnknown, KindStarvation, KindOrphanedKey,
+	KindNeedlessWait, KindLockstepRetries}
 
 // KnownKind says k is one of Kinds.
 func KnownKind(k string) bool { return slices.Contains(Kinds, Kind(k)) }

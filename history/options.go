@@ -40,6 +40,18 @@ type Options struct {
 	// the longest the lock's own expiry should take, plus the server's
 	// expiry cycle. 0: orphans are not judged.
 	OrphanBound time.Duration `json:",omitempty"`
+	// WaitBound, when set, is how long an acquire may stay pending while
+	// the key is free on the nodes a grant needs and nobody holds it,
+	// before it is a needless wait (the scenario's wait_bound). 0: needless
+	// waits are not judged.
+	WaitBound time.Duration `json:",omitempty"`
+	// LockstepWithin and LockstepRounds, when both set, judge lockstep
+	// retries: tries of different contenders that began within
+	// LockstepWithin of each other and split the nodes with no majority,
+	// LockstepRounds rounds in a row with no grant between (the
+	// scenario's lockstep_within and lockstep_rounds). 0: not judged.
+	LockstepWithin time.Duration `json:",omitempty"`
+	LockstepRounds int           `json:",omitempty"`
 	// Permissions say which kinds of finding the run may show (the
 	// expectation's, see scenarios/spec Permissions); checker.Check marks each
 	// finding with its own (checker.Result.Permit).

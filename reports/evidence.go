@@ -74,7 +74,8 @@ func unpermittedWords(r checker.Result) []string {
 	for _, f := range r.Findings {
 		switch f.Kind {
 		case history.KindReleaseFalseSuccess, history.KindExtendFalseSuccess, history.KindReleaseNotFreed,
-			history.KindLostAcquire, history.KindLostAcquireUnknown, history.KindOrphanedKey:
+			history.KindLostAcquire, history.KindLostAcquireUnknown, history.KindOrphanedKey,
+			history.KindNeedlessWait, history.KindLockstepRetries:
 			if f.Permitted {
 				leaks = append(leaks, fmt.Sprintf("%s ×%d", f.Kind, f.Count))
 			}

@@ -51,6 +51,12 @@ func (p *Plan) WriteText(w io.Writer) error {
 		bound = checker.DefaultDeadlockBound.String() + " (default)"
 	}
 	fmt.Fprintf(&b, "  checker      fenced resource %v, deadlock bound %s", p.Check.Fenced, bound)
+	if p.Check.WaitBound > 0 {
+		fmt.Fprintf(&b, ", wait bound %s", p.Check.WaitBound)
+	}
+	if p.Check.LockstepRounds > 0 {
+		fmt.Fprintf(&b, ", lockstep %d rounds within %s", p.Check.LockstepRounds, p.Check.LockstepWithin)
+	}
 	if p.Check.ScheduleLease > 0 {
 		fmt.Fprintf(&b, "; safe only if the harness never stalls %s at once (the schedule's lease)", p.Check.ScheduleLease)
 	}

@@ -30,6 +30,34 @@ const (
 	// try's time is read on the wall clock, so a wall-clock step back
 	// during a slow try makes an expired lock look valid.
 	bugWallElapsed quorumBug = "wall-elapsed"
+	// acquire (catalogue 14, Redisson #2172, fixed by d7b029327 in
+	// 3.11.1): RedissonMultiLock.tryLock(waitTime, leaseTime) gives each
+	// node's lock the lease waitTime × 2 whenever a leaseTime is set, and
+	// waitTime is -1 for "do not wait": the lease is -2 ms, and the lock
+	// script's PEXPIRE -2 deletes the hash it just wrote, on every node.
+	// Every contender then holds the lock. Only on the hash locks.
+	bugLeaseFromWait quorumBug = "lease-from-wait"
+)
+
+// noWait is Redisson's waitTime for a tryLock that does not wait (-1): the
+// hash locks try once per call, the spec's retry loop calling again.
+const noWait = -1
+
+// Redisson's lock and unlock scripts (RedissonLock.tryLockInnerAsync and
+// unlockInnerAsync, 3.11.0), without the unlock's PUBLISH (nobody here
+// subscribes): a hash of owner → hold count, its TTL set by PEXPIRE.
+var (
+	hashLock = redis.NewScript(`if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return 1
+end
+return 0`)
+	hashUnlock = redis.NewScript(`if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return 0 end
+local counter = redis.call('hincrby', KEYS[1], ARGV[1], -1)
+if counter > 0 then redis.call('pexpire', KEYS[1], ARGV[2]) return 0 end
+redis.call('del', KEYS[1])
+return 1`)
 )
 
 // quorumNodes is how many independent masters the quorum lock uses.
@@ -46,20 +74,29 @@ type quorum struct {
 	nodes []redis.UniversalClient
 	bug   quorumBug
 	seq   int
+	// hash: the node's lock is Redisson's hash (hashLock, hashUnlock), not
+	// SET NX PX and compare-and-delete.
+	hash bool
 }
 
 func quorumInfo(name, summary string, bug quorumBug) lockimpl.Info {
+	return quorumLock(name, summary, bug, false)
+}
+
+// quorumLock is the quorum lock's Info; hash makes it Redisson's RedLock
+// (reentrant by its hash's count, as its author declares).
+func quorumLock(name, summary string, bug quorumBug, hash bool) lockimpl.Info {
 	return lockimpl.Info{
 		Name:    name,
 		Summary: summary,
 		Nodes:   func(lockimpl.Options) int { return quorumNodes },
 		Claims: lockimpl.Claims{Topology: lockimpl.Quorum, Expiry: lockimpl.ServerExpiry,
-			Release: lockimpl.OwnerCheckedRelease},
+			Release: lockimpl.OwnerCheckedRelease, Reentrant: hash},
 		New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
 			if o.TTL <= 0 || o.WaitTimeout <= 0 || len(env.Nodes) < quorumNodes {
 				return nil, fmt.Errorf("%s: need lock.ttl, lock.wait_timeout and %d nodes", name, quorumNodes)
 			}
-			return &quorum{env: env, o: o, nodes: env.Nodes[:quorumNodes], bug: bug}, nil
+			return &quorum{env: env, o: o, nodes: env.Nodes[:quorumNodes], bug: bug, hash: hash}, nil
 		},
 	}
 }
@@ -103,11 +140,7 @@ func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 	for {
 		start, wallStart := l.env.Clock.Mono(), l.env.Clock.Now()
 		yes, errs := l.onEvery(ctx, func(ctx context.Context, c redis.UniversalClient) (int64, error) {
-			err := c.Do(ctx, "SET", key, tok, "NX", "PX", l.o.TTL.Milliseconds()).Err()
-			if err == nil {
-				return 1, nil
-			}
-			return 0, nilIsNo(err)
+			return l.take(ctx, c, key, tok)
 		})
 		votes, unheard := 0, 0
 		for i := range yes {
@@ -131,7 +164,7 @@ func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 			return &lockimpl.Lease{Key: key, Token: tok, Acquired: l.env.Clock.Now(), Validity: validity}, nil
 		}
 		l.onEvery(context.WithoutCancel(ctx), func(ctx context.Context, c redis.UniversalClient) (int64, error) {
-			return compareAndDelete.Run(ctx, c, []string{key}, tok).Int64()
+			return l.free(ctx, c, key, tok)
 		})
 		if l.env.Clock.Mono()-begin >= l.o.WaitTimeout {
 			if unheard > 0 {
@@ -146,6 +179,30 @@ func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 	}
 }
 
+// take takes key on one node for tok: 1 if taken.
+func (l *quorum) take(ctx context.Context, c redis.UniversalClient, key, tok string) (int64, error) {
+	if l.hash {
+		lease := l.o.TTL.Milliseconds() // RedissonMultiLock, 3.11.1: waitTime -1 keeps the leaseTime
+		if l.bug == bugLeaseFromWait {
+			lease = noWait * 2 // planted: waitTime × 2 (3.11.0)
+		}
+		return hashLock.Run(ctx, c, []string{key}, lease, tok).Int64()
+	}
+	err := c.Do(ctx, "SET", key, tok, "NX", "PX", l.o.TTL.Milliseconds()).Err()
+	if err == nil {
+		return 1, nil
+	}
+	return 0, nilIsNo(err)
+}
+
+// free gives key back on one node if it is tok's: 1 if deleted.
+func (l *quorum) free(ctx context.Context, c redis.UniversalClient, key, tok string) (int64, error) {
+	if l.hash {
+		return hashUnlock.Run(ctx, c, []string{key}, tok, l.o.TTL.Milliseconds()).Int64()
+	}
+	return compareAndDelete.Run(ctx, c, []string{key}, tok).Int64()
+}
+
 // Release deletes the key on every node where it is still ours: released
 // when a majority deleted it, not ours when every node answered and fewer
 // did, unknown otherwise.
@@ -154,7 +211,7 @@ func (l *quorum) Release(ctx context.Context, lease *lockimpl.Lease) error {
 		if l.bug == bugForceUnlock { // planted: forceUnlockAsync on every node
 			return c.Del(ctx, lease.Key).Result()
 		}
-		return compareAndDelete.Run(ctx, c, []string{lease.Key}, lease.Token).Int64()
+		return l.free(ctx, c, lease.Key, lease.Token)
 	})
 	deleted, unheard := 0, 0
 	for i := range n {
@@ -181,4 +238,9 @@ var (
 	ForceUnlock = quorumInfo("planted-force-unlock", "release: DEL on every node (Redisson #542)", bugForceUnlock)
 	// WallElapsed is catalogue 24 (RedLock.net cb50082).
 	WallElapsed = quorumInfo("planted-wall-elapsed", "validity: the try timed on the wall clock (RedLock.net cb50082)", bugWallElapsed)
+	// HashQuorum is Redisson's RedLock (a MultiLock needing a majority)
+	// over its hash lock, as 3.11.1 runs it; LeaseFromWait is catalogue 14
+	// (Redisson #2172), as 3.11.0 did.
+	HashQuorum    = quorumLock("planted-hash-quorum", "correct: Redisson's RedLock over its hash script on 5 masters", "", true)
+	LeaseFromWait = quorumLock("planted-lease-from-wait", "acquire: the lease from waitTime × 2 = -2 ms (Redisson #2172)", bugLeaseFromWait, true)
 )

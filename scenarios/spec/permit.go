@@ -101,6 +101,11 @@ func Permissions(exp Expectation, c lockimpl.Claims, f Facts) []history.Permissi
 		"the scenario stops, moves or kills a server's clock, or crashes holders of a lock whose key may never expire",
 		"a key must not outlive its last holder by more than its TTL")
 	add(history.KindStarvation, v == checker.Deadlock, "the scenario expects a deadlock", "the scenario expects the lock to stay live")
+	// Judged only where the scenario sets its bound (wait_bound,
+	// lockstep_within and lockstep_rounds): no claim says a lock may leave
+	// a waiter asleep on a free key, or contenders in lockstep.
+	add(history.KindNeedlessWait, false, "", "a waiter must take a lock freed on its nodes within the scenario's wait bound")
+	add(history.KindLockstepRetries, false, "", "contenders must not split a quorum round after round in lockstep (the Redlock page's random retry delay)")
 	return out
 }
 

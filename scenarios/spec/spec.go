@@ -107,6 +107,21 @@ type Spec struct {
 	Derive []Rule `yaml:"derive"`
 	// DeadlockBound overrides the checker's liveness bound.
 	DeadlockBound time.Duration `yaml:"deadlock_bound"`
+	// WaitBound, when set, judges needless waiting: an acquire pending
+	// for longer than this while its key stood free (absent on the nodes
+	// a grant needs, by the servers' key events, and held by nobody) is a
+	// needless-wait finding. It is the scenario's promise of how soon a
+	// waiter takes a freed lock: a retry delay and a round trip, or a
+	// wake-up.
+	WaitBound time.Duration `yaml:"wait_bound"`
+	// LockstepWithin and LockstepRounds, when both set, judge lockstep
+	// retries on a quorum lock: LockstepRounds rounds in a row of tries by
+	// two or more contenders starting within LockstepWithin of each other,
+	// splitting the nodes with no majority, while nobody holds the key,
+	// are a lockstep-retries finding (the Redlock page's random retry
+	// delay exists to break them).
+	LockstepWithin time.Duration `yaml:"lockstep_within"`
+	LockstepRounds int           `yaml:"lockstep_rounds"`
 
 	// File is where the spec came from (embedded specs: specs/NAME.yaml).
 	File string `yaml:"-"`

@@ -82,7 +82,8 @@ func (v *validation) checkShape() error {
 		d time.Duration
 	}{{"duration", s.Duration}, {"client_timeout", s.ClientTimeout}, {"think", s.Think},
 		{"workload.cs_min", s.Workload.CSMin}, {"workload.cs_max", s.Workload.CSMax}, {"workload.extend_every", s.Workload.ExtendEvery},
-		{"network.latency", s.Network.Latency}, {"clock_skew", s.ClockSkew}, {"network.jitter", s.Network.Jitter}, {"deadlock_bound", s.DeadlockBound}}
+		{"network.latency", s.Network.Latency}, {"clock_skew", s.ClockSkew}, {"network.jitter", s.Network.Jitter}, {"deadlock_bound", s.DeadlockBound},
+		{"wait_bound", s.WaitBound}, {"lockstep_within", s.LockstepWithin}}
 	for _, d := range durs {
 		if d.d < 0 {
 			return v.bad(d.f, "must not be negative, got %v", d.d)
@@ -92,7 +93,7 @@ func (v *validation) checkShape() error {
 		f string
 		n int
 	}{{"nodes", s.Nodes}, {"replicas", s.Replicas}, {"clients", s.Clients}, {"hosts", s.Hosts}, {"keys", s.Keys}, {"ops", s.Ops},
-		{"workload.cycles", s.Workload.Cycles}}
+		{"workload.cycles", s.Workload.Cycles}, {"lockstep_rounds", s.LockstepRounds}}
 	for _, i := range ints {
 		if i.n < 0 {
 			return v.bad(i.f, "must not be negative, got %d", i.n)
@@ -100,13 +101,17 @@ func (v *validation) checkShape() error {
 	}
 	// A zero written out where zero stands for a default would silently
 	// run with the default: clients: 0 is not one client.
-	for _, f := range []string{"nodes", "clients", "hosts", "keys", "duration", "client_timeout", "deadlock_bound"} {
+	for _, f := range []string{"nodes", "clients", "hosts", "keys", "duration", "client_timeout", "deadlock_bound", "wait_bound", "lockstep_within", "lockstep_rounds"} {
 		if doc.has(f) && reflect.ValueOf(s.fieldValue(f)).IsZero() {
 			if f == "duration" {
 				return v.bad(f, "must be > 0: every run needs a time bound")
 			}
 			return v.bad(f, "must be > 0 (omit the field for its default)")
 		}
+	}
+	if (s.LockstepWithin > 0) != (s.LockstepRounds > 0) {
+		return v.bad(map[bool]string{true: "lockstep_within", false: "lockstep_rounds"}[s.LockstepWithin > 0],
+			"lockstep_within and lockstep_rounds judge lockstep retries together: set both or neither")
 	}
 	if err := v.checkLockZeros("lock", s.Lock); err != nil {
 		return err
