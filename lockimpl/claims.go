@@ -68,6 +68,12 @@ type Claims struct {
 	// after the TTL is refused, as a quorum lock's validity check refuses
 	// it. A pause after the check is still a holder paused past its lease.
 	GrantChecked bool `yaml:"grant_checked" json:"grant_checked,omitempty"`
+	// GrantMonotonic says a GrantChecked lock measures its acquire by a
+	// monotonic clock (rueidislock: a timer armed for the lease as the try
+	// starts, lock.go try), so no step of the wall clock misleads the
+	// check; without it the check reads the wall clock (Symfony Lock:
+	// microtime(true)), which a step during the acquire can move.
+	GrantMonotonic bool `yaml:"grant_monotonic" json:"grant_monotonic,omitempty"`
 }
 
 // Topology is where a lock's state lives.

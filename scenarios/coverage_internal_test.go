@@ -1,9 +1,11 @@
 package scenarios
 
 import (
+	"context"
 	"slices"
 	"testing"
 
+	"github.com/lockstorm/lockstorm/lockimpl"
 	"github.com/lockstorm/lockstorm/scenarios/spec"
 )
 
@@ -105,6 +107,34 @@ func TestSteering(t *testing.T) {
 			open, fresh := x.open(sit, "cmd/n1/SET/after", 0)
 			if len(open) != 2 || !slices.Equal(fresh, tc.wantFresh) {
 				t.Errorf("open %v fresh %v, want fresh %v", open, fresh, tc.wantFresh)
+			}
+		})
+	}
+}
+
+// TestInCallStraggler: a hit whose context names an acquire counts as
+// inside it only while the client is still in that acquire; once the call
+// returned (the client holds, or releases), a straggler's hit (a quorum
+// lock's node answering late) is outside every call.
+func TestInCallStraggler(t *testing.T) {
+	acq := lockimpl.WithCall(context.Background(), lockimpl.CallAcquire)
+	for _, tc := range []struct {
+		name, now string // the client's call in flight
+		during    []string
+		want      bool
+	}{
+		{"in the acquire", lockimpl.CallAcquire, []string{lockimpl.CallAcquire}, true},
+		{"holding after it", "", []string{lockimpl.CallAcquire}, false},
+		{"releasing after it", lockimpl.CallRelease, []string{lockimpl.CallAcquire}, false},
+		{"holding, any call", "", nil, true},
+		{"in the acquire, any call", lockimpl.CallAcquire, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &runClient{}
+			c.call.Store(tc.now)
+			x := newExplorer(&run{plan: &Plan{Clients: 2}}, nil, spec.Explore{During: tc.during})
+			if got := x.inCall(acq, c); got != tc.want {
+				t.Errorf("inCall = %v, want %v", got, tc.want)
 			}
 		})
 	}
