@@ -203,21 +203,13 @@ func run(noloop bool) (int, error) {
 	// B takes the lock at 500 ms and gives it back 100 ms later: two
 	// writes of the key W waits on.
 	time.Sleep(500 * time.Millisecond)
-	bTook := "B was refused"
 	select {
 	case r := <-got:
 		fmt.Printf("W acquired after %d ms (err %v); B not needed\n", r.at.Milliseconds(), r.err)
-		if r.err != nil {
-			return 0, r.err
-		}
-		return 0, nil
+		return 0, r.err
 	default:
 	}
-	if _, cancel, err := b.TryWithContext(context.Background(), "res"); err == nil {
-		bTook = fmt.Sprintf("B took the lock at %d ms and released it", time.Since(t0).Milliseconds())
-		time.Sleep(100 * time.Millisecond)
-		cancel()
-	}
+	bTook := takeAndRelease(b, t0)
 	r := <-got
 	fmt.Printf("NoLoopTracking %v: W's WithContext after %d ms: %v; %s\n", noloop, r.at.Milliseconds(), errOr(r.err), bTook)
 	if r.err == nil {
@@ -235,4 +227,17 @@ func errOr(err error) string {
 		return "acquired"
 	}
 	return err.Error()
+}
+
+// takeAndRelease has B take the lock and give it back 100 ms later: two
+// writes of the key W waits on.
+func takeAndRelease(b rueidislock.Locker, t0 time.Time) string {
+	_, cancel, err := b.TryWithContext(context.Background(), "res")
+	if err != nil {
+		return "B was refused"
+	}
+	took := fmt.Sprintf("B took the lock at %d ms and released it", time.Since(t0).Milliseconds())
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	return took
 }
