@@ -89,6 +89,8 @@ func setClaim(c *lockimpl.Claims, k, v string) error {
 		c.GrantChecked, err = flag()
 	case "grant_monotonic":
 		c.GrantMonotonic, err = flag()
+	case "grant_confirmed":
+		c.GrantConfirmed, err = flag()
 	default:
 		return fmt.Errorf("claim %q is not supported by this protocol version", k)
 	}

@@ -263,14 +263,17 @@ func TestPermissionDefaults(t *testing.T) {
 // lock whose lease ran out during its acquire back: Symfony Lock), and
 // safe from a quorum lock. wall-clock-step (a try whose replies come
 // back after the TTL while the wall clock steps ahead and back) expects
-// safe only of a check by a monotonic clock (rueidislock's lease timer):
-// a check by the wall clock (Symfony's microtime) is misled by the step.
+// safe of a check by a monotonic clock (rueidislock's lease timer) or of
+// a grant confirmed on the server (Symfony's refresh after its save); a
+// check by the wall clock alone is misled by the step.
 func TestGrantChecked(t *testing.T) {
 	single := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
 	checked := single
 	checked.GrantChecked = true
 	monotonic := checked
 	monotonic.GrantMonotonic = true
+	confirmed := checked
+	confirmed.GrantConfirmed = true
 	quorum := single
 	quorum.Topology = lockimpl.Quorum
 	for _, tc := range []struct {
@@ -285,6 +288,7 @@ func TestGrantChecked(t *testing.T) {
 		{"wall-clock-step", single, checker.Unsafe},
 		{"wall-clock-step", checked, checker.Unsafe},
 		{"wall-clock-step", monotonic, checker.Safe},
+		{"wall-clock-step", confirmed, checker.Safe},
 		{"wall-clock-step", quorum, checker.Safe},
 	} {
 		s, err := Load(tc.scenario)
