@@ -113,7 +113,7 @@ chromium:
 vet:
 	$(GO) vet ./...
 	cd examples && $(GO) vet ./...
-	@for m in $(ZOO_GO); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	@for m in $(ZOO_GO) $(ZOO_REPRO_GO); do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
@@ -251,11 +251,18 @@ zoo-clients: clients
 # Then each reproducer of
 # docs/findings/repro must still show its bug (exit 1, BUG). About 30 s
 # once linked (docs/zoo.md).
+# The Go reproducers (docs/findings/repro/*/, a module each, requiring
+# only the library) are linked beside the test binaries and run after
+# the node ones, each asserted the same way.
+ZOO_REPRO_GO := $(patsubst %/go.mod,%,$(wildcard docs/findings/repro/*/go.mod))
 ZOO_CI := examples/zoo/redsync-v4.0.3 examples/zoo/redsync-v4.4.1 examples/zoo/npm examples/zoo/debian examples/zoo/redislock-v0.10.0 examples/zoo/rueidislock-v1.0.79
 zoo-ci: $(SHIM) redis-server zoo-clients
 	@mkdir -p build/zoo-ci; pids=""; \
 	for m in $(ZOO_CI); do \
 	  (cd $$m && $(GO) test -c -o $(CURDIR)/build/zoo-ci/$$(basename $$m).test .) & pids="$$pids $$!"; \
+	done; \
+	for d in $(ZOO_REPRO_GO); do \
+	  (cd $$d && $(GO) build -o $(CURDIR)/build/zoo-ci/repro-$$(basename $$d) .) & pids="$$pids $$!"; \
 	done; \
 	for p in $$pids; do wait $$p || exit 1; done; \
 	for m in $(ZOO_CI); do \
@@ -276,6 +283,12 @@ zoo-ci: $(SHIM) redis-server zoo-clients
 	  NODE_PATH=examples/zoo/npm/node_modules node $$r > $$l 2>&1; rc=$$?; \
 	  if [ $$rc -ne 1 ] || ! grep -q '^BUG' $$l; then cat $$l; echo "zoo-ci: $$r exited $$rc: want 1 and BUG (the bug at the version the zoo pins)"; exit 1; fi; \
 	  echo "zoo-ci: $$r: $$(head -1 $$l)"; \
+	done
+	@for d in $(ZOO_REPRO_GO); do \
+	  b=build/zoo-ci/repro-$$(basename $$d); \
+	  $$b > $$b.log 2>&1; rc=$$?; \
+	  if [ $$rc -ne 1 ] || ! grep -q '^BUG' $$b.log; then cat $$b.log; echo "zoo-ci: $$d exited $$rc: want 1 and BUG (the bug at the version the zoo pins)"; exit 1; fi; \
+	  echo "zoo-ci: $$d: $$(grep -m1 '^BUG' $$b.log)"; \
 	done
 
 zoo-quick: $(SHIM) redis-server zoo-clients

@@ -68,6 +68,20 @@ type Claims struct {
 	// after the TTL is refused, as a quorum lock's validity check refuses
 	// it. A pause after the check is still a holder paused past its lease.
 	GrantChecked bool `yaml:"grant_checked" json:"grant_checked,omitempty"`
+	// GrantMonotonic says a GrantChecked lock measures its acquire by a
+	// monotonic clock (rueidislock: a timer armed for the lease as the try
+	// starts, lock.go try), so no step of the wall clock misleads the
+	// check; without it the check reads the wall clock (Symfony Lock:
+	// microtime(true)), which a step during the acquire can move.
+	GrantMonotonic bool `yaml:"grant_monotonic" json:"grant_monotonic,omitempty"`
+	// GrantConfirmed says a single-instance lock's acquire, once the
+	// command that took the key has answered, confirms the grant with a
+	// second, owner-checked command on the server (Symfony Lock:
+	// Lock::acquire is save then refresh, whose putOffExpiration throws
+	// LockConflictedException once the token is gone): a take whose key
+	// expired while its reply was late is refused by the server, whatever
+	// the client's clocks say.
+	GrantConfirmed bool `yaml:"grant_confirmed" json:"grant_confirmed,omitempty"`
 }
 
 // Topology is where a lock's state lives.

@@ -19,12 +19,19 @@ function lockstorm_opt($name, $default) {
     return $v > 0 ? $v / 1000.0 : $default;
 }
 
+// A node's connection waits 1 s for a connect or a reply, or the
+// scenario's node timeout when longer: a scenario run on a stretched
+// timescale (whole_seconds) sends its options scaled, and its late
+// replies come back scaled too, so a fixed 1 s would cut off a reply the
+// schedule meant to arrive (Laravel's wall-clock-step: 600 ms late at a
+// 500 ms TTL, 3.6 s at 3 s scaled, a read error at 1 s).
 function lockstorm_connect($i = 0) {
     global $LOCKSTORM_NODES;
     [$host, $port] = explode(':', $LOCKSTORM_NODES[$i]);
+    $timeout = max(1.0, lockstorm_opt('NODE_TIMEOUT', 0));
     $r = new Redis();
-    $r->connect($host, (int)$port, 1.0);
-    $r->setOption(Redis::OPT_READ_TIMEOUT, 1.0);
+    $r->connect($host, (int)$port, $timeout);
+    $r->setOption(Redis::OPT_READ_TIMEOUT, $timeout);
     return $r;
 }
 

@@ -53,7 +53,8 @@
 // expiry=none|server|server-separate|client-clock,
 // release=owner-checked|unconditional|time-checked|expired-only,
 // racy_takeover, fencing, renewal, replica_ack, whole_seconds,
-// server_ttl, grant_checked = true|false). Declaring topology declares
+// server_ttl, grant_checked, grant_monotonic, grant_confirmed =
+// true|false). Declaring topology declares
 // claims, and expiry and release must then be given; a client that declares
 // none gets no expectation (its verdicts are reported, never a DIFF).
 // whole_seconds=true also declares the lock's timescale

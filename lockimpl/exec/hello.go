@@ -87,6 +87,10 @@ func setClaim(c *lockimpl.Claims, k, v string) error {
 		c.ServerTTL, err = flag()
 	case "grant_checked":
 		c.GrantChecked, err = flag()
+	case "grant_monotonic":
+		c.GrantMonotonic, err = flag()
+	case "grant_confirmed":
+		c.GrantConfirmed, err = flag()
 	default:
 		return fmt.Errorf("claim %q is not supported by this protocol version", k)
 	}

@@ -89,12 +89,22 @@ func TestHelloFields(t *testing.T) {
 	}
 }
 
-// TestHelloGrantChecked: grant_checked=true in a hello reaches the claims.
+// TestHelloGrantChecked: grant_checked, grant_monotonic and
+// grant_confirmed in a hello reach the claims.
 func TestHelloGrantChecked(t *testing.T) {
-	line := "hello 1 topology=single expiry=server release=owner-checked grant_checked=true"
-	f := strings.Split(line, " ")
-	h, err := parseHello(message{verb: f[0], args: f[1:], raw: line})
-	if err != nil || !h.Claims.GrantChecked {
-		t.Fatalf("%q: claims %+v, err %v: want grant_checked", line, h.Claims, err)
+	for _, tc := range []struct {
+		line           string
+		checked, monot bool
+	}{
+		{"hello 1 topology=single expiry=server release=owner-checked grant_checked=true", true, false},
+		{"hello 1 topology=single expiry=server release=owner-checked grant_checked=true grant_monotonic=true", true, true},
+		{"hello 1 topology=single expiry=server release=owner-checked grant_checked=true grant_confirmed=true", true, false},
+	} {
+		f := strings.Split(tc.line, " ")
+		h, err := parseHello(message{verb: f[0], args: f[1:], raw: tc.line})
+		confirmed := strings.Contains(tc.line, "grant_confirmed=true")
+		if err != nil || h.Claims.GrantChecked != tc.checked || h.Claims.GrantMonotonic != tc.monot || h.Claims.GrantConfirmed != confirmed {
+			t.Errorf("%q: claims %+v, err %v: want grant_checked %v, grant_monotonic %v", tc.line, h.Claims, err, tc.checked, tc.monot)
+		}
 	}
 }

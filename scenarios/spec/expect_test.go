@@ -261,23 +261,42 @@ func TestPermissionDefaults(t *testing.T) {
 // TestGrantChecked: explore-late-grant expects a late grant (unsafe) from
 // a single-instance lock unless it declares grant_checked (it gives a
 // lock whose lease ran out during its acquire back: Symfony Lock), and
-// safe from a quorum lock.
+// safe from a quorum lock. wall-clock-step (a try whose replies come
+// back after the TTL while the wall clock steps ahead and back) expects
+// safe of a check by a monotonic clock (rueidislock's lease timer) or of
+// a grant confirmed on the server (Symfony's refresh after its save); a
+// check by the wall clock alone is misled by the step.
 func TestGrantChecked(t *testing.T) {
-	s, err := Load("explore-late-grant")
-	if err != nil {
-		t.Fatal(err)
-	}
 	single := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
 	checked := single
 	checked.GrantChecked = true
+	monotonic := checked
+	monotonic.GrantMonotonic = true
+	confirmed := checked
+	confirmed.GrantConfirmed = true
 	quorum := single
 	quorum.Topology = lockimpl.Quorum
 	for _, tc := range []struct {
-		c    lockimpl.Claims
-		want string
-	}{{single, checker.Unsafe}, {checked, checker.Safe}, {quorum, checker.Safe}} {
+		scenario string
+		c        lockimpl.Claims
+		want     string
+	}{
+		{"explore-late-grant", single, checker.Unsafe},
+		{"explore-late-grant", checked, checker.Safe},
+		{"explore-late-grant", monotonic, checker.Safe},
+		{"explore-late-grant", quorum, checker.Safe},
+		{"wall-clock-step", single, checker.Unsafe},
+		{"wall-clock-step", checked, checker.Unsafe},
+		{"wall-clock-step", monotonic, checker.Safe},
+		{"wall-clock-step", confirmed, checker.Safe},
+		{"wall-clock-step", quorum, checker.Safe},
+	} {
+		s, err := Load(tc.scenario)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if got := s.Derived(tc.c).Verdict; got != tc.want {
-			t.Errorf("%s: derived %q, want %q", tc.c, got, tc.want)
+			t.Errorf("%s, %s: derived %q, want %q", tc.scenario, tc.c, got, tc.want)
 		}
 	}
 }

@@ -31,8 +31,12 @@
 // - A grant that came back late is given back: RedisStore::save checks the
 //   Key after its script (102, ExpiringStoreTrait::checkNotExpired: delete,
 //   LockExpiredException), and Lock::acquire after save and refresh
-//   (105-112: release, LockExpiredException): grant_checked=true. acquire's
-//   catch-all (124-127) wraps that exception in a LockAcquiringException,
+//   (105-112: release, LockExpiredException): grant_checked=true. And the
+//   server confirms it: acquire is save then refresh (101-103), whose
+//   putOffExpiration throws LockConflictedException once the token is gone
+//   (RedisStore.php 184-185), so a save whose key expired while its reply
+//   was late is refused whatever the clock says: grant_confirmed=true.
+//   acquire's catch-all (124-127) wraps that exception in a LockAcquiringException,
 //   as it does a lost reply, and the release inside swallows its own
 //   failure (108): the client answers error (unknown), as for any
 //   exception but a conflict.
@@ -128,4 +132,4 @@ $extend = function ($key, $token, $ttl) use (&$held) {
 $name = 'symfony-lock' . ($n > 1 ? "-$n" : '') . "@$version";
 $summary = rawurlencode("Symfony Lock $version " . ($n > 1 ? "CombinedStore over $n RedisStores, ConsensusStrategy" : 'RedisStore') . ' (php-redis)');
 lockstorm_serve("name=$name summary=$summary nodes=$n topology=" . ($n > 1 ? 'quorum' : 'single') .
-    ' expiry=server release=owner-checked grant_checked=true', $acquire, $release, $extend);
+    ' expiry=server release=owner-checked grant_checked=true grant_confirmed=true', $acquire, $release, $extend);

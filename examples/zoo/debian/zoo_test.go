@@ -62,6 +62,11 @@ func TestZoo(t *testing.T) {
 			if !zootest.NamesVersion(info.Name, c.version) {
 				t.Fatalf("%s: its hello names another version than %s", info.Name, c.version)
 			}
+			// Symfony's acquire is save then refresh: a grant checked by
+			// the client's clock and confirmed on the server.
+			if cl := info.Claims; strings.HasPrefix(info.Name, "symfony-lock") && !(cl.GrantChecked && cl.GrantConfirmed) {
+				t.Fatalf("%s: claims %+v, want grant_checked and grant_confirmed", info.Name, cl)
+			}
 			if os.Getenv("LOCKSTORM_ZOO") == "" {
 				return
 			}

@@ -62,8 +62,8 @@ func TestZoo(t *testing.T) {
 		if !zootest.NamesVersion(info.Name, version) {
 			t.Fatalf("%s: its hello names another version than %s", info.Name, version)
 		}
-		if c := info.Claims; c.Topology != "single" || c.Expiry != "server" || !c.Renewal {
-			t.Fatalf("%s: claims %+v, want single, server expiry, renewal", info.Name, c)
+		if c := info.Claims; c.Topology != "single" || c.Expiry != "server" || !c.Renewal || !c.GrantChecked || !c.GrantMonotonic {
+			t.Fatalf("%s: claims %+v, want single, server expiry, renewal, a grant checked by a monotonic clock", info.Name, c)
 		}
 		if os.Getenv("LOCKSTORM_ZOO") == "" {
 			return

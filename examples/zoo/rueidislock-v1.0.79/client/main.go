@@ -24,9 +24,15 @@
 // the ctx validity periodically", README 66; lock.go monitoring, every
 // ExtendInterval), and a lost-lock signal ("The returned ctx will be
 // canceled automatically and immediately once the KeyMajority is not held
-// anymore", README 54-56), told to the harness as "lost TOKEN". No fencing
-// token. The release (cancel) returns nothing, whether delkey deleted the
-// key or not: answered "unknown".
+// anymore", README 54-56), told to the harness as "lost TOKEN". A
+// checked grant: "If the KeyMajority is satisfied within the KeyValidity
+// duration, the invocation is successful" (README 64): try arms a timer
+// for the lease as it starts (lock.go 266, time.AfterFunc(duration,
+// cancel): monotonic) and grants only if it stops it in time (353), so a
+// try whose replies come after the lease is canceled and fails
+// (grant_checked, grant_monotonic). No fencing token. The release
+// (cancel) returns nothing, whether delkey deleted the key or not:
+// answered "unknown".
 package main
 
 import (
@@ -117,6 +123,7 @@ func hello() string {
 	return "hello 1 name=rueidislock@" + v +
 		" summary=" + url.PathEscape("rueidis rueidislock "+v+", one node, KeyMajority 1") +
 		" nodes=1 topology=single expiry=server release=owner-checked renewal=true lost=true" +
+		" grant_checked=true grant_monotonic=true" +
 		" redis_key=" + url.PathEscape(prefix+":0:{key}")
 }
 
