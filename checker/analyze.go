@@ -51,6 +51,11 @@ type analysis struct {
 	// to its heal), and pausing the open ones by fault id.
 	paused  map[int][]liveness.Interval
 	pausing map[int64]pauseRec
+	// faulted are the spans in which any fault named each client among
+	// its targets (a pause, a network fault on links its connections
+	// cross), and faulting the open ones by fault id.
+	faulted  map[int][]liveness.Interval
+	faulting map[int64]pauseRec
 	// extends are the extends and renewals invoked, by outcome; extending
 	// pairs an extend's invoke with its completion by (client, N).
 	extends   extendCounts

@@ -95,27 +95,39 @@ type pauseRec struct {
 	clients []int
 }
 
-// pauseOp follows the nemesis's pause faults (FStart Ok of kind pause,
-// its clients in Targets, and the FStop with the same N).
+// pauseOp follows the nemesis's faults by the clients they name (FStart
+// Ok, its clients in Targets, and the FStop with the same N): the pause
+// faults into paused, every fault into faulted.
 func (a *analysis) pauseOp(op *history.Op) {
 	switch {
-	case op.F == history.FStart && op.Type == history.Ok && op.Targets != nil && strings.HasPrefix(op.Value, "pause "):
-		if a.pausing == nil {
-			a.pausing = map[int64]pauseRec{}
+	case op.F == history.FStart && op.Type == history.Ok && op.Targets != nil && len(op.Targets.Clients) > 0:
+		if a.faulting == nil {
+			a.pausing, a.faulting = map[int64]pauseRec{}, map[int64]pauseRec{}
 		}
-		a.pausing[op.N] = pauseRec{op.Time, op.Targets.Clients}
+		rec := pauseRec{op.Time, op.Targets.Clients}
+		a.faulting[op.N] = rec
+		if strings.HasPrefix(op.Value, "pause ") {
+			a.pausing[op.N] = rec
+		}
 	case op.F == history.FStop:
-		p, ok := a.pausing[op.N]
-		if !ok {
-			return
+		if a.faulted == nil {
+			a.paused, a.faulted = map[int][]liveness.Interval{}, map[int][]liveness.Interval{}
 		}
-		delete(a.pausing, op.N)
-		if a.paused == nil {
-			a.paused = map[int][]liveness.Interval{}
-		}
-		for _, c := range p.clients {
-			a.paused[c] = append(a.paused[c], liveness.Interval{From: p.from, To: op.Time})
-		}
+		closeFault(a.faulting, a.faulted, op)
+		closeFault(a.pausing, a.paused, op)
+	}
+}
+
+// closeFault ends the open fault op heals, adding its span to each client
+// it named.
+func closeFault(open map[int64]pauseRec, spans map[int][]liveness.Interval, op *history.Op) {
+	p, ok := open[op.N]
+	if !ok {
+		return
+	}
+	delete(open, op.N)
+	for _, c := range p.clients {
+		spans[c] = append(spans[c], liveness.Interval{From: p.from, To: op.Time})
 	}
 }
 

@@ -19,9 +19,9 @@ import (
 //     longer than the wait bound. Free is both: by the key events, the key
 //     absent on every observed node (a quorum lock: on a majority), and by
 //     the history, no client holding it by its own grant. The time the
-//     harness stalled, the waiting client lagged or was paused by the
-//     nemesis, and every server was silent (silence.go) is not counted: a
-//     wait is needless only net of them.
+//     harness stalled, the waiting client lagged or a fault named it (a
+//     pause, a network fault on its links), and every server was silent
+//     (silence.go) is not counted: a wait is needless only net of them.
 //   - Lockstep retries (quorum locks): a try is one contender's sets (one
 //     token) on distinct nodes, the first at its start and the rest within
 //     the lockstep window of it; a round is tries of two or more
@@ -149,11 +149,17 @@ func (a *analysis) freeSpans(kd *keyData, ks keyStreams) []liveness.Interval {
 }
 
 // waitExcused is the time a wait of client does not count: the harness's
-// stalls and the client's own lag, its pauses by the nemesis, and the
-// moments every server was silent.
+// stalls and the client's own lag, the faults that named it (its pauses,
+// and a network fault on its links: a try cut off by latency longer than
+// the lock's per-node timeout, or a dial the fault refused, leaves no key
+// event, so the history cannot tell a waiter that slept from one whose
+// every try the fault defeated), and the moments every server was silent.
+// Seen: lost-wakeup × redsync (a 200 ms per-node timeout under the
+// scenario's 300 ms late replies) waited out the whole fault, each dial
+// timed out, and read as a needless wait.
 func (a *analysis) waitExcused(client int) []liveness.Interval {
 	ex := slices.Clone(a.lateFor(client))
-	ex = append(ex, a.paused[client]...)
+	ex = append(ex, a.faulted[client]...)
 	ex = append(ex, a.serversSilent()...)
 	return liveness.Merge(ex)
 }
@@ -245,7 +251,7 @@ func (f waitFinding) apply(r *Result) {
 	if w.need < w.nodes {
 		where = fmt.Sprintf("a majority (%d of %d nodes)", w.need, w.nodes)
 	}
-	text := fmt.Sprintf("c%d's acquire on %s (invoked at %s) waited from %s to %s while the key was absent on %s and nobody held it: %s net of the harness's stalls, the client's lag and pauses and the servers' silences (bound %s)",
+	text := fmt.Sprintf("c%d's acquire on %s (invoked at %s) waited from %s to %s while the key was absent on %s and nobody held it: %s net of the harness's stalls, the client's lag, the faults that named it and the servers' silences (bound %s)",
 		w.client, w.key, ms(w.invoke), ms(w.from), ms(w.to), where, ms(w.net), ms(f.bound))
 	r.Findings = append(r.Findings, Finding{Kind: history.KindNeedlessWait, Count: f.count, FirstNs: w.from, Witness: text})
 }

@@ -102,6 +102,18 @@ var waitGoldens = []golden{
 	{name: "needless-wait-stalled", opts: waitOpts, hist: func() history.History { return waitHistory(1050, 600) }, check: func(t *testing.T, r Result) {
 		expect(t, r.Finding(history.KindNeedlessWait), (*Finding)(nil), "finding: 349 ms net of the stall")
 	}},
+	// A latency fault on c2's links from 60 to 700 ms: its tries may all
+	// have timed out on the fault without a key event, so that time is not
+	// counted (349 ms net); the same wait with the fault healed at 110 ms
+	// is still a finding (939.5 ms net).
+	{name: "needless-wait-faulted", opts: waitOpts, hist: func() history.History { return withFault(waitHistory(1050, 0), 2, 60, 700) }, check: func(t *testing.T, r Result) {
+		expect(t, r.Finding(history.KindNeedlessWait), (*Finding)(nil), "finding: 349 ms net of the fault on c2's links")
+	}},
+	{name: "needless-wait-fault-healed", opts: waitOpts, hist: func() history.History { return withFault(waitHistory(1050, 0), 2, 60, 110) }, check: func(t *testing.T, r Result) {
+		if r.Finding(history.KindNeedlessWait) == nil {
+			t.Fatalf("no needless-wait finding: %+v", r.Findings)
+		}
+	}},
 	{name: "lockstep", opts: lockstepOpts, hist: func() history.History { return lockstepHistory([]float64{1, 2, 1, 3}) }, check: func(t *testing.T, r Result) {
 		f := r.Finding(history.KindLockstepRetries)
 		if f == nil {
@@ -122,6 +134,17 @@ var waitGoldens = []golden{
 }
 
 func init() { goldens = append(goldens, waitGoldens...) }
+
+// withFault is h with a latency fault (id 1) on client's links from from
+// to to ms.
+func withFault(h history.History, client int, from, to float64) history.History {
+	b := &builder{}
+	b.h = append(b.h, h...)
+	tg := &history.FaultTargets{Links: []string{"h2>n1"}, Clients: []int{client}}
+	b.add(from, history.Ok, history.NemesisProcess, -1, history.FStart, "", func(o *history.Op) { o.Value, o.N, o.Targets = "latency hosts=[h2]", 1, tg })
+	b.add(to, history.Ok, history.NemesisProcess, -1, history.FStop, "", func(o *history.Op) { o.Value, o.N = "latency hosts=[h2]", 1 })
+	return b.sorted()
+}
 
 // withoutKeyEvents is h with its key events on another key than its
 // operations': a lock whose key the observers do not see.

@@ -23,12 +23,17 @@ import (
 // Claims, from its README and the distlock page it implements: SET NX PX
 // with a random value, a compare-and-delete release script; no fencing
 // token; Extend exists but nothing calls it by itself (no renewal): the
-// battery calls it where a scenario sets workload.extend_every.
+// battery calls it where a scenario sets workload.extend_every. On one
+// node it still checks the validity of its grant (the distlock page's step
+// 3: votes back after the TTL less the drift are released, not granted), on
+// Go's monotonic clock (mutex.go 104-116 at v4.18.1): grant_checked and
+// grant_monotonic.
 var Redsync = lockimpl.Info{
 	Name:    "redsync",
 	Summary: "go-redsync/redsync v4, one node",
-	Claims:  lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease},
-	New:     newRedsync(1),
+	Claims: lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease,
+		GrantChecked: true, GrantMonotonic: true},
+	New: newRedsync(1),
 }
 
 // Redlock is redsync on five independent masters: the Redlock algorithm,

@@ -51,13 +51,18 @@ type Release struct {
 // exists but nothing calls it by itself: the battery calls it where a
 // scenario sets workload.extend_every. The same claims for every release:
 // a release is judged by what its documentation promises, not by what it
-// got wrong.
+// got wrong. On one node it still runs the distlock page's step 3, the
+// validity check: a grant whose votes came back after the TTL (less the
+// drift) is released, not granted, measured on Go's monotonic clock
+// (time.Now and Sub: mutex.go 52-63 at v4.0.3, 104-116 at v4.18.1), so
+// grant_checked and grant_monotonic.
 func (r Release) Info(n int) lockimpl.Info {
 	info := lockimpl.Info{
 		Name:    "redsync@" + r.Version,
 		Summary: "go-redsync/redsync " + r.Version + ", one node",
-		Claims:  lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease},
-		New:     r.newLocker(n),
+		Claims: lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease,
+			GrantChecked: true, GrantMonotonic: true},
+		New: r.newLocker(n),
 	}
 	if n > 1 {
 		info.Name = fmt.Sprintf("redsync-%d@%s", n, r.Version)
