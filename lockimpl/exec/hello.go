@@ -87,6 +87,8 @@ func setClaim(c *lockimpl.Claims, k, v string) error {
 		c.ServerTTL, err = flag()
 	case "grant_checked":
 		c.GrantChecked, err = flag()
+	case "notified_wait":
+		c.NotifiedWait, err = flag()
 	default:
 		return fmt.Errorf("claim %q is not supported by this protocol version", k)
 	}
