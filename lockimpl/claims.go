@@ -82,6 +82,15 @@ type Claims struct {
 	// expired while its reply was late is refused by the server, whatever
 	// the client's clocks say.
 	GrantConfirmed bool `yaml:"grant_confirmed" json:"grant_confirmed,omitempty"`
+	// NotifiedWait says a client that finds the lock taken does not poll:
+	// it waits for the release's message (the unlock script PUBLISHes on
+	// the lock's channel, seed 002's Redisson) or for the TTL it read,
+	// whichever comes first, then tries again. A key that vanishes without
+	// a release (a failover that lost it, a server clock that jumped past
+	// its TTL) sends no message, so waiters that parked before keep
+	// sleeping until the TTL they read: during a hold, only a client that
+	// arrives, or whose wait happens to end, finds the lock free.
+	NotifiedWait bool `yaml:"notified_wait" json:"notified_wait,omitempty"`
 }
 
 // Topology is where a lock's state lives.

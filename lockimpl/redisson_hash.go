@@ -96,11 +96,14 @@ return 0;
 // the lock expired reports ok (seed 002's script; Redisson's unlock then
 // succeeds where later versions throw IllegalMonitorStateException). The
 // lock script's second branch re-enters a key whose hash already holds the
-// owner's field (reentrant).
+// owner's field (reentrant). Its waiters SUBSCRIBE to the channel the
+// unlock script PUBLISHes on and sleep until its message or the PTTL the
+// lock script returned (notified wait), as Redisson's do.
 func redissonClaims(o Options) Claims {
 	c := setNXPXClaims(o)
 	c.AbsentReleaseOK = true
 	c.Reentrant = true
+	c.NotifiedWait = true
 	return c
 }
 

@@ -91,6 +91,8 @@ func setClaim(c *lockimpl.Claims, k, v string) error {
 		c.GrantMonotonic, err = flag()
 	case "grant_confirmed":
 		c.GrantConfirmed, err = flag()
+	case "notified_wait":
+		c.NotifiedWait, err = flag()
 	default:
 		return fmt.Errorf("claim %q is not supported by this protocol version", k)
 	}

@@ -300,3 +300,39 @@ func TestGrantChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestNotifiedWaitSearch: where a key is lost without a release (a
+// failover, a server clock jump), a lock whose waiters wait for the
+// release's message (notified_wait) is expected unsafe as a search, a
+// polling single-instance lock unsafe outright; a fencing lock is a search
+// in the cluster specs, whose faults may miss its counter's slot.
+func TestNotifiedWaitSearch(t *testing.T) {
+	single := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
+	notified := single
+	notified.NotifiedWait = true
+	fenced := single
+	fenced.Fencing = true
+	for _, tc := range []struct {
+		spec   string
+		c      lockimpl.Claims
+		search bool
+	}{
+		{"cluster-failover-random", single, false},
+		{"cluster-failover-random", notified, true},
+		{"cluster-failover-random", fenced, true},
+		{"cluster-minority-partition-random", fenced, true},
+		{"failover-random", single, false},
+		{"failover-random", notified, true},
+		{"redlock-clock-jump-random", single, false},
+		{"redlock-clock-jump-random", notified, true},
+	} {
+		s, err := Load(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := s.Derived(tc.c)
+		if e.Verdict != checker.Unsafe || e.Search != tc.search {
+			t.Errorf("%s, %s: derived %q search %v, want %q search %v", tc.spec, tc.c, e.Verdict, e.Search, checker.Unsafe, tc.search)
+		}
+	}
+}
