@@ -267,9 +267,17 @@ func (c *simConn) arrive(e *simEnd, b []byte) {
 	if rate > 0 {
 		due = due.Add(time.Duration(len(b)) * time.Millisecond / time.Duration(rate))
 	}
+	due = c.l.sim.net.unique(due, now)
 	d.last = due
 	d.queue = append(d.queue, simChunk{data: slices.Clone(b), due: due})
 	e.other().due(due)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
 }
 
 // dirSeed seeds a direction's generator from the link and direction
@@ -288,19 +296,28 @@ func dirSeed(key uint64, now time.Time, b []byte) uint64 {
 	return h.Sum64()
 }
 
-// flush makes every chunk held in direction dir due now (a removed latency
-// or bandwidth toxic delivers what it holds at once).
+// flush makes every chunk held in direction dir due now, a hop apart (a
+// removed latency or bandwidth toxic delivers what it holds at once): the
+// heal flushes every connection of the link, so the chunks of two clients'
+// connections get instants of their own, drawn as a hop's, never one
+// instant the scheduler would order.
 func (c *simConn) flush(dir stream.Direction) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := &c.dirs[dir]
+	last := now
 	for i := d.head; i < len(d.queue); i++ {
 		if d.queue[i].due.After(now) {
-			d.queue[i].due = now
+			at := now
+			if d.rng != nil {
+				at = now.Add(time.Duration(d.rng.Int64N(int64(simHopJitter))))
+			}
+			d.queue[i].due = c.l.sim.net.unique(maxTime(at, last), now)
 		}
+		last = d.queue[i].due
 	}
-	d.last = now
+	d.last = last
 	for i := range c.ends {
 		if c.ends[i].read == dir {
 			c.ends[i].poke()
