@@ -91,6 +91,17 @@ type Claims struct {
 	// sleeping until the TTL they read: during a hold, only a client that
 	// arrives, or whose wait happens to end, finds the lock free.
 	NotifiedWait bool `yaml:"notified_wait" json:"notified_wait,omitempty"`
+	// ExtendRecreates says an extend sets the holder's key again (SET NX
+	// PX) on a node where it is missing, not only on those where it still
+	// holds the holder's token (go-redsync's WithSetNXOnExtend at v4.18.1:
+	// redsync.go 93-100, mutex.go 257-260, scripts.go 16-24): a node that
+	// restarted empty gets the key back at the holder's next extend, so
+	// restarts between extends do not erode a quorum lock's majority
+	// (redsync PRs 147/149). The same script re-takes a key that lapsed
+	// everywhere and reports it extended (RedLock.net issue 48, catalogue
+	// 25): that stays a false success on extend, as for any owner-checked
+	// lock.
+	ExtendRecreates bool `yaml:"extend_recreates" json:"extend_recreates,omitempty"`
 }
 
 // Topology is where a lock's state lives.

@@ -108,3 +108,22 @@ func TestHelloGrantChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestHelloExtendRecreates: extend_recreates in a hello reaches the
+// claims, and only where it says true.
+func TestHelloExtendRecreates(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want bool
+	}{
+		{"hello 1 topology=quorum expiry=server release=owner-checked extend_recreates=true", true},
+		{"hello 1 topology=quorum expiry=server release=owner-checked extend_recreates=false", false},
+		{"hello 1 topology=quorum expiry=server release=owner-checked", false},
+	} {
+		f := strings.Split(tc.line, " ")
+		h, err := parseHello(message{verb: f[0], args: f[1:], raw: tc.line})
+		if err != nil || h.Claims.ExtendRecreates != tc.want {
+			t.Errorf("%q: claims %+v, err %v: want extend_recreates %v", tc.line, h.Claims, err, tc.want)
+		}
+	}
+}

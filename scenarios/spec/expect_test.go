@@ -336,3 +336,48 @@ func TestNotifiedWaitSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestExtendRecreates: quorum-rolling-restarts erodes a quorum lock's
+// majority by restarts between its extends unless its extend sets the key
+// again where it is missing (extend_recreates: redsync's
+// WithSetNXOnExtend). A re-creation stays an extend only while the holder
+// keeps a majority: a false success on extend is forbidden to every
+// re-creating lock there, even one whose release is not owner-checked
+// (whose defaults would permit it), and the single-instance re-take of its
+// only node is one.
+func TestExtendRecreates(t *testing.T) {
+	quorum := lockimpl.Claims{Topology: lockimpl.Quorum, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
+	recreating := quorum
+	recreating.ExtendRecreates = true
+	bare := recreating
+	bare.Release = lockimpl.UnconditionalRelease
+	single := quorum
+	single.Topology = lockimpl.SingleInstance
+	singleRe := single
+	singleRe.ExtendRecreates = true
+	s, err := Load("quorum-rolling-restarts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		c      lockimpl.Claims
+		want   string
+		forbid bool // extend-false-success forbidden
+	}{
+		{quorum, checker.Unsafe, true},
+		{recreating, checker.Safe, true},
+		{bare, checker.Safe, true},
+		{single, checker.Unsafe, true},
+		{singleRe, checker.Safe, true},
+	} {
+		e := s.Derived(tc.c)
+		if e.Verdict != tc.want {
+			t.Errorf("%s: derived %q, want %q", tc.c, e.Verdict, tc.want)
+		}
+		for _, p := range s.PermissionsFor(e, tc.c) {
+			if p.Kind == history.KindExtendFalseSuccess && p.Permitted == tc.forbid {
+				t.Errorf("%s: extend-false-success permitted %v (%s), want %v", tc.c, p.Permitted, p.Why, !tc.forbid)
+			}
+		}
+	}
+}

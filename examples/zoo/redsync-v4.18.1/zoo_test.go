@@ -38,5 +38,6 @@ var release = redsyncadapter.Release{
 
 func TestZoo(t *testing.T) {
 	zootest.Zoo(t, "github.com/go-redsync/redsync/v4", release.Version,
-		zootest.Known{ReleaseFalseSuccess: false, ExtendLateYes: false, NoNodeTimeout: false}, release.Info(1), release.Info(5))
+		zootest.Known{ReleaseFalseSuccess: false, ExtendLateYes: false, NoNodeTimeout: false}, release.Info(1), release.Info(5),
+		release.SetNXOnExtend(5, redsync.WithSetNXOnExtend()))
 }

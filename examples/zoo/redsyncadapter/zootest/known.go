@@ -53,7 +53,7 @@ var extendReplyLate []byte
 // known says ReleaseFalseSuccess, and the first quorum lock runs
 // quorum-dead-node, which must starve exactly when known says
 // NoNodeTimeout (the subtests make zoo-ci runs); every quorum lock runs
-// quorum-slow-extend.
+// quorumScenarios.
 func Zoo(t *testing.T, module, version string, known Known, locks ...lockimpl.Info) {
 	// A release's locks stay on one machine of a sharded zoo (its first
 	// lock's), known bugs with them.
@@ -81,9 +81,11 @@ func Zoo(t *testing.T, module, version string, known Known, locks ...lockimpl.In
 		})
 	}
 	for _, lock := range locks[1:] {
-		t.Run(lock.Name+"/quorum-slow-extend", func(t *testing.T) {
-			slowExtend(t, lock, seeds)
-		})
+		for _, sc := range quorumScenarios {
+			t.Run(lock.Name+"/"+sc, func(t *testing.T) {
+				asDerived(t, lock, seeds, sc)
+			})
+		}
 	}
 	if os.Getenv("LOCKSTORM_ZOO") == "" {
 		t.Log("the battery runs under make zoo (LOCKSTORM_ZOO=1)")
@@ -143,14 +145,24 @@ func refusedReleases(h history.History) int {
 	return n
 }
 
-// slowExtend runs the shipped quorum-slow-extend against a quorum lock,
-// where only two of five nodes extend in time: every release must pass it.
-// A careful holder gives the extend no more than its lease has left, so
-// even v4.0.3, whose extend counts a node's "not yours" as a yes, has its
-// late answer cut off before it could mislead.
-func slowExtend(t *testing.T, lock lockimpl.Info, seeds []uint64) {
+// quorumScenarios are the shipped scenarios every quorum lock of the zoo
+// runs on every seed, each verdict the one its claims derive, with no
+// finding they forbid. quorum-slow-extend: only two of five nodes extend in
+// time, and every release must pass it (a careful holder gives the extend
+// no more than its lease has left, so even v4.0.3, whose extend counts a
+// node's "not yours" as a yes, has its late answer cut off before it could
+// mislead). quorum-rolling-restarts: three of five nodes restart empty one
+// after another while the holder extends (catalogue entry 5, redsync PRs
+// 147/149): unsafe for every release by default, safe with
+// WithSetNXOnExtend (extend_recreates).
+var quorumScenarios = []string{"quorum-slow-extend", "quorum-rolling-restarts"}
+
+// asDerived runs scenario against a quorum lock on every seed: the
+// verdict its claims derive, no forbidden finding, and extends made (both
+// scenarios are about them).
+func asDerived(t *testing.T, lock lockimpl.Info, seeds []uint64, scenario string) {
 	t.Helper()
-	for _, rep := range Run(t, lock, seeds, []string{"quorum-slow-extend"}) {
+	for _, rep := range Run(t, lock, seeds, []string{scenario}) {
 		for _, o := range rep.Outcomes {
 			r := o.Result
 			t.Logf("seed %d: %s (expected %s): extends %d (ok %d, failed %d), overlaps %d",
