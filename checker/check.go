@@ -146,8 +146,8 @@ func verdict(r *Result, o history.Options, keys int, lv livenessResult) decision
 		// away with the holds shortened, and the releases moved earlier, by
 		// the harness's own stalls and the holders' own lag: the lease ran
 		// out while the harness, or that holder, was not running.
-		return harness(fmt.Sprintf("%s; %s, but none without the harness's stalls%s inside the holds",
-			lateText(r), stallExplained(r, o, overlap), ifLags(r, " and the holders' own lag")))
+		return harness(fmt.Sprintf("%s; %s, but none without the harness's stalls%s inside the holds%s",
+			lateText(r), stallExplained(r, o, overlap), ifLags(r, " and the holders' own lag"), staleText(r, o)))
 	case harmed || r.Overlaps > 0 && !o.Fenced:
 		if r.Overlaps > 0 {
 			why = append([]string{overlap}, why...)
@@ -207,6 +207,15 @@ func lateText(r *Result) string {
 		parts = append(parts, fmt.Sprintf("clients lagged %.0f ms in all (longest %.0f ms, c%d)", r.ClientLagTotalMs, r.ClientLagMaxMs, *r.ClientLagMaxClient))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// staleText names the overlaps only stale stamps explain, "" when none.
+func staleText(r *Result, o history.Options) string {
+	if r.OverlapsStaleStamps == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" or a stamp written after the harness was late for the rest of the %s lease since it was computed (%d pairs)",
+		o.StampLease, r.OverlapsStaleStamps)
 }
 
 // ifLags is s when the clients' own lags were recorded, else "".

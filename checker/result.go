@@ -253,7 +253,11 @@ type Stalls struct {
 	// inside it (Overlaps when there were none): 0 while Overlaps > 0
 	// makes the run inconclusive.
 	OverlapsWithoutStalls int `json:"overlaps_without_stalls"`
-	HarnessStalls         int `json:"harness_stalls,omitempty"`
+	// OverlapsStaleStamps counts the overlapping pairs, left out of
+	// OverlapsWithoutStalls, that only a stamp made stale by the harness's
+	// lateness explains (history.Options.StampLease; see stale_stamp.go).
+	OverlapsStaleStamps int `json:"overlaps_stale_stamps,omitempty"`
+	HarnessStalls       int `json:"harness_stalls,omitempty"`
 	// ByHarness: the verdict is inconclusive because of the harness's own
 	// stalls and its clients' own lag alone (every violation, or the
 	// starvation past the bound, goes away without them). Such a run says

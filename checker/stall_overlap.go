@@ -9,7 +9,9 @@ import (
 
 // overlapsWithoutStalls counts the overlapping pairs that remain when each
 // hold is shortened by the harness's own stalls inside it (or inside the
-// flight of the acquire that granted it). A holder whose
+// flight of the acquire that granted it), and of those how many only a
+// stale stamp explains (staleStamp): they are left out of the first count.
+// A holder whose
 // critical section took 5 ms of its own and 300 ms of the harness being
 // descheduled outlived a 200 ms lease because of the harness, not the
 // lock: the clients are the harness's goroutines (or driven by them), and
@@ -17,40 +19,51 @@ import (
 // no overlap remains, the run proves nothing about the lock's exclusion.
 // A hold is shortened by its own client's lag too, and only by its own
 // (lateFor): one client's lateness lengthens no other client's hold.
-func overlapsWithoutStalls(a *analysis) int {
+func overlapsWithoutStalls(a *analysis) (pairs, stale int) {
 	if !a.anyStall() {
-		return -1
+		return -1, 0
 	}
-	pairs := 0
+	stamps := a.opts.StampTokens && a.opts.StampLease > 0
 	for _, kd := range a.keys {
 		if len(kd.holds) < 2 {
 			continue
 		}
-		short := &keyData{name: kd.name, holds: make([]holdRec, 0, len(kd.holds))}
-		var vague []holdRec
-		for _, h := range kd.holds {
-			// From the acquire's invoke, not the grant: the lease began
-			// when the server ran the command, at any time while the
-			// acquire was in flight, and a stall between that and the
-			// reply's receipt lengthened the hold as surely as one inside
-			// it (a stall while one client's SET reply is in flight can
-			// make two grants land fractions of a millisecond apart).
-			if h.To > h.From {
-				late := liveness.Covered(a.lateFor(h.Client), min(h.invoke, h.From), h.To)
-				if late >= h.To-h.From && h.invoke < h.From {
-					vague = append(vague, h)
-					continue
-				}
-				h.To = max(h.To-late, h.From)
+		short, vague := a.shortenedHolds(kd)
+		if !stamps {
+			pairs += overlapPass(short).pairs
+			for _, v := range vague {
+				pairs += coveringHolds(short.holds, v)
 			}
-			short.holds = append(short.holds, h)
+			continue
 		}
-		pairs += overlapPass(short).pairs
-		for _, v := range vague {
-			pairs += coveringHolds(short.holds, v)
-		}
+		left, excused := a.withoutStaleStamps(kd, short.holds, vague)
+		pairs, stale = pairs+left, stale+excused
 	}
-	return pairs
+	return pairs, stale
+}
+
+// shortenedHolds are kd's holds, each shortened by its client's lateness
+// inside it, and apart (vague) those late for longer than they held.
+func (a *analysis) shortenedHolds(kd *keyData) (short *keyData, vague []holdRec) {
+	short = &keyData{name: kd.name, holds: make([]holdRec, 0, len(kd.holds))}
+	for _, h := range kd.holds {
+		// From the acquire's invoke, not the grant: the lease began
+		// when the server ran the command, at any time while the
+		// acquire was in flight, and a stall between that and the
+		// reply's receipt lengthened the hold as surely as one inside
+		// it (a stall while one client's SET reply is in flight can
+		// make two grants land fractions of a millisecond apart).
+		if h.To > h.From {
+			late := liveness.Covered(a.lateFor(h.Client), min(h.invoke, h.From), h.To)
+			if late >= h.To-h.From && h.invoke < h.From {
+				vague = append(vague, h)
+				continue
+			}
+			h.To = max(h.To-late, h.From)
+		}
+		short.holds = append(short.holds, h)
+	}
+	return short, vague
 }
 
 // coveringHolds counts the holds that overlap v wherever v lay: v was late
@@ -78,16 +91,20 @@ func (stallOverlapCheck) run(a *analysis) finding {
 	for _, ov := range a.overlaps() {
 		pairs += ov.pairs
 	}
+	stale := 0
 	if pairs > 0 && !a.opts.Fenced && a.anyStall() {
-		pairs = overlapsWithoutStalls(a)
+		pairs, stale = overlapsWithoutStalls(a)
 	}
-	return stallOverlapFinding(pairs)
+	return stallOverlapFinding{pairs, stale}
 }
 
-// stallOverlapFinding is Result.OverlapsWithoutStalls.
-type stallOverlapFinding int
+// stallOverlapFinding is Result.OverlapsWithoutStalls and
+// Result.OverlapsStaleStamps.
+type stallOverlapFinding struct{ pairs, stale int }
 
-func (f stallOverlapFinding) apply(r *Result) { r.OverlapsWithoutStalls = int(f) }
+func (f stallOverlapFinding) apply(r *Result) {
+	r.OverlapsWithoutStalls, r.OverlapsStaleStamps = f.pairs, f.stale
+}
 
 // pauseRec is an open pause fault: when it started and whom it paused.
 type pauseRec struct {

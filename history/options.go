@@ -21,6 +21,13 @@ type Options struct {
 	// The false-success check then concludes only from the key's end
 	// (del, expiry), never from who seems to have set it.
 	StampTokens bool `json:",omitempty"`
+	// StampLease, with StampTokens, is the lease a stamp stands for (the
+	// lock's TTL). A client that computed its stamp, was kept from running
+	// by the harness for a whole lease and then wrote it, wrote a stamp
+	// already past for everyone, as if its clock ran a lease behind: an
+	// overlap that only such a stamp explains is the harness's (see
+	// checker's staleStamp). 0: no overlap is excused so.
+	StampLease time.Duration `json:",omitempty"`
 	// ScheduleLease, when set, is the lease a scheduled run's interleaving
 	// is timed against (its TTL). A safe verdict is earned only when the
 	// harness never stalled that long at once: through such a stall a

@@ -241,6 +241,9 @@ func Compile(sp *spec.Spec, cfg Config) (*Plan, error) {
 	p.compileWorkload(sp)
 	stamps := claims.Expiry == lockimpl.ClientClockExpiry || claims.Expiry == lockimpl.NoExpiry || claims.WholeSeconds
 	p.Check = history.Options{Fenced: p.Workload.Resource == "fenced", DeadlockBound: sp.DeadlockBound, StampTokens: stamps}
+	if stamps {
+		p.Check.StampLease = opts.TTL
+	}
 	p.Check.WaitBound, p.Check.LockstepWithin, p.Check.LockstepRounds = sp.WaitBound, sp.LockstepWithin, sp.LockstepRounds
 	if sp.Mode == "scheduled" {
 		p.Check.ScheduleLease = sp.Lock.TTL
