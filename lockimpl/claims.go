@@ -67,12 +67,20 @@ type Claims struct {
 	// checkNotExpired, Lock::acquire's isExpired): a grant that comes back
 	// after the TTL is refused, as a quorum lock's validity check refuses
 	// it. A pause after the check is still a holder paused past its lease.
+	// A quorum lock has that check by its algorithm and need not declare
+	// it; declared with GrantMonotonic false, it says which clock the
+	// check reads (below).
 	GrantChecked bool `yaml:"grant_checked" json:"grant_checked,omitempty"`
 	// GrantMonotonic says a GrantChecked lock measures its acquire by a
 	// monotonic clock (rueidislock: a timer armed for the lease as the try
 	// starts, lock.go try), so no step of the wall clock misleads the
 	// check; without it the check reads the wall clock (Symfony Lock:
-	// microtime(true)), which a step during the acquire can move.
+	// microtime(true)), which a step during the acquire can move. A quorum
+	// lock that declares neither is taken to measure its try by a monotonic
+	// clock (the Redlock page's elapsed time; redsync's time.Since); one
+	// that declares GrantChecked alone dates its try by the wall clock
+	// (npm redlock 4.2.0: start = Date.now(), then `lock.expiration >
+	// Date.now()`, redlock.js 397 and 419), which a step misleads too.
 	GrantMonotonic bool `yaml:"grant_monotonic" json:"grant_monotonic,omitempty"`
 	// GrantConfirmed says a single-instance lock's acquire, once the
 	// command that took the key has answered, confirms the grant with a

@@ -265,7 +265,9 @@ func TestPermissionDefaults(t *testing.T) {
 // back after the TTL while the wall clock steps ahead and back) expects
 // safe of a check by a monotonic clock (rueidislock's lease timer) or of
 // a grant confirmed on the server (Symfony's refresh after its save); a
-// check by the wall clock alone is misled by the step.
+// check by the wall clock alone is misled by the step, a quorum lock's
+// too when it declares that its check reads the wall clock (grant_checked
+// without grant_monotonic: npm redlock's Date.now()).
 func TestGrantChecked(t *testing.T) {
 	single := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
 	checked := single
@@ -276,6 +278,12 @@ func TestGrantChecked(t *testing.T) {
 	confirmed.GrantConfirmed = true
 	quorum := single
 	quorum.Topology = lockimpl.Quorum
+	quorumWall := quorum // npm redlock 4.2.0: Date.now() before and after the try
+	quorumWall.GrantChecked = true
+	quorumMono := quorumWall // redsync-5: time.Since
+	quorumMono.GrantMonotonic = true
+	quorumConfirmed := quorumWall // Symfony CombinedStore: refresh after save
+	quorumConfirmed.GrantConfirmed = true
 	for _, tc := range []struct {
 		scenario string
 		c        lockimpl.Claims
@@ -290,6 +298,10 @@ func TestGrantChecked(t *testing.T) {
 		{"wall-clock-step", monotonic, checker.Safe},
 		{"wall-clock-step", confirmed, checker.Safe},
 		{"wall-clock-step", quorum, checker.Safe},
+		{"explore-late-grant", quorumWall, checker.Safe},
+		{"wall-clock-step", quorumWall, checker.Unsafe},
+		{"wall-clock-step", quorumMono, checker.Safe},
+		{"wall-clock-step", quorumConfirmed, checker.Safe},
 	} {
 		s, err := Load(tc.scenario)
 		if err != nil {
