@@ -92,6 +92,7 @@ func TestRulesRejectedAtLoad(t *testing.T) {
 		{"no reason", "derive:\n  - expect: safe\n", "derive.0.because", "missing"},
 		{"unknown kind", "derive:\n  - expect: safe\n    because: x\n    permit: [two-holders, lies]\n", "derive.0.permit.1", "unknown kind"},
 		{"unknown forbidden kind", "derive:\n  - expect: safe\n    because: x\n    forbid: sloth\n", "derive.0.forbid.0", "unknown kind"},
+		{"numeric claim not compared", "derive:\n  - if: {renewal_every: \"0.8\"}\n    expect: safe\n    because: x\n", "derive.0.if.renewal_every", "want a comparison"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("x.yaml", []byte(goodSpec+tc.rules))
@@ -345,6 +346,40 @@ func TestNotifiedWaitSearch(t *testing.T) {
 		e := s.Derived(tc.c)
 		if e.Verdict != checker.Unsafe || e.Search != tc.search {
 			t.Errorf("%s, %s: derived %q search %v, want %q search %v", tc.spec, tc.c, e.Verdict, e.Search, checker.Unsafe, tc.search)
+		}
+	}
+}
+
+// TestRenewalEvery: renewal-blips expects a renewing lock to ride out a
+// blip when it renews every third of its TTL (the default, a lock that
+// does not say) or more often, and a lost key (unsafe, a search: only a
+// blip that meets a renewal shows it) when it renews every half of its TTL
+// or later (redis-semaphore: every 0.8 of it).
+func TestRenewalEvery(t *testing.T) {
+	s, err := Load("renewal-blips")
+	if err != nil {
+		t.Fatal(err)
+	}
+	renews := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease, Renewal: true}
+	for _, tc := range []struct {
+		every  float64
+		want   string
+		search bool
+	}{
+		{0, checker.Safe, false},
+		{0.25, checker.Safe, false},
+		{1.0 / 3, checker.Safe, false},
+		{0.49, checker.Safe, false},
+		{0.5, checker.Unsafe, true},
+		{0.8, checker.Unsafe, true},
+	} {
+		c := renews
+		c.RenewalEvery = tc.every
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if e := s.Derived(c); e.Verdict != tc.want || e.Search != tc.search {
+			t.Errorf("renewal_every %v: derived %q search %v, want %q search %v", tc.every, e.Verdict, e.Search, tc.want, tc.search)
 		}
 	}
 }

@@ -61,6 +61,13 @@ var grantChecked = map[string]bool{
 	"redlock-universal-5@0.8.5": true, // dist/index.cjs 1172, 1193-1196
 }
 
+// renewalEvery are the clients that renew, each with the share of its TTL
+// after which it does (redis-semaphore: lib/Lock.js 45, 48).
+var renewalEvery = map[string]float64{
+	"redis-semaphore@5.8.0":           0.8,
+	"redis-semaphore-redlock-5@5.8.0": 0.8,
+}
+
 // TestZoo runs the battery against every client under LOCKSTORM_ZOO=1
 // (make zoo); without it, each client's hello is checked (installed, and
 // at the version the matrix names).
@@ -71,6 +78,9 @@ func TestZoo(t *testing.T) {
 		t.Run(info.Name, func(t *testing.T) {
 			if !zootest.NamesVersion(info.Name, c.version) {
 				t.Fatalf("%s: its hello names another version than %s", info.Name, c.version)
+			}
+			if c := info.Claims; c.RenewalEvery != renewalEvery[info.Name] {
+				t.Errorf("%s: renewal_every %v, want %v", info.Name, c.RenewalEvery, renewalEvery[info.Name])
 			}
 			if c := info.Claims; c.GrantChecked != grantChecked[info.Name] || c.GrantMonotonic {
 				t.Errorf("%s: grant_checked %v grant_monotonic %v, want %v false", info.Name, c.GrantChecked, c.GrantMonotonic, grantChecked[info.Name])
