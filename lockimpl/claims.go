@@ -85,7 +85,7 @@ type Claims struct {
 	// check; without it the check reads the wall clock (Symfony Lock:
 	// microtime(true)), which a step during the acquire can move. A quorum
 	// lock that declares neither is taken to measure its try by a monotonic
-	// clock (the Redlock page's elapsed time; redsync's time.Since); one
+	// clock (the Redlock page's elapsed time; redsync's now.Sub(start)); one
 	// that declares GrantChecked alone dates its try by the wall clock
 	// (npm redlock 4.2.0: start = Date.now(), then `lock.expiration >
 	// Date.now()`, redlock.js 397 and 419), which a step misleads too.

@@ -281,7 +281,7 @@ func TestGrantChecked(t *testing.T) {
 	quorum.Topology = lockimpl.Quorum
 	quorumWall := quorum // npm redlock 4.2.0: Date.now() before and after the try
 	quorumWall.GrantChecked = true
-	quorumMono := quorumWall // redsync-5: time.Since
+	quorumMono := quorumWall // redsync-5: now.Sub(start)
 	quorumMono.GrantMonotonic = true
 	quorumConfirmed := quorumWall // Symfony CombinedStore: refresh after save
 	quorumConfirmed.GrantConfirmed = true
