@@ -71,29 +71,7 @@ func TestRelayReplyKind(t *testing.T) {
 		"cmd/n1/GET/after": lockimpl.ReplyValue, "cmd/n1/PING/after": lockimpl.ReplyValue,
 		"cmd/n1/EXISTS/after": lockimpl.ReplyZero, "cmd/n1/HGET/after": lockimpl.ReplyNil,
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		r := bufio.NewReader(c)
-		for {
-			raw, err := readRaw(r, nil, true)
-			if err != nil {
-				return
-			}
-			name, _ := commandName(raw)
-			if _, err := c.Write([]byte(replies[strings.ToUpper(name)])); err != nil {
-				return
-			}
-		}
-	}()
+	upstream := cannedServer(t, replies)
 	hub := lockimpl.NewHub()
 	var mu sync.Mutex
 	got := map[string]string{}
@@ -107,7 +85,7 @@ func TestRelayReplyKind(t *testing.T) {
 	}
 	hub.Arm()
 	hook := &CmdHook{Node: "n1", FP: lockimpl.NewFailpoints(hub, 0), Crash: func(error) {}, Dead: func() bool { return false }}
-	rl, err := NewRelay(ln.Addr().String(), "n1", hook, func() string { return "" }, func() {})
+	rl, err := NewRelay(upstream, "n1", hook, func() string { return "" }, func() {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,4 +111,34 @@ func TestRelayReplyKind(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("after points' reply kinds:\n got %v\nwant %v", got, want)
 	}
+}
+
+// cannedServer answers each command of one connection with replies[its
+// name], and returns its address.
+func cannedServer(t *testing.T, replies map[string]string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		r := bufio.NewReader(c)
+		for {
+			raw, err := readRaw(r, nil, true)
+			if err != nil {
+				return
+			}
+			name, _ := commandName(raw)
+			if _, err := c.Write([]byte(replies[strings.ToUpper(name)])); err != nil {
+				return
+			}
+		}
+	}()
+	return ln.Addr().String()
 }
