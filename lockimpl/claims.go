@@ -3,6 +3,7 @@ package lockimpl
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -46,6 +47,13 @@ type Claims struct {
 	Fencing bool `yaml:"fencing" json:"fencing,omitempty"`
 	// Renewal says the lock extends itself while held (a watchdog).
 	Renewal bool `yaml:"renewal" json:"renewal,omitempty"`
+	// RenewalEvery is how often a Renewal lock renews, as a share of its
+	// TTL (redis-semaphore: refreshInterval = lockTimeout * 0.8, lib/Lock.js
+	// 45, 48). 0 is not said, and reads as a third (DefaultRenewalEvery):
+	// Redisson's watchdog renews every lockWatchdogTimeout / 3. A lock that
+	// renews every half of its TTL or later loses its key when one renewal
+	// is lost, before the next is sent. Rules compare it (numeric claims).
+	RenewalEvery float64 `yaml:"renewal_every" json:"renewal_every,omitempty"`
 	// ReplicaAck says the lock trusts an acquire only once a replica
 	// acknowledged it (WAIT after the SET).
 	ReplicaAck bool `yaml:"replica_ack" json:"replica_ack,omitempty"`
@@ -67,12 +75,20 @@ type Claims struct {
 	// checkNotExpired, Lock::acquire's isExpired): a grant that comes back
 	// after the TTL is refused, as a quorum lock's validity check refuses
 	// it. A pause after the check is still a holder paused past its lease.
+	// A quorum lock has that check by its algorithm and need not declare
+	// it; declared with GrantMonotonic false, it says which clock the
+	// check reads (below).
 	GrantChecked bool `yaml:"grant_checked" json:"grant_checked,omitempty"`
 	// GrantMonotonic says a GrantChecked lock measures its acquire by a
 	// monotonic clock (rueidislock: a timer armed for the lease as the try
 	// starts, lock.go try), so no step of the wall clock misleads the
 	// check; without it the check reads the wall clock (Symfony Lock:
-	// microtime(true)), which a step during the acquire can move.
+	// microtime(true)), which a step during the acquire can move. A quorum
+	// lock that declares neither is taken to measure its try by a monotonic
+	// clock (the Redlock page's elapsed time; redsync's now.Sub(start)); one
+	// that declares GrantChecked alone dates its try by the wall clock
+	// (npm redlock 4.2.0: start = Date.now(), then `lock.expiration >
+	// Date.now()`, redlock.js 397 and 419), which a step misleads too.
 	GrantMonotonic bool `yaml:"grant_monotonic" json:"grant_monotonic,omitempty"`
 	// GrantConfirmed says a single-instance lock's acquire, once the
 	// command that took the key has answered, confirms the grant with a
@@ -156,6 +172,10 @@ const (
 	ExpiredOnlyRelease Release = "expired-only"
 )
 
+// DefaultRenewalEvery is RenewalEvery when a lock does not say it: a
+// renewal every third of the TTL.
+const DefaultRenewalEvery = 1.0 / 3
+
 // Granularity is the unit the lock counts its expiry in: a second for a
 // lock that declares WholeSeconds, else Redis's millisecond (PX, PEXPIRE).
 // It is the one place a lock, Go or a client process (whole_seconds= in its
@@ -181,6 +201,9 @@ func (c Claims) Validate() error {
 		}
 		return nil
 	}
+	if c.RenewalEvery < 0 || c.RenewalEvery > 1 {
+		return fmt.Errorf("claims: renewal_every %v: want a share of the TTL, over 0 and at most 1", c.RenewalEvery)
+	}
 	for _, f := range claimFields {
 		if f.values == nil {
 			continue
@@ -199,12 +222,13 @@ func (c Claims) Validate() error {
 
 // ClaimField is one claim's name as specs write it (topology, expiry,
 // racy_takeover, release, fencing, renewal), its value in c as text
-// ("true"/"false" for the booleans), and the values it can take.
+// ("true"/"false" for the booleans), and the values it can take: nil for
+// a numeric claim (renewal_every), which rules compare (CompareClaim).
 func (c Claims) ClaimField(name string) (value string, values []string, ok bool) {
 	for _, f := range claimFields {
 		if f.name == name {
 			vs := f.values
-			if vs == nil {
+			if vs == nil && !f.numeric {
 				vs = []string{"true", "false"}
 			}
 			return f.get(c), vs, true
@@ -235,9 +259,36 @@ func (c Claims) String() string {
 }
 
 type claimField struct {
-	name   string
-	values []string // nil: boolean
-	get    func(Claims) string
+	name    string
+	values  []string // nil: boolean, or numeric
+	numeric bool
+	get     func(Claims) string
+}
+
+// CompareClaim says whether a numeric claim's value (ClaimField's text)
+// meets cond, a comparison as rules write it: "<0.5", "<=0.5", ">0.5" or
+// ">=0.5".
+func CompareClaim(value, cond string) (bool, error) {
+	op := strings.TrimRight(cond, "0123456789.")
+	bound, err := strconv.ParseFloat(cond[len(op):], 64)
+	if err != nil {
+		return false, fmt.Errorf("%q: want a comparison such as <0.5 or >=0.5", cond)
+	}
+	v, err := strconv.ParseFloat(value, 64)
+	if err != nil {
+		return false, fmt.Errorf("value %q is not a number", value)
+	}
+	switch op {
+	case "<":
+		return v < bound, nil
+	case "<=":
+		return v <= bound, nil
+	case ">":
+		return v > bound, nil
+	case ">=":
+		return v >= bound, nil
+	}
+	return false, fmt.Errorf("%q: want a comparison such as <0.5 or >=0.5", cond)
 }
 
 // claimFields is built from the struct's yaml tags so the names specs use
@@ -257,6 +308,18 @@ var claimFields = func() []claimField {
 		f := claimField{name: name, values: enums[name], get: func(c Claims) string {
 			return fmt.Sprint(reflect.ValueOf(c).Field(idx).Interface())
 		}}
+		if sf.Type.Kind() == reflect.Float64 {
+			f.numeric = true
+		}
+		if name == "renewal_every" {
+			// Not said reads as the default, in rules and in String.
+			f.get = func(c Claims) string {
+				if c.RenewalEvery == 0 {
+					return strconv.FormatFloat(DefaultRenewalEvery, 'g', 4, 64)
+				}
+				return strconv.FormatFloat(c.RenewalEvery, 'g', 4, 64)
+			}
+		}
 		out = append(out, f)
 	}
 	return out

@@ -79,6 +79,8 @@ func setClaim(c *lockimpl.Claims, k, v string) error {
 		c.Fencing, err = flag()
 	case "renewal":
 		c.Renewal, err = flag()
+	case "renewal_every":
+		c.RenewalEvery, err = strconv.ParseFloat(v, 64)
 	case "replica_ack":
 		c.ReplicaAck, err = flag()
 	case "whole_seconds":

@@ -127,3 +127,24 @@ func TestHelloExtendRecreates(t *testing.T) {
 		}
 	}
 }
+
+// TestHelloRenewalEvery: renewal_every in a hello reaches the claims as a
+// share of the TTL; not a number, or not a share, is refused.
+func TestHelloRenewalEvery(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want float64
+		ok   bool
+	}{
+		{"hello 1 topology=single expiry=server release=owner-checked renewal=true", 0, true},
+		{"hello 1 topology=single expiry=server release=owner-checked renewal=true renewal_every=0.8", 0.8, true},
+		{"hello 1 topology=single expiry=server release=owner-checked renewal=true renewal_every=often", 0, false},
+		{"hello 1 topology=single expiry=server release=owner-checked renewal=true renewal_every=1.5", 0, false},
+	} {
+		f := strings.Split(tc.line, " ")
+		h, err := parseHello(message{verb: f[0], args: f[1:], raw: tc.line})
+		if (err == nil) != tc.ok || err == nil && h.Claims.RenewalEvery != tc.want {
+			t.Errorf("%q: renewal_every %v, err %v: want %v, ok %v", tc.line, h.Claims.RenewalEvery, err, tc.want, tc.ok)
+		}
+	}
+}

@@ -38,6 +38,8 @@ type Expectation struct {
 // Rule derives an expectation from a lock's claims: when every claim named
 // under If has one of the listed values, the lock is expected to give
 // Expect, because of Because (the scenario's fault, said in one sentence).
+// A numeric claim (renewal_every) is compared, not listed: its value must
+// meet every comparison given ({renewal_every: ">=0.5"}).
 // A spec's rules are tried in order; the first that matches applies.
 //
 //	derive:
@@ -93,8 +95,19 @@ func (o *OneOf) UnmarshalYAML(unmarshal func(any) error) error {
 // Matches says whether c satisfies every condition of the rule.
 func (r Rule) Matches(c lockimpl.Claims) bool {
 	for name, want := range r.If {
-		v, _, ok := c.ClaimField(name)
-		if !ok || !slices.Contains(want, v) {
+		v, values, ok := c.ClaimField(name)
+		if !ok {
+			return false
+		}
+		if values == nil { // numeric: every comparison holds (checked at load)
+			for _, cond := range want {
+				if m, err := lockimpl.CompareClaim(v, cond); err != nil || !m {
+					return false
+				}
+			}
+			continue
+		}
+		if !slices.Contains(want, v) {
 			return false
 		}
 	}
@@ -116,6 +129,12 @@ func (v *validation) validateRules() error {
 				return v.bad(at+".if."+name, "no value")
 			}
 			for _, val := range vals {
+				if allowed == nil {
+					if _, err := lockimpl.CompareClaim("0", val); err != nil {
+						return v.bad(at+".if."+name, "%v", err)
+					}
+					continue
+				}
 				if !slices.Contains(allowed, val) {
 					return v.bad(at+".if."+name, "%q: want one of %s", val, strings.Join(allowed, ", "))
 				}

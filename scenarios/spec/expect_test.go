@@ -381,3 +381,37 @@ func TestExtendRecreates(t *testing.T) {
 		}
 	}
 }
+
+// TestRenewalEvery: renewal-blips expects a renewing lock to ride out a
+// blip when it renews every third of its TTL (the default, a lock that
+// does not say) or more often, and a lost key (unsafe, a search: only a
+// blip that meets a renewal shows it) when it renews every half of its TTL
+// or later (redis-semaphore: every 0.8 of it).
+func TestRenewalEvery(t *testing.T) {
+	s, err := Load("renewal-blips")
+	if err != nil {
+		t.Fatal(err)
+	}
+	renews := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease, Renewal: true}
+	for _, tc := range []struct {
+		every  float64
+		want   string
+		search bool
+	}{
+		{0, checker.Safe, false},
+		{0.25, checker.Safe, false},
+		{1.0 / 3, checker.Safe, false},
+		{0.49, checker.Safe, false},
+		{0.5, checker.Unsafe, true},
+		{0.8, checker.Unsafe, true},
+	} {
+		c := renews
+		c.RenewalEvery = tc.every
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if e := s.Derived(c); e.Verdict != tc.want || e.Search != tc.search {
+			t.Errorf("renewal_every %v: derived %q search %v, want %q search %v", tc.every, e.Verdict, e.Search, tc.want, tc.search)
+		}
+	}
+}

@@ -7,8 +7,12 @@
 // ttl), acquireTimeout (its wait_timeout) and retryInterval (retry_delay).
 // Claims, from its README: SET NX PX with a random identifier, a compare-
 // and-delete release, the lock refreshed automatically while held
-// (renewal), no fencing. The key is the library's "mutex:" + the harness's
-// key: it cannot be told otherwise, so the hello declares it (redis_key).
+// (renewal), no fencing. It renews every refreshInterval, by default
+// lockTimeout * 0.8 (lib/Lock.js 45, 48; README 37: "refreshInterval =
+// lockTimeout * 0.8"), on a setInterval (lib/Lock.js 113), Mutex and
+// RedlockMutex alike (both a Lock): renewal_every=0.8. The key is the
+// library's "mutex:" + the harness's key: it cannot be told otherwise, so
+// the hello declares it (redis_key).
 // onLockLost is the library's lost-lock signal: told to the harness as
 // "lost TOKEN" (the library's default throws from a timer and kills the
 // process).
@@ -39,7 +43,7 @@ serve({
   hello: hello(lockName(kind === "redlock" ? "redis-semaphore-redlock" : "redis-semaphore", n, v),
     `npm redis-semaphore ${v} ${kind === "redlock" ? "RedlockMutex" : "Mutex"} (ioredis), ${n} node(s)`, {
       nodes: n, topology: n > 1 ? "quorum" : "single", expiry: "server", release: "owner-checked", renewal: true,
-      lost: true, redis_key: encodeURIComponent("mutex:{key}"),
+      renewal_every: 0.8, lost: true, redis_key: encodeURIComponent("mutex:{key}"),
     }),
   async acquire(key) {
     const id = require("node:crypto").randomUUID();

@@ -15,7 +15,12 @@
 // EXTEND_IF_MATCH_SCRIPT), RedLock granting only on a quorum within the
 // ttl less the drift (attemptLockAcquisition): expiry on the server,
 // owner-checked release, extend, no fencing. A handle carries no validity
-// (acquiredAt is taken after the grant), so none is reported.
+// (acquiredAt is taken after the grant), so none is reported. RedLock's
+// check reads the wall clock: attemptLockAcquisition takes `startTime =
+// Date.now()` and refuses when `Date.now() - startTime` plus the drift
+// reaches the ttl (dist/index.cjs 1172, 1193-1196): grant_checked, not
+// grant_monotonic. SimpleLock.acquire grants on SET's OK with no check
+// (dist/index.cjs 809-813).
 //
 // SimpleLock's release and extend answer false only when the script found
 // the key not ours: a definite no. RedLock's false also counts nodes that
@@ -48,6 +53,7 @@ const no = (what) => {
 serve({
   hello: hello(lockName("redlock-universal", n, v), `npm redlock-universal ${v} ${n > 1 ? "RedLock" : "SimpleLock"} (ioredis), ${n} node(s)`, {
     nodes: n, topology: n > 1 ? "quorum" : "single", expiry: "server", release: "owner-checked", extend: true,
+    ...(n > 1 ? { grant_checked: true } : {}),
   }),
   async acquire(key) {
     const handle = await lockFor(key).acquire();

@@ -6,7 +6,12 @@
 // 200 ms, retryJitter 200 ms) but retryCount and retryDelay, which the
 // scenario may set; the ttl is the scenario's (10 s unset). Claims, from the
 // README: Redlock on N independent masters, a random value, compare-and-
-// delete release, no fencing, no automatic extension.
+// delete release, no fencing, no automatic extension. Its validity check
+// runs on one node too and reads the wall clock: `_lock` dates a try
+// `const start = Date.now()` (redlock.js 397) and grants only
+// `if(votes >= quorum && lock.expiration > Date.now())` (419), expiration
+// being start + ttl - drift: grant_checked, not grant_monotonic (a step of
+// the wall clock during the try misleads it).
 //
 // Its errors are all LockError, whether the nodes said no or did not
 // answer (clientError events carry the latter): so a refused lock, unlock
@@ -28,6 +33,7 @@ const leases = new Leases();
 serve({
   hello: hello(lockName("redlock", n, v), `npm redlock ${v} (ioredis), ${n} node(s)`, {
     nodes: n, topology: n > 1 ? "quorum" : "single", expiry: "server", release: "owner-checked", extend: true,
+    grant_checked: true,
   }),
   async acquire(key) {
     const lock = await redlock.lock(key, env("TTL_MS", 10000));

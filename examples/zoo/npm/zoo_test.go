@@ -51,6 +51,23 @@ var clients = []struct {
 	{"node-redis-warlock", "1.0.2", []string{"node", "warlock.js"}},
 }
 
+// grantChecked are the clients whose library checks, after its try, that
+// the lease it dated before the try has not run out, by the wall clock
+// (Date.now(): grant_checked, never grant_monotonic here); the others
+// grant whatever the time. The lines are in each client's header.
+var grantChecked = map[string]bool{
+	"redlock@4.2.0":             true, // redlock.js 397, 419
+	"redlock-5@4.2.0":           true,
+	"redlock-universal-5@0.8.5": true, // dist/index.cjs 1172, 1193-1196
+}
+
+// renewalEvery are the clients that renew, each with the share of its TTL
+// after which it does (redis-semaphore: lib/Lock.js 45, 48).
+var renewalEvery = map[string]float64{
+	"redis-semaphore@5.8.0":           0.8,
+	"redis-semaphore-redlock-5@5.8.0": 0.8,
+}
+
 // TestZoo runs the battery against every client under LOCKSTORM_ZOO=1
 // (make zoo); without it, each client's hello is checked (installed, and
 // at the version the matrix names).
@@ -61,6 +78,12 @@ func TestZoo(t *testing.T) {
 		t.Run(info.Name, func(t *testing.T) {
 			if !zootest.NamesVersion(info.Name, c.version) {
 				t.Fatalf("%s: its hello names another version than %s", info.Name, c.version)
+			}
+			if c := info.Claims; c.RenewalEvery != renewalEvery[info.Name] {
+				t.Errorf("%s: renewal_every %v, want %v", info.Name, c.RenewalEvery, renewalEvery[info.Name])
+			}
+			if c := info.Claims; c.GrantChecked != grantChecked[info.Name] || c.GrantMonotonic {
+				t.Errorf("%s: grant_checked %v grant_monotonic %v, want %v false", info.Name, c.GrantChecked, c.GrantMonotonic, grantChecked[info.Name])
 			}
 			if os.Getenv("LOCKSTORM_ZOO") == "" {
 				return
