@@ -91,6 +91,16 @@ type Claims struct {
 	// sleeping until the TTL they read: during a hold, only a client that
 	// arrives, or whose wait happens to end, finds the lock free.
 	NotifiedWait bool `yaml:"notified_wait" json:"notified_wait,omitempty"`
+	// FixedRetryDelay says the lock's documents give it the same delay
+	// after every failed try, drawn from nothing: contenders whose tries
+	// split a quorum's nodes at once unwind and retry at once, and may
+	// split them again round after round. Without it a lock's retries are
+	// taken to be randomized, as the Redlock page asks ("retry after a
+	// random delay in order to try to desynchronize multiple clients"),
+	// so contenders in lockstep are a finding wherever a scenario sets
+	// the lockstep bounds (go-redsync implements that page, README line 5,
+	// yet v4.0.3 waits 500 ms whatever the try: redsync.go 27).
+	FixedRetryDelay bool `yaml:"fixed_retry_delay" json:"fixed_retry_delay,omitempty"`
 }
 
 // Topology is where a lock's state lives.

@@ -93,6 +93,8 @@ func setClaim(c *lockimpl.Claims, k, v string) error {
 		c.GrantConfirmed, err = flag()
 	case "notified_wait":
 		c.NotifiedWait, err = flag()
+	case "fixed_retry_delay":
+		c.FixedRetryDelay, err = flag()
 	default:
 		return fmt.Errorf("claim %q is not supported by this protocol version", k)
 	}
