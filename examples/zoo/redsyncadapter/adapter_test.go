@@ -51,12 +51,12 @@ func (takenConn) Close() error                                   { return nil }
 func TestPacing(t *testing.T) {
 	const ttl = 2 * time.Second
 	for _, tc := range []struct {
-		name       string
-		delay      time.Duration
-		refuse     int
-		minGap     time.Duration
-		maxGap     time.Duration // exclusive; 0: none
-		minTries   int
+		name        string
+		delay       time.Duration
+		refuse      int
+		minGap      time.Duration
+		maxGap      time.Duration // exclusive; 0: none
+		minTries    int
 		minValidity time.Duration // of the grant when refuse < tries
 	}{
 		{name: "library", refuse: 1 << 10, minGap: 500 * time.Millisecond, minTries: 2},
