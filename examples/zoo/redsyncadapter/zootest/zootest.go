@@ -66,9 +66,16 @@ func Battery() []string {
 // outcomes, and the matrix shows them.
 func Run(t *testing.T, lock lockimpl.Info, seeds []uint64, names []string) []*locktest.Report {
 	t.Helper()
+	return RunOn(t, "", lock, seeds, names)
+}
+
+// RunOn is Run on the given backend (locktest.Battery.Backend; "" the
+// default).
+func RunOn(t *testing.T, backend string, lock lockimpl.Info, seeds []uint64, names []string) []*locktest.Report {
+	t.Helper()
 	var reps []*locktest.Report
 	for _, seed := range seeds {
-		rep, err := locktest.Check(context.Background(), lock, locktest.Battery{Seed: seed, Scenarios: names, Parallel: 3, Keep: reports.KeepNone})
+		rep, err := locktest.Check(context.Background(), lock, locktest.Battery{Seed: seed, Scenarios: names, Backend: backend, Parallel: 3, Keep: reports.KeepNone})
 		if err != nil {
 			t.Fatalf("%s seed %d: %v", lock.Name, seed, err)
 		}
