@@ -284,7 +284,7 @@ zoo-ci: $(SHIM) redis-server zoo-clients
 	done; \
 	for p in $$pids; do wait $$p || exit 1; done; \
 	for m in $(ZOO_CI); do \
-	  b=$$(basename $$m); run='TestZoo/^(extend-reply-late|expired-release|dead-node)$$'; \
+	  b=$$(basename $$m); run='TestZoo/^(extend-reply-late|expired-release|dead-node|lockstep)$$'; \
 	  [ $$b = npm ] && run='TestKnownBugs$$'; \
 	  [ $$b = debian ] && run='TestZoo$$'; \
 	  [ $$b = rueidislock-v1.0.79 ] && run='TestZoo$$'; \

@@ -56,7 +56,8 @@ type lockstepRun struct {
 // lockstepRuns are kd's rows of at least rounds lockstep rounds: each
 // round's tries start within the window of its first, come from two or
 // more tokens, none wins a majority of the n nodes, and the round starts
-// while nobody holds the key and nothing is excused.
+// while nobody holds the key, no node holds another token's key, and
+// nothing is excused.
 func (a *analysis) lockstepRuns(kd *keyData, evs map[string][]*history.Op, n int, excused []liveness.Interval) []lockstepRun {
 	within, rounds := int64(a.opts.LockstepWithin), a.opts.LockstepRounds
 	ts := tries(evs, within)
@@ -77,7 +78,7 @@ func (a *analysis) lockstepRuns(kd *keyData, evs map[string][]*history.Op, n int
 			split = split && len(ts[j].nodes) < a.need(n)
 		}
 		at := ts[i].from
-		lockstep := split && len(tokens) > 1 && !heldAt(kd, at) && liveness.Covered(excused, at, at+1) == 0
+		lockstep := split && len(tokens) > 1 && !heldAt(kd, at) && liveness.Covered(excused, at, at+1) == 0 && !strayAt(evs, at, tokens)
 		if !lockstep || cur.rounds > 0 && grantedBetween(kd, cur.to, at) {
 			end()
 		}
@@ -96,6 +97,30 @@ func (a *analysis) lockstepRuns(kd *keyData, evs map[string][]*history.Op, n int
 	}
 	end()
 	return out
+}
+
+// strayAt says some node held, just before t, a key of a token that is
+// not one of the round's (or whose owner the observer could not read): a
+// holder's release still on its way to a far node, a try whose unwind has
+// not landed. The round's contenders then did not split the nodes among
+// themselves; a third party's key did, and that is contention, not
+// contenders retrying in step.
+func strayAt(evs map[string][]*history.Op, t int64, tokens map[string]bool) bool {
+	for _, node := range evs {
+		var last *history.Op
+		for _, op := range node {
+			if op.Time >= t {
+				break
+			}
+			if op.Value != "expire" && op.Value != "persist" {
+				last = op
+			}
+		}
+		if last != nil && !goneEvent(last.Value) && !tokens[last.Owner] {
+			return true
+		}
+	}
+	return false
 }
 
 // heldAt says some client held kd at t by its own grant.

@@ -26,8 +26,9 @@ import (
 //     token) on distinct nodes, the first at its start and the rest within
 //     the lockstep window of it; a round is tries of two or more
 //     contenders starting within the window of the round's first, none of
-//     them winning a majority, at a moment nobody held the key and neither
-//     the harness nor every server was stalled. Rounds in a row (any other
+//     them winning a majority, at a moment nobody held the key, no node
+//     held another token's key, and neither the harness nor every server
+//     was stalled. Rounds in a row (any other
 //     try, or a grant, ends the row) as many as the lockstep rounds are a
 //     finding.
 

@@ -76,6 +76,18 @@ func lockstepHistory(offsets []float64) history.History {
 	return b.sorted()
 }
 
+// lockstepStrayHistory is lockstepHistory with a third token's key on n3
+// from between the first two rounds to after the last (a holder's release
+// not yet landed there, drawn out): the last three rounds' contenders do
+// not split the nodes among themselves.
+func lockstepStrayHistory(offsets []float64) history.History {
+	b := &builder{}
+	b.h = append(b.h, lockstepHistory(offsets)...)
+	srvEv(b, 300, "n3", "set", "x3")
+	srvEv(b, 10+500*float64(len(offsets))-1, "n3", "del", "")
+	return b.sorted()
+}
+
 var (
 	waitOpts     = history.Options{WaitBound: 500 * time.Millisecond}
 	lockstepOpts = history.Options{Quorum: true, LockstepWithin: 20 * time.Millisecond, LockstepRounds: 3}
@@ -127,6 +139,9 @@ var waitGoldens = []golden{
 			}
 		}
 		expect(t, r.Verdict, Safe, "verdict")
+	}},
+	{name: "lockstep-stray", opts: lockstepOpts, hist: func() history.History { return lockstepStrayHistory([]float64{1, 2, 1, 3}) }, check: func(t *testing.T, r Result) {
+		expect(t, r.Finding(history.KindLockstepRetries), (*Finding)(nil), "finding: x3's key on n3 splits every round")
 	}},
 	{name: "lockstep-jittered", opts: lockstepOpts, hist: func() history.History { return lockstepHistory([]float64{1, 120, 2, 200}) }, check: func(t *testing.T, r Result) {
 		expect(t, r.Finding(history.KindLockstepRetries), (*Finding)(nil), "finding")

@@ -69,21 +69,29 @@ func newRedsync(n int) func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Lock
 
 // Acquire is redsync's own LockContext: its tries, a random delay between
 // them (distlock's remedy for split votes: here uniform in [d, 2d) for the
-// spec's retry_delay d), its release of every node after a failed try, and
-// the spec's wait_timeout as the context's deadline. Only the last try's
+// spec's retry_delay d, with tries until the deadline; with no retry_delay
+// the library's own 32 tries and rand.Intn(200)+50 ms, redsync.go 33-36 at
+// v4.18.1), its release of every node after a failed try, and the spec's
+// wait_timeout as the context's deadline. Only the last try's
 // error reaches us: a node that did not answer (RedisError) may still hold
 // our value, so the outcome is then unknown; "taken" is a definite no.
 func (l *redsyncLock) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	// Each try waits TTL × timeout factor for the nodes. redsync's 0.05
 	// suits TTLs of seconds (400 ms for 8 s); the battery's TTLs are 150 ms
 	// to 2 s while scheduling delays do not shrink with them, and a try
-	// that times out can leave its key behind until the TTL. So: at least
-	// 200 ms, at most half the TTL.
+	// that times out can leave its key behind until the TTL. So: the
+	// spec's node_timeout when it sets one, else at least 200 ms, at most
+	// half the TTL.
 	wait := min(max(l.o.TTL/20, 200*time.Millisecond), l.o.TTL/2)
-	d := max(l.o.RetryDelay, time.Millisecond)
-	m := l.rs.NewMutex(key, redsync.WithExpiry(l.o.TTL), redsync.WithTries(1<<20),
-		redsync.WithTimeoutFactor(float64(wait)/float64(l.o.TTL)),
-		redsync.WithRetryDelayFunc(func(int) time.Duration { return d + time.Duration(l.env.Rand.Int64N(int64(d))) }))
+	if l.o.NodeTimeout > 0 {
+		wait = l.o.NodeTimeout
+	}
+	opts := []redsync.Option{redsync.WithExpiry(l.o.TTL), redsync.WithTimeoutFactor(float64(wait) / float64(l.o.TTL))}
+	if d := l.o.RetryDelay; d > 0 {
+		opts = append(opts, redsync.WithTries(1<<20),
+			redsync.WithRetryDelayFunc(func(int) time.Duration { return d + time.Duration(l.env.Rand.Int64N(int64(d))) }))
+	}
+	m := l.rs.NewMutex(key, opts...)
 	wctx, cancel := context.WithTimeout(ctx, l.o.WaitTimeout)
 	defer cancel()
 	err := m.LockContext(wctx)

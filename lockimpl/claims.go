@@ -118,6 +118,16 @@ type Claims struct {
 	// 25): that stays a false success on extend, as for any owner-checked
 	// lock.
 	ExtendRecreates bool `yaml:"extend_recreates" json:"extend_recreates,omitempty"`
+	// FixedRetryDelay says the lock's documents give it the same delay
+	// after every failed try, drawn from nothing: contenders whose tries
+	// split a quorum's nodes at once unwind and retry at once, and may
+	// split them again round after round. Without it a lock's retries are
+	// taken to be randomized, as the Redlock page asks ("retry after a
+	// random delay in order to try to desynchronize multiple clients"),
+	// so contenders in lockstep are a finding wherever a scenario sets
+	// the lockstep bounds (go-redsync implements that page, README line 5,
+	// yet v4.0.3 waits 500 ms whatever the try: redsync.go 27).
+	FixedRetryDelay bool `yaml:"fixed_retry_delay" json:"fixed_retry_delay,omitempty"`
 }
 
 // Topology is where a lock's state lives.

@@ -97,6 +97,8 @@ func setClaim(c *lockimpl.Claims, k, v string) error {
 		c.NotifiedWait, err = flag()
 	case "extend_recreates":
 		c.ExtendRecreates, err = flag()
+	case "fixed_retry_delay":
+		c.FixedRetryDelay, err = flag()
 	default:
 		return fmt.Errorf("claim %q is not supported by this protocol version", k)
 	}

@@ -148,3 +148,22 @@ func TestHelloRenewalEvery(t *testing.T) {
 		}
 	}
 }
+
+// TestHelloFixedRetryDelay: fixed_retry_delay in a hello reaches the
+// claims, false when left out.
+func TestHelloFixedRetryDelay(t *testing.T) {
+	for _, tc := range []struct {
+		line  string
+		fixed bool
+	}{
+		{"hello 1 topology=quorum expiry=server release=owner-checked", false},
+		{"hello 1 topology=quorum expiry=server release=owner-checked fixed_retry_delay=true", true},
+		{"hello 1 topology=quorum expiry=server release=owner-checked fixed_retry_delay=false", false},
+	} {
+		f := strings.Split(tc.line, " ")
+		h, err := parseHello(message{verb: f[0], args: f[1:], raw: tc.line})
+		if err != nil || h.Claims.FixedRetryDelay != tc.fixed {
+			t.Errorf("%q: claims %+v, err %v: want fixed_retry_delay %v", tc.line, h.Claims, err, tc.fixed)
+		}
+	}
+}

@@ -415,3 +415,34 @@ func TestRenewalEvery(t *testing.T) {
 		}
 	}
 }
+
+// TestLockstepPermission: quorum-lockstep permits lockstep retries only to
+// a lock whose documents give it a fixed retry delay (fixed_retry_delay);
+// a quorum lock taken to randomize its retries may not show them, and
+// every lock is expected safe.
+func TestLockstepPermission(t *testing.T) {
+	quorum := lockimpl.Claims{Topology: lockimpl.Quorum, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
+	fixed := quorum
+	fixed.FixedRetryDelay = true
+	s, err := Load("quorum-lockstep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		c    lockimpl.Claims
+		want bool
+	}{
+		{quorum, false},
+		{fixed, true},
+	} {
+		e := s.Derived(tc.c)
+		if e.Verdict != checker.Safe {
+			t.Errorf("%s: derived %q, want safe", tc.c, e.Verdict)
+		}
+		for _, p := range s.PermissionsFor(e, tc.c) {
+			if p.Kind == history.KindLockstepRetries && p.Permitted != tc.want {
+				t.Errorf("%s: lockstep-retries permitted %v, want %v (%s)", tc.c, p.Permitted, tc.want, p.Why)
+			}
+		}
+	}
+}

@@ -14,5 +14,5 @@ var release = redsyncadapter.Release{Version: "v4.0.4"}
 
 func TestZoo(t *testing.T) {
 	zootest.Zoo(t, "github.com/go-redsync/redsync/v4", release.Version,
-		zootest.Known{ReleaseFalseSuccess: false, ExtendLateYes: true, NoNodeTimeout: true}, release.Info(1), release.Info(5))
+		zootest.Known{ReleaseFalseSuccess: false, ExtendLateYes: true, NoNodeTimeout: true, FixedRetryDelay: true}, release.Info(1), release.Info(5))
 }

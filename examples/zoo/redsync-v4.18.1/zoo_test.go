@@ -21,12 +21,16 @@ var release = redsyncadapter.Release{
 	Version: "v4.18.1",
 	Pool:    goredis.NewPool,
 	Until:   (*redsync.Mutex).Until,
-	// Each try waits TTL × timeout factor for the nodes. redsync's 0.05
-	// suits TTLs of seconds; the battery's are 150 ms to 2 s while
-	// scheduling delays do not shrink with them, so: at least 200 ms, at
-	// most half the TTL (as examples/redsync.go).
+	// Each try waits TTL × timeout factor for the nodes: the spec's
+	// node_timeout when it sets one (a quorum lock's timeout per node);
+	// else, since redsync's 0.05 suits TTLs of seconds and the battery's
+	// are 150 ms to 2 s while scheduling delays do not shrink with them,
+	// at least 200 ms, at most half the TTL (as examples/redsync.go).
 	Options: func(o lockimpl.Options) []redsync.Option {
 		wait := min(max(o.TTL/20, 200*time.Millisecond), o.TTL/2)
+		if o.NodeTimeout > 0 {
+			wait = o.NodeTimeout
+		}
 		return []redsync.Option{redsync.WithTimeoutFactor(float64(wait) / float64(o.TTL))}
 	},
 	Answer: func(err error) bool {

@@ -14,7 +14,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
+	"unsafe"
 
 	"github.com/go-redsync/redsync/v4"
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
@@ -115,32 +117,40 @@ type state struct {
 	value string
 }
 
-// Acquire is redsync's own LockContext: its tries, a random delay between
-// them (uniform in [d, 2d) for the spec's retry_delay d), its release of
-// every node after a failed try, and the spec's wait_timeout as the
-// context's deadline (releases before v4.8 do not look at the context
-// between tries: the pool refuses to send once it is done, and that ends
-// the loop with a definite no).
+// Acquire is redsync's own LockContext: its tries, a delay between them,
+// its release of every node after a failed try, and the spec's
+// wait_timeout as the context's deadline (releases before v4.8 do not look
+// at the context between tries: the pool refuses to send once it is done,
+// and that ends the loop with a definite no). The delay is the spec's
+// retry_delay d, drawn uniform in [d, 2d) with tries until the deadline;
+// with no retry_delay the library paces its own retries (pacing).
 func (l *locker) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	value, err := genValue()
 	if err != nil {
 		return nil, err
 	}
-	d := max(l.o.RetryDelay, time.Millisecond)
 	// tryStart is when the last try began (after its delay): the start
 	// the library's own validity is measured from.
 	tryStart := time.Now()
-	opts := []redsync.Option{redsync.WithExpiry(l.o.TTL), redsync.WithTries(1 << 20),
-		redsync.WithRetryDelayFunc(func(int) time.Duration {
-			wait := d + time.Duration(l.env.Rand.Int64N(int64(d)))
-			tryStart = time.Now().Add(wait)
-			return wait
-		}),
-		redsync.WithGenValueFunc(func() (string, error) { return value, nil })}
+	stamp := func(wait time.Duration) time.Duration {
+		tryStart = time.Now().Add(wait)
+		return wait
+	}
+	opts := []redsync.Option{redsync.WithExpiry(l.o.TTL), redsync.WithGenValueFunc(func() (string, error) { return value, nil })}
+	if d := l.o.RetryDelay; d > 0 {
+		opts = append(opts, redsync.WithTries(1<<20), redsync.WithRetryDelayFunc(func(int) time.Duration {
+			return stamp(d + time.Duration(l.env.Rand.Int64N(int64(d))))
+		}))
+	}
 	if l.r.Options != nil {
 		opts = append(opts, l.r.Options(l.o)...)
 	}
 	m := l.rs.NewMutex(key, opts...)
+	if l.o.RetryDelay <= 0 {
+		if err := pacing(m, stamp); err != nil {
+			return nil, err
+		}
+	}
 	wctx, cancel := context.WithTimeout(ctx, l.o.WaitTimeout)
 	defer cancel()
 	err = m.LockContext(wctx)
@@ -153,6 +163,27 @@ func (l *locker) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 		return nil, fmt.Errorf("%w: %v", lockimpl.ErrNotAcquired, err)
 	}
 	return nil, fmt.Errorf("redsync: outcome unknown: %w", err)
+}
+
+// pacing leaves m's retries to the library: the tries and the delay
+// NewMutex gave it (v4.0.3: 32 tries, 500 ms whatever the try, redsync.go
+// 26-27; v4.3.0 on: 32 tries, rand.Intn(200)+50 ms, redsync.go 32-35 at
+// v4.3.0 and v4.4.1, 33-36 at v4.18.1), which no option can hand back once
+// replaced. Its delay function stays the library's own, called as its
+// loop calls it (mutex.go 49 at v4.0.3); the adapter only wraps it to
+// learn when each try starts (stamp), as it does with its own delay: no
+// release before v4.4 says when its validity began, and a careful user of
+// the default delay has no other way to know. The function lives in the
+// Mutex's unexported field delayFunc (mutex.go 22 at every pinned release).
+func pacing(m *redsync.Mutex, stamp func(time.Duration) time.Duration) error {
+	f := reflect.ValueOf(m).Elem().FieldByName("delayFunc")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[redsync.DelayFunc]() {
+		return fmt.Errorf("redsync: this release's Mutex has no delayFunc field of type DelayFunc: the adapter cannot leave its retries to it")
+	}
+	p := (*redsync.DelayFunc)(unsafe.Pointer(f.UnsafeAddr()))
+	own := *p
+	*p = func(tries int) time.Duration { return stamp(own(tries)) }
+	return nil
 }
 
 // Release unlocks on every node: false with no error is every node's

@@ -37,6 +37,13 @@ type Known struct {
 	// than the TTL, no try keeps any validity and the lock starves. Found
 	// by the shipped quorum-dead-node, which names no library.
 	NoNodeTimeout bool
+	// FixedRetryDelay: the default delay between tries is a constant
+	// (redsync before v4.3.0: 500 ms whatever the try, redsync.go 27 at
+	// v4.0.3 and v4.0.4; PR 66 draws 50-250 ms), so contenders whose tries
+	// split the nodes retry together and split them again. Found by the
+	// shipped quorum-lockstep, which names no library and leaves each
+	// lock's retries to its library (no retry_delay).
+	FixedRetryDelay bool
 }
 
 //go:embed testdata/extend-reply-late.yaml
@@ -52,8 +59,9 @@ var extendReplyLate []byte
 // expiredReleases, which must show release false successes exactly when
 // known says ReleaseFalseSuccess, and the first quorum lock runs
 // quorum-dead-node, which must starve exactly when known says
-// NoNodeTimeout (the subtests make zoo-ci runs); every quorum lock runs
-// quorumScenarios.
+// NoNodeTimeout, and quorum-lockstep, which must show lockstep retries
+// exactly when known says FixedRetryDelay (the subtests make zoo-ci
+// runs); every quorum lock runs quorumScenarios.
 func Zoo(t *testing.T, module, version string, known Known, locks ...lockimpl.Info) {
 	// A release's locks stay on one machine of a sharded zoo (its first
 	// lock's), known bugs with them.
@@ -78,6 +86,9 @@ func Zoo(t *testing.T, module, version string, known Known, locks ...lockimpl.In
 	if len(locks) > 1 {
 		t.Run("dead-node", func(t *testing.T) {
 			deadNode(t, locks[1], seeds, known.NoNodeTimeout)
+		})
+		t.Run("lockstep", func(t *testing.T) {
+			lockstep(t, locks[1], seeds, known.FixedRetryDelay)
 		})
 	}
 	for _, lock := range locks[1:] {
@@ -192,6 +203,36 @@ func deadNode(t *testing.T, lock lockimpl.Info, seeds []uint64, want bool) {
 				t.Errorf("seed %d: %s, want a starvation: the release waits for the dead node (%s)", o.Seed, r.Verdict, r.Reason)
 			case !want && (r.Verdict != checker.Safe || r.Acquired < 2):
 				t.Errorf("seed %d: %s with %d acquisitions, want safe with holds: the release bounds each node's wait (%s)", o.Seed, r.Verdict, r.Acquired, r.Reason)
+			}
+		}
+	}
+}
+
+// lockstep runs quorum-lockstep on each seed: lockstep retries, which the
+// release's claims (distlock's random delay) do not permit, when its
+// default delay is fixed; none, and a grant, when it is drawn at random.
+// It runs on the sim backend: in virtual time a fixed delay keeps the
+// contenders' tries together round after round, where on redis-server a
+// loaded machine's jitter parts them by the 50 ms window on some seeds
+// (docs/catalogue.md, entry 4); make zoo runs it there with the battery.
+func lockstep(t *testing.T, lock lockimpl.Info, seeds []uint64, want bool) {
+	t.Helper()
+	for _, rep := range RunOn(t, "sim", lock, seeds, []string{"quorum-lockstep"}) {
+		for _, o := range rep.Outcomes {
+			r := o.Result
+			f := r.Finding(history.KindLockstepRetries)
+			witness := "none"
+			if f != nil {
+				witness = f.Witness
+			}
+			t.Logf("seed %d: %s (expected %s), %d acquisitions: lockstep-retries %s", o.Seed, r.Verdict, o.Expected, r.Acquired, witness)
+			switch {
+			case want && (f == nil || f.Permitted):
+				t.Errorf("seed %d: no unpermitted lockstep-retries (%s): this release's fixed delay keeps split contenders together", o.Seed, witness)
+			case !want && f != nil:
+				t.Errorf("seed %d: lockstep-retries on a release whose delay is random: %s", o.Seed, f.Witness)
+			case !want && (r.Verdict != checker.Safe || r.Acquired == 0):
+				t.Errorf("seed %d: %s with %d acquisitions, want safe with holds: %s", o.Seed, r.Verdict, r.Acquired, r.Reason)
 			}
 		}
 	}
