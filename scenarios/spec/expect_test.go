@@ -290,6 +290,11 @@ func TestGrantChecked(t *testing.T) {
 		{"wall-clock-step", monotonic, checker.Safe},
 		{"wall-clock-step", confirmed, checker.Safe},
 		{"wall-clock-step", quorum, checker.Safe},
+		{"grant-after-ttl", single, checker.Unsafe},
+		{"grant-after-ttl", checked, checker.Safe},
+		{"grant-after-ttl", monotonic, checker.Safe},
+		{"grant-after-ttl", confirmed, checker.Safe},
+		{"grant-after-ttl", quorum, checker.Safe},
 	} {
 		s, err := Load(tc.scenario)
 		if err != nil {
