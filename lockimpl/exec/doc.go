@@ -54,7 +54,7 @@
 // release=owner-checked|unconditional|time-checked|expired-only,
 // racy_takeover, fencing, renewal, replica_ack, whole_seconds,
 // server_ttl, grant_checked, grant_monotonic, grant_confirmed,
-// notified_wait = true|false). Declaring topology declares claims, and
+// extend_checked, notified_wait = true|false). Declaring topology declares claims, and
 // expiry and release must then be given; a client that declares none gets
 // no expectation (its verdicts are reported, never a DIFF).
 // whole_seconds=true also declares the lock's timescale
