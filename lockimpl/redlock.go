@@ -91,8 +91,10 @@ func init() {
 		Source:  "seed 002 RedLock方案; redis.io distlock",
 		Summary: "SET NX PX on N independent masters in parallel, quorum N/2+1, validity = TTL − elapsed − drift",
 		// distlock: a majority of independent masters, SET NX PX on each,
-		// compare-and-delete on each to release.
-		Claims: Claims{Topology: Quorum, Expiry: ServerExpiry, Release: OwnerCheckedRelease},
+		// compare-and-delete on each to release; the lease's validity runs
+		// from each try's start, an extend's from its own (Extend, below:
+		// the page's "within the validity time").
+		Claims: Claims{Topology: Quorum, Expiry: ServerExpiry, Release: OwnerCheckedRelease, ExtendChecked: true},
 		Nodes: func(o Options) int {
 			if o.Nodes > 0 {
 				return o.Nodes

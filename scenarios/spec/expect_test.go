@@ -306,6 +306,47 @@ func TestGrantChecked(t *testing.T) {
 	}
 }
 
+// TestExtendChecked: extend-reply-late expects safe of a lock whose
+// holder is told a validity dated from before each extend's command
+// (extend_checked) or whose resource refuses stale tokens, unsafe of any
+// other lock that expires, whatever its topology: the holder trusts its
+// lease past the key's expiry.
+func TestExtendChecked(t *testing.T) {
+	single := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
+	checked := single
+	checked.ExtendChecked = true
+	grant := single
+	grant.GrantChecked, grant.GrantMonotonic = true, true
+	quorum := single
+	quorum.Topology = lockimpl.Quorum
+	quorumChecked := checked
+	quorumChecked.Topology = lockimpl.Quorum
+	fenced := single
+	fenced.Fencing = true
+	never := single
+	never.Expiry = lockimpl.NoExpiry
+	s, err := Load("extend-reply-late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		c    lockimpl.Claims
+		want string
+	}{
+		{single, checker.Unsafe},
+		{checked, checker.Safe},
+		{grant, checker.Unsafe},
+		{quorum, checker.Unsafe},
+		{quorumChecked, checker.Safe},
+		{fenced, checker.Safe},
+		{never, checker.Inconclusive},
+	} {
+		if got := s.Derived(tc.c); got.Verdict != tc.want || got.Search {
+			t.Errorf("%s: derived %q (search %v), want %q", tc.c, got.Verdict, got.Search, tc.want)
+		}
+	}
+}
+
 // TestNotifiedWaitSearch: where a key is lost without a release (a
 // failover, a server clock jump), a lock whose waiters wait for the
 // release's message (notified_wait) is expected unsafe as a search, a
