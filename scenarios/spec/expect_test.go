@@ -308,9 +308,9 @@ func TestGrantChecked(t *testing.T) {
 
 // TestExtendChecked: extend-reply-late expects safe of a lock whose
 // holder is told a validity dated from before each extend's command
-// (extend_checked) or whose resource refuses stale tokens, unsafe of any
-// other lock that expires, whatever its topology: the holder trusts its
-// lease past the key's expiry.
+// (extend_checked, or the Redlock design of a quorum lock) or whose
+// resource refuses stale tokens, unsafe of any other lock that expires:
+// the holder trusts its lease past the key's expiry.
 func TestExtendChecked(t *testing.T) {
 	single := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
 	checked := single
@@ -336,7 +336,7 @@ func TestExtendChecked(t *testing.T) {
 		{single, checker.Unsafe},
 		{checked, checker.Safe},
 		{grant, checker.Unsafe},
-		{quorum, checker.Unsafe},
+		{quorum, checker.Safe},
 		{quorumChecked, checker.Safe},
 		{fenced, checker.Safe},
 		{never, checker.Inconclusive},
