@@ -6,7 +6,10 @@
 // 200 ms, retryJitter 200 ms) but retryCount and retryDelay, which the
 // scenario may set; the ttl is the scenario's (10 s unset). Claims, from the
 // README: Redlock on N independent masters, a random value, compare-and-
-// delete release, no fencing, no automatic extension.
+// delete release, no fencing, no automatic extension. extend_checked: a
+// lock's expiration is start + ttl - drift, start taken before its
+// commands, and extend goes through the same _lock, which grants only while
+// that expiration is ahead (redlock.js 294-307, 397-419).
 //
 // Its errors are all LockError, whether the nodes said no or did not
 // answer (clientError events carry the latter): so a refused lock, unlock
@@ -28,6 +31,7 @@ const leases = new Leases();
 serve({
   hello: hello(lockName("redlock", n, v), `npm redlock ${v} (ioredis), ${n} node(s)`, {
     nodes: n, topology: n > 1 ? "quorum" : "single", expiry: "server", release: "owner-checked", extend: true,
+    extend_checked: true,
   }),
   async acquire(key) {
     const lock = await redlock.lock(key, env("TTL_MS", 10000));
