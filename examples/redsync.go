@@ -27,22 +27,24 @@ import (
 // node it still checks the validity of its grant (the distlock page's step
 // 3: votes back after the TTL less the drift are released, not granted), on
 // Go's monotonic clock (mutex.go 104-116 at v4.18.1): grant_checked and
-// grant_monotonic.
+// grant_monotonic. Until is that validity, and ExtendContext dates an
+// extended one from before its touch, refusing it when it is past
+// (mutex.go 158-173): extend_checked.
 var Redsync = lockimpl.Info{
 	Name:    "redsync",
 	Summary: "go-redsync/redsync v4, one node",
 	Claims: lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease,
-		GrantChecked: true, GrantMonotonic: true},
+		GrantChecked: true, GrantMonotonic: true, ExtendChecked: true},
 	New: newRedsync(1),
 }
 
 // Redlock is redsync on five independent masters: the Redlock algorithm,
-// held when a majority (3) accepted within the validity.
+// held when a majority (3) accepted within the validity, an extend too.
 var Redlock = lockimpl.Info{
 	Name:    "redsync-5",
 	Summary: "go-redsync/redsync v4, Redlock on 5 masters",
 	Nodes:   func(lockimpl.Options) int { return 5 },
-	Claims:  lockimpl.Claims{Topology: lockimpl.Quorum, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease},
+	Claims:  lockimpl.Claims{Topology: lockimpl.Quorum, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease, ExtendChecked: true},
 	New:     newRedsync(5),
 }
 

@@ -98,6 +98,21 @@ type Claims struct {
 	// expired while its reply was late is refused by the server, whatever
 	// the client's clocks say.
 	GrantConfirmed bool `yaml:"grant_confirmed" json:"grant_confirmed,omitempty"`
+	// ExtendChecked says the lock tells its holder how long its lease is
+	// valid (Lease.Validity; an exec client's validity=MS), dated from
+	// before the command that took the key, and dates an extended lease
+	// from before the extend's own command, refusing an extend whose yes
+	// came back with no validity left: the distlock page's extension
+	// ("only consider the lock re-acquired if it was able to extend the
+	// lock into the majority of instances, and within the validity time",
+	// the algorithm "very similar to the one used when acquiring"),
+	// redsync's ExtendContext from v4.4 (mutex.go 112-128 at v4.4.1: start
+	// before the touch, until = now + expiry - elapsed - drift,
+	// ErrExtendFailed when it is past). A careful holder then never trusts
+	// a key past its expiry because a yes came late. A lock that tells a
+	// validity dated so and cannot extend declares it too; one that tells
+	// none, or dates an extended lease from the yes, does not.
+	ExtendChecked bool `yaml:"extend_checked" json:"extend_checked,omitempty"`
 	// NotifiedWait says a client that finds the lock taken does not poll:
 	// it waits for the release's message (the unlock script PUBLISHes on
 	// the lock's channel, seed 002's Redisson) or for the TTL it read,

@@ -91,11 +91,13 @@ func init() {
 		Source:  "seed 002 RedLock方案; redis.io distlock",
 		Summary: "SET NX PX on N independent masters in parallel, quorum N/2+1, validity = TTL − elapsed − drift",
 		// distlock: a majority of independent masters, SET NX PX on each,
-		// compare-and-delete on each to release. Its Extend
+		// compare-and-delete on each to release; the lease's validity runs
+		// from each try's start, an extend's from its own (Extend, below:
+		// the page's "within the validity time"). Its Extend
 		// (compareAndPexpire) refreshes a key only where it still holds
 		// the token, as redsync's default touch script: a node that lost
 		// the key keeps it lost, so no extend_recreates.
-		Claims: Claims{Topology: Quorum, Expiry: ServerExpiry, Release: OwnerCheckedRelease},
+		Claims: Claims{Topology: Quorum, Expiry: ServerExpiry, Release: OwnerCheckedRelease, ExtendChecked: true},
 		Nodes: func(o Options) int {
 			if o.Nodes > 0 {
 				return o.Nodes

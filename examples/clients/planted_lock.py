@@ -76,5 +76,8 @@ def release(key, tok):
         raise ls.Fail('not ours')
 
 
+# grant_checked, grant_monotonic: acquire gives back a grant whose reply
+# took nearly the TTL, timed on time.monotonic() from before the SET.
 ls.serve('name=%s summary=planted%%20lock%%20(%s) points=%s topology=single expiry=server release=owner-checked'
+         ' grant_checked=true grant_monotonic=true'
          % (NAME, BUG, ','.join('planted-py/' + p for p in POINTS)), acquire, release)

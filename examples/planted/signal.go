@@ -60,10 +60,12 @@ type signalLock struct {
 
 // signalClaims are singleClaims counted in whole seconds, as
 // python-redis-lock's expire is (the battery stretches a scenario whose
-// TTL is a few seconds or less).
+// TTL is a few seconds or less), without the grant check: its acquire
+// takes whatever its SET NX EX answered, however late.
 var signalClaims = func() lockimpl.Claims {
 	c := singleClaims
 	c.WholeSeconds = true
+	c.GrantChecked, c.GrantMonotonic = false, false
 	return c
 }()
 

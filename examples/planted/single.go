@@ -28,9 +28,11 @@ import (
 
 // singleClaims are what the author of every single-instance lock here
 // believes: one master, the TTL set with the lock, a release that deletes
-// only its own token.
+// only its own token, and a grant whose reply came back after nearly the
+// TTL given back (Acquire: timed from before the try's command on the
+// monotonic clock): grant_checked and grant_monotonic.
 var singleClaims = lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry,
-	Release: lockimpl.OwnerCheckedRelease}
+	Release: lockimpl.OwnerCheckedRelease, GrantChecked: true, GrantMonotonic: true}
 
 // Bugs of the single-instance lock. The zero value is the correct lock.
 type singleBug string

@@ -54,11 +54,11 @@
 // release=owner-checked|unconditional|time-checked|expired-only,
 // racy_takeover, fencing, renewal, replica_ack, whole_seconds,
 // server_ttl, grant_checked, grant_monotonic, grant_confirmed,
-// notified_wait, extend_recreates, fixed_retry_delay = true|false;
-// renewal_every = a share of the TTL, e.g. 0.8). Declaring topology
-// declares claims, and expiry and release must then be given; a client
-// that declares none gets no expectation (its verdicts are reported,
-// never a DIFF).
+// extend_checked, notified_wait, extend_recreates, fixed_retry_delay =
+// true|false; renewal_every = a share of the TTL, e.g. 0.8). Declaring
+// topology declares claims, and expiry and release must then be given; a
+// client that declares none gets no expectation (its verdicts are
+// reported, never a DIFF).
 // whole_seconds=true also declares the lock's timescale
 // (lockimpl.Claims.Granularity): a scenario whose TTL is under three
 // seconds then runs with every time stretched by one factor, TTL to 3 s

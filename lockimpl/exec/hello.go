@@ -73,6 +73,10 @@ func setClaim(c *lockimpl.Claims, k, v string) error {
 		c.Expiry = lockimpl.Expiry(v)
 	case "release":
 		c.Release = lockimpl.Release(v)
+	case "absent_release_ok":
+		c.AbsentReleaseOK, err = flag()
+	case "reentrant":
+		c.Reentrant, err = flag()
 	case "racy_takeover":
 		c.RacyTakeover, err = flag()
 	case "fencing":
@@ -93,6 +97,8 @@ func setClaim(c *lockimpl.Claims, k, v string) error {
 		c.GrantMonotonic, err = flag()
 	case "grant_confirmed":
 		c.GrantConfirmed, err = flag()
+	case "extend_checked":
+		c.ExtendChecked, err = flag()
 	case "notified_wait":
 		c.NotifiedWait, err = flag()
 	case "extend_recreates":

@@ -167,3 +167,24 @@ func TestHelloFixedRetryDelay(t *testing.T) {
 		}
 	}
 }
+
+// TestHelloEveryClaim: every boolean claim lockimpl.Claims has can be
+// declared in a hello and reaches the claims (a claim added there and not
+// to setClaim would refuse every client that declares it).
+func TestHelloEveryClaim(t *testing.T) {
+	for _, name := range lockimpl.ClaimNames() {
+		if _, values, _ := (lockimpl.Claims{}).ClaimField(name); len(values) != 2 || values[0] != "true" {
+			continue
+		}
+		line := "hello 1 topology=single expiry=server release=owner-checked " + name + "=true"
+		f := strings.Split(line, " ")
+		h, err := parseHello(message{verb: f[0], args: f[1:], raw: line})
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if v, _, _ := h.Claims.ClaimField(name); v != "true" {
+			t.Errorf("%s=true in a hello: the claims say %s", name, v)
+		}
+	}
+}

@@ -290,6 +290,11 @@ func TestGrantChecked(t *testing.T) {
 		{"wall-clock-step", monotonic, checker.Safe},
 		{"wall-clock-step", confirmed, checker.Safe},
 		{"wall-clock-step", quorum, checker.Safe},
+		{"grant-after-ttl", single, checker.Unsafe},
+		{"grant-after-ttl", checked, checker.Safe},
+		{"grant-after-ttl", monotonic, checker.Safe},
+		{"grant-after-ttl", confirmed, checker.Safe},
+		{"grant-after-ttl", quorum, checker.Safe},
 	} {
 		s, err := Load(tc.scenario)
 		if err != nil {
@@ -297,6 +302,47 @@ func TestGrantChecked(t *testing.T) {
 		}
 		if got := s.Derived(tc.c).Verdict; got != tc.want {
 			t.Errorf("%s, %s: derived %q, want %q", tc.scenario, tc.c, got, tc.want)
+		}
+	}
+}
+
+// TestExtendChecked: extend-reply-late expects safe of a lock whose
+// holder is told a validity dated from before each extend's command
+// (extend_checked, or the Redlock design of a quorum lock) or whose
+// resource refuses stale tokens, unsafe of any other lock that expires:
+// the holder trusts its lease past the key's expiry.
+func TestExtendChecked(t *testing.T) {
+	single := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease}
+	checked := single
+	checked.ExtendChecked = true
+	grant := single
+	grant.GrantChecked, grant.GrantMonotonic = true, true
+	quorum := single
+	quorum.Topology = lockimpl.Quorum
+	quorumChecked := checked
+	quorumChecked.Topology = lockimpl.Quorum
+	fenced := single
+	fenced.Fencing = true
+	never := single
+	never.Expiry = lockimpl.NoExpiry
+	s, err := Load("extend-reply-late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		c    lockimpl.Claims
+		want string
+	}{
+		{single, checker.Unsafe},
+		{checked, checker.Safe},
+		{grant, checker.Unsafe},
+		{quorum, checker.Safe},
+		{quorumChecked, checker.Safe},
+		{fenced, checker.Safe},
+		{never, checker.Inconclusive},
+	} {
+		if got := s.Derived(tc.c); got.Verdict != tc.want || got.Search {
+			t.Errorf("%s: derived %q (search %v), want %q", tc.c, got.Verdict, got.Search, tc.want)
 		}
 	}
 }

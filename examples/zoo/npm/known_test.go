@@ -2,7 +2,6 @@ package npm
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/lockstorm/lockstorm/checker"
@@ -13,10 +12,9 @@ import (
 // seed, where the random specs reach them on some (lua-unlock-stall,
 // lua-unlock-stall-random and explore-crash deadlock when the contenders
 // happen to split the nodes; explore-late-grant is unsafe when a random
-// pause happens to fall after a grant). split-first-try is shipped (the
-// battery runs it on every lock); grant-after-ttl is the zoo's own
-// (testdata): its expectation for a single-instance lock rests on how the
-// lock dates a grant, which no claim states.
+// pause happens to fall after a grant). Both are shipped: the battery runs
+// them on every lock, with expectations from the claims (grant-after-ttl's
+// from grant_checked and grant_confirmed for a single-instance lock).
 const (
 	// splitFirstTry: three clients' first tries split five nodes 2-2-1.
 	splitFirstTry = "split-first-try"
@@ -59,7 +57,7 @@ var known = []struct {
 // absence where they were fixed, on each of the zoo's seeds (1-3).
 func TestKnownBugs(t *testing.T) {
 	seeds := installed(t)
-	paths := []string{splitFirstTry, filepath.Join("testdata", grantAfterTTL+".yaml")}
+	paths := []string{splitFirstTry, grantAfterTTL}
 	for _, k := range known {
 		info := describe(t, k.argv)
 		t.Run(info.Name, func(t *testing.T) {

@@ -11,7 +11,10 @@
 // `const start = Date.now()` (redlock.js 397) and grants only
 // `if(votes >= quorum && lock.expiration > Date.now())` (419), expiration
 // being start + ttl - drift: grant_checked, not grant_monotonic (a step of
-// the wall clock during the try misleads it).
+// the wall clock during the try misleads it). extend_checked: a lock's
+// expiration is start + ttl - drift, start taken before its commands, and
+// extend goes through the same _lock, which grants only while that
+// expiration is ahead (redlock.js 294-307, 397-419).
 //
 // Its errors are all LockError, whether the nodes said no or did not
 // answer (clientError events carry the latter): so a refused lock, unlock
@@ -34,6 +37,7 @@ serve({
   hello: hello(lockName("redlock", n, v), `npm redlock ${v} (ioredis), ${n} node(s)`, {
     nodes: n, topology: n > 1 ? "quorum" : "single", expiry: "server", release: "owner-checked", extend: true,
     grant_checked: true,
+    extend_checked: true,
   }),
   async acquire(key) {
     const lock = await redlock.lock(key, env("TTL_MS", 10000));

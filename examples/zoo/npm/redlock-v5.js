@@ -9,7 +9,11 @@
 // Claims, from the README: Redlock on N independent masters (one is a
 // single instance), SET NX PX with a random value, compare-and-delete
 // release, no fencing, no automatic extension (acquire/release; `using`
-// extends, not used here).
+// extends, not used here). extend_checked: acquire and extend date the
+// lock's expiration from a start taken before their commands (start +
+// duration - drift: dist/cjs/index.js 210-217, 246-262 in 5.0.0-beta.2;
+// build/index.js 146-156, 185-200 in the fork), the validity the client
+// tells; a grant past it is issue 299 (grant-after-ttl), not this claim.
 "use strict";
 const Redis = require("ioredis");
 const { serve, env, ioredisClients, hello, version, lockName, Leases } = require("./protocol");
@@ -32,6 +36,7 @@ const name = lockName(pkg.startsWith("@sesamecare-oss/") ? "sesamecare-redlock" 
 serve({
   hello: hello(name, `npm ${pkg.replace(/-\d.*$/, "")} ${v} (ioredis), ${n} node(s)`, {
     nodes: n, topology: n > 1 ? "quorum" : "single", expiry: "server", release: "owner-checked", extend: true,
+    extend_checked: true,
   }),
   async acquire(key) {
     const lock = await redlock.acquire([key], env("TTL_MS", 10000));

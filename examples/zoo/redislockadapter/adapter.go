@@ -38,12 +38,16 @@ type Release struct {
 // compare-and-delete, refresh.lua a compare-and-pexpire; ErrLockNotHeld
 // and ErrNotObtained the scripts' "not ours"): one node, expiry on the
 // server, an owner-checked release, no fencing token. The same claims for
-// every release.
+// every release. extend_checked: the key's TTL is the one the caller
+// passed to Obtain or Refresh, set by the command (SET PX, refresh.lua's
+// PEXPIRE) when it runs, so the caller knows it ends before its send plus
+// that TTL; the adapter hands the holder that validity, less the drift
+// (until), as a careful user of Obtain and Refresh would.
 func (r Release) Info() lockimpl.Info {
 	return lockimpl.Info{
 		Name:    "redislock@" + r.Version,
 		Summary: "bsm/redislock " + r.Version + ", one node",
-		Claims:  lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease},
+		Claims:  lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease, ExtendChecked: true},
 		New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
 			if o.TTL <= 0 || o.WaitTimeout <= 0 || len(env.Nodes) == 0 {
 				return nil, fmt.Errorf("redislock %s: need lock.ttl, lock.wait_timeout and a node", r.Version)

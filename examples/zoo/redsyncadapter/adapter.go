@@ -57,13 +57,20 @@ type Release struct {
 // validity check: a grant whose votes came back after the TTL (less the
 // drift) is released, not granted, measured on Go's monotonic clock
 // (time.Now and Sub: mutex.go 52-63 at v4.0.3, 104-116 at v4.18.1), so
-// grant_checked and grant_monotonic.
+// grant_checked and grant_monotonic. extend_checked is the page's
+// extension, which the README's "as described in this post" promises:
+// an extend counts only "within the validity time", computed as an
+// acquire's. v4.4 on keeps it (ExtendContext, mutex.go 112-128 at
+// v4.4.1); before, ExtendContext returns the touch's yes and nothing else
+// (mutex.go 97-106 at v4.0.3), so a holder can date the extended lease
+// only from that yes: the bug (PR 71, issue 72), which the claim, the
+// same for every release, makes a difference of the verdicts.
 func (r Release) Info(n int) lockimpl.Info {
 	info := lockimpl.Info{
 		Name:    "redsync@" + r.Version,
 		Summary: "go-redsync/redsync " + r.Version + ", one node",
 		Claims: lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease,
-			GrantChecked: true, GrantMonotonic: true},
+			GrantChecked: true, GrantMonotonic: true, ExtendChecked: true},
 		New: r.newLocker(n),
 	}
 	if n > 1 {

@@ -1,11 +1,9 @@
 package zootest
 
 import (
-	_ "embed"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -27,9 +25,9 @@ type Known struct {
 	// ExtendLateYes: an extend's yes says nothing of when the extended
 	// lease began, so a holder dates it from the yes and trusts it longer
 	// than the key lives (redsync before v4.4.0: Extend neither recomputes
-	// the validity nor has Until; PR 71, issue 72). Found by
-	// extend-reply-late (testdata), which the shipped battery has no
-	// equivalent of.
+	// the validity nor has Until; PR 71, issue 72). Found by the shipped
+	// extend-reply-late, which names no library (its claims expect safe
+	// of a lock that declares extend_checked, as redsync's do).
 	ExtendLateYes bool
 	// NoNodeTimeout: a try waits for every node until the client's own
 	// command timeout, with no per-node timeout (redsync before v4.5.0,
@@ -45,9 +43,6 @@ type Known struct {
 	// lock's retries to its library (no retry_delay).
 	FixedRetryDelay bool
 }
-
-//go:embed testdata/extend-reply-late.yaml
-var extendReplyLate []byte
 
 // Zoo is one release's trial; module is the library's module path
 // (its version must be the one the test's go.mod selects). Under
@@ -277,15 +272,11 @@ func releaseFalse(t *testing.T, reps []*locktest.Report, want bool) {
 	}
 }
 
-// lateReply runs extend-reply-late on each seed: unsafe (two holders)
-// when the release trusts a late yes, safe when it does not.
+// lateReply runs the shipped extend-reply-late on each seed: unsafe (two
+// holders) when the release trusts a late yes, safe when it does not.
 func lateReply(t *testing.T, lock lockimpl.Info, seeds []uint64, want bool) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "extend-reply-late.yaml")
-	if err := os.WriteFile(path, extendReplyLate, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reps := Run(t, lock, seeds, []string{path})
+	reps := Run(t, lock, seeds, []string{"extend-reply-late"})
 	for _, rep := range reps {
 		for _, o := range rep.Outcomes {
 			r := o.Result
