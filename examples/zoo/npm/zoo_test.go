@@ -61,6 +61,25 @@ var grantChecked = map[string]bool{
 	"redlock-universal-5@0.8.5": true, // dist/index.cjs 1172, 1193-1196
 }
 
+// extendChecked are the clients whose library tells a validity dated
+// from before the command that took or extended the key (expiration =
+// start + ttl - drift, start taken before the commands: redlock.js
+// 294-307, 397-419; dist/cjs/index.js 210-217, 246-262 at 5.0.0-beta.2;
+// build/index.js 146-156, 185-200 in the fork). redlock-universal's
+// RedLock is not among them though it is a quorum lock: its handle's
+// acquiredAt is taken after the grant and its ttl is the configured one
+// (dist/index.cjs 1136-1142), and extend returns a bare boolean after
+// GETs and compare-and-pexpires on every node, with no time taken at all
+// (1271-1301).
+var extendChecked = map[string]bool{
+	"redlock@v5.0.0-beta.2":      true,
+	"redlock-5@v5.0.0-beta.2":    true,
+	"redlock@4.2.0":              true,
+	"redlock-5@4.2.0":            true,
+	"sesamecare-redlock@1.4.0":   true,
+	"sesamecare-redlock-5@1.4.0": true,
+}
+
 // renewalEvery are the clients that renew, each with the share of its TTL
 // after which it does (redis-semaphore: lib/Lock.js 45, 48).
 var renewalEvery = map[string]float64{
@@ -84,6 +103,9 @@ func TestZoo(t *testing.T) {
 			}
 			if c := info.Claims; c.GrantChecked != grantChecked[info.Name] || c.GrantMonotonic {
 				t.Errorf("%s: grant_checked %v grant_monotonic %v, want %v false", info.Name, c.GrantChecked, c.GrantMonotonic, grantChecked[info.Name])
+			}
+			if c := info.Claims; c.ExtendChecked != extendChecked[info.Name] {
+				t.Errorf("%s: extend_checked %v, want %v", info.Name, c.ExtendChecked, extendChecked[info.Name])
 			}
 			if os.Getenv("LOCKSTORM_ZOO") == "" {
 				return
