@@ -109,25 +109,6 @@ func TestHelloGrantChecked(t *testing.T) {
 	}
 }
 
-// TestHelloExtendRecreates: extend_recreates in a hello reaches the
-// claims, and only where it says true.
-func TestHelloExtendRecreates(t *testing.T) {
-	for _, tc := range []struct {
-		line string
-		want bool
-	}{
-		{"hello 1 topology=quorum expiry=server release=owner-checked extend_recreates=true", true},
-		{"hello 1 topology=quorum expiry=server release=owner-checked extend_recreates=false", false},
-		{"hello 1 topology=quorum expiry=server release=owner-checked", false},
-	} {
-		f := strings.Split(tc.line, " ")
-		h, err := parseHello(message{verb: f[0], args: f[1:], raw: tc.line})
-		if err != nil || h.Claims.ExtendRecreates != tc.want {
-			t.Errorf("%q: claims %+v, err %v: want extend_recreates %v", tc.line, h.Claims, err, tc.want)
-		}
-	}
-}
-
 // TestHelloRenewalEvery: renewal_every in a hello reaches the claims as a
 // share of the TTL; not a number, or not a share, is refused.
 func TestHelloRenewalEvery(t *testing.T) {
@@ -149,42 +130,30 @@ func TestHelloRenewalEvery(t *testing.T) {
 	}
 }
 
-// TestHelloFixedRetryDelay: fixed_retry_delay in a hello reaches the
-// claims, false when left out.
-func TestHelloFixedRetryDelay(t *testing.T) {
-	for _, tc := range []struct {
-		line  string
-		fixed bool
-	}{
-		{"hello 1 topology=quorum expiry=server release=owner-checked", false},
-		{"hello 1 topology=quorum expiry=server release=owner-checked fixed_retry_delay=true", true},
-		{"hello 1 topology=quorum expiry=server release=owner-checked fixed_retry_delay=false", false},
-	} {
-		f := strings.Split(tc.line, " ")
-		h, err := parseHello(message{verb: f[0], args: f[1:], raw: tc.line})
-		if err != nil || h.Claims.FixedRetryDelay != tc.fixed {
-			t.Errorf("%q: claims %+v, err %v: want fixed_retry_delay %v", tc.line, h.Claims, err, tc.fixed)
-		}
-	}
-}
-
 // TestHelloEveryClaim: every boolean claim lockimpl.Claims has can be
-// declared in a hello and reaches the claims (a claim added there and not
+// declared in a hello and reaches the claims, true where it says true and
+// false where it says false or is left out (a claim added there and not
 // to setClaim would refuse every client that declares it).
 func TestHelloEveryClaim(t *testing.T) {
+	const base = "hello 1 topology=single expiry=server release=owner-checked"
 	for _, name := range lockimpl.ClaimNames() {
 		if _, values, _ := (lockimpl.Claims{}).ClaimField(name); len(values) != 2 || values[0] != "true" {
 			continue
 		}
-		line := "hello 1 topology=single expiry=server release=owner-checked " + name + "=true"
-		f := strings.Split(line, " ")
-		h, err := parseHello(message{verb: f[0], args: f[1:], raw: line})
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
-		}
-		if v, _, _ := h.Claims.ClaimField(name); v != "true" {
-			t.Errorf("%s=true in a hello: the claims say %s", name, v)
+		for _, tc := range []struct{ line, want string }{
+			{base + " " + name + "=true", "true"},
+			{base + " " + name + "=false", "false"},
+			{base, "false"},
+		} {
+			f := strings.Split(tc.line, " ")
+			h, err := parseHello(message{verb: f[0], args: f[1:], raw: tc.line})
+			if err != nil {
+				t.Errorf("%q: %v", tc.line, err)
+				continue
+			}
+			if v, _, _ := h.Claims.ClaimField(name); v != tc.want {
+				t.Errorf("%q: the claims say %s=%s, want %s", tc.line, name, v, tc.want)
+			}
 		}
 	}
 }
