@@ -137,6 +137,10 @@ type Evidence struct {
 	// nothing, a heal that failed, a failpoint short of its schedule); with
 	// any, a verdict that would be safe is inconclusive.
 	Gaps []string `json:"gaps,omitempty"`
+	// GapsByHarness counts the gaps the harness's own lateness (or the
+	// servers' silence) alone explains; when every gap is one, the
+	// inconclusive verdict is the harness's (ByHarness).
+	GapsByHarness int `json:"gaps_by_harness,omitempty"`
 	// ErrorReplies counts operations the server refused with an error reply.
 	ErrorReplies int `json:"error_replies"`
 	// FaultsFailed counts fault starts that applied to nothing; HealsFailed
