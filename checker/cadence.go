@@ -50,12 +50,23 @@ func flatWindow(tries []int64, excused []liveness.Interval, growth float64, capN
 	return 0, 0, 0, false
 }
 
+// cadenceExcused are the spans in which client's tries may not have been
+// sent when its lock chose: the harness's stalls, the client's own lag,
+// and every fault that named it (its pauses, its links' faults). The
+// servers' silences (an observer's sync not yet answered) are not among
+// them: a try's send does not wait on a reply the observers missed, and
+// a sync is in flight every 20 ms, which would leave no window of tries
+// 16 ms apart unexcused.
+func (a *analysis) cadenceExcused(client int) []liveness.Interval {
+	return liveness.Merge(append(slices.Clone(a.lateFor(client)), a.faulted[client]...))
+}
+
 // retryCadenceCheck finds waiters whose tries within one acquire did not
 // follow the pacing their lock declares (history.Options.BackoffGrowth).
 // The tries are the sends the hooks on the client's connections saw
-// (history.Op.Tries); gaps on a fault's path, the harness's stalls, the
-// client's lag and pauses and the servers' silences are not read, so a
-// window is judged only where the lock alone chose when to ask again.
+// (history.Op.Tries); gaps on a fault's path, the harness's stalls and the
+// client's lag and pauses are not read, so a window is judged only where
+// the lock alone chose when to ask again.
 type retryCadenceCheck struct{}
 
 func (retryCadenceCheck) name() string { return "retry-cadence" }
@@ -71,7 +82,7 @@ func (retryCadenceCheck) run(a *analysis) finding {
 		if op.F != history.FAcquire || op.Type == history.Invoke || op.Process < 0 || len(op.Tries) <= cadenceGaps {
 			continue
 		}
-		excused := liveness.Merge(append(slices.Clone(a.stalls), a.waitExcused(op.Client)...))
+		excused := a.cadenceExcused(op.Client)
 		at, least, most, ok := flatWindow(op.Tries, excused, growth, capNs)
 		if ok {
 			f.runs = append(f.runs, cadenceRun{client: op.Client, key: op.Key, from: op.Tries[at], tries: len(op.Tries),

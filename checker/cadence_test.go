@@ -10,12 +10,15 @@ import (
 
 // cadenceHistory: c1 holds lock:0 from 1 ms to 1 s; c2's acquire,
 // invoked at 5 ms, tries at each of gaps' ends (from 5 ms) and is granted
-// after c1's release. fault, when set, is a fault naming c2 over those ms.
-func cadenceHistory(gaps []float64, fault [2]float64) history.History {
+// after c1's release. fault, when set, is a fault naming c2 over those ms;
+// stall, a harness stall of that many ms ending at 200 ms.
+func cadenceHistory(gaps []float64, fault [2]float64, stall ...float64) history.History {
 	b := &builder{}
 	tok := func(s string) func(*history.Op) { return func(o *history.Op) { o.Value = s } }
 	b.op(0.5, 1, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))
+	srvEv(b, 0.8, "n1", "set", "t1")
 	b.op(1000, 1001, history.Ok, 1, 1, history.FRelease, k0, tok("t1"))
+	srvEv(b, 1000.5, "n1", "del", "")
 	at, tries := 5.0, []int64{msT(5)}
 	for _, g := range gaps {
 		at += g
@@ -26,9 +29,20 @@ func cadenceHistory(gaps []float64, fault [2]float64) history.History {
 			o.Tries = tries
 		}
 	})
+	srvEv(b, at, "n1", "set", "t2")
 	b.op(at+1, at+2, history.Ok, 2, 2, history.FRelease, k0, tok("t2"))
+	srvEv(b, at+1.5, "n1", "del", "")
 	if fault[1] > 0 {
 		faultOn(b, fault, 2)
+	}
+	for _, d := range stall {
+		b.add(200, history.Ok, history.NemesisProcess, -1, history.FStall, "", n(msT(d)))
+	}
+	// Every other sync is answered 3 ms late, past the node's usual
+	// 0.2 ms: a silence every 40 ms, as a loaded machine leaves them.
+	for t, i := 0.0, 0; t < at+20; t, i = t+20, i+1 {
+		rtt := []float64{0.2, 3}[i%2]
+		b.add(t+rtt, history.Ok, history.ServerProcess, -1, history.FSync, "", func(o *history.Op) { o.Node, o.N = "n1", msT(t) })
 	}
 	return b.sorted()
 }
@@ -66,6 +80,8 @@ func TestRetryCadence(t *testing.T) {
 		{"stuck, but too few tries to judge", cadenceHistory(repeat(16, cadenceGaps-1), [2]float64{}), exp, false},
 		{"stuck only under a fault", cadenceHistory(repeat(16, 12), [2]float64{20, 150}), exp, false},
 		{"stuck, a fault over part of it", cadenceHistory(repeat(16, 30), [2]float64{20, 150}), exp, true},
+		{"stuck only within a harness stall", cadenceHistory(repeat(16, 12), [2]float64{}, 196), exp, false},
+		{"stuck, the observers' syncs in flight", cadenceHistory(repeat(16, 40), [2]float64{}), exp, true},
 		{"stuck, no pacing declared", cadenceHistory(repeat(16, 40), [2]float64{}), history.Options{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,14 +1,12 @@
 package client
 
-import (
-	"strings"
-	"sync"
-)
+import "sync"
 
 // Tries collects when one Locker call's tries were sent: every send of
 // the command the call opened with, on the same node (a library's retries
-// inside one Acquire or Extend repeat it; the other commands of a try, a
-// script's fallback from EVALSHA to EVAL, do not open a new one). The
+// inside one Acquire or Extend repeat it; the other commands of a try,
+// the EVAL go-redis sends after an EVALSHA's NOSCRIPT among them, do not
+// open a new one). The
 // checker reads them as the call's tries (history.Op.Tries): a failed
 // SET NX leaves no key event, so the servers cannot say how often a
 // waiter asked.
@@ -42,8 +40,6 @@ func (t *Tries) Sent(call, label string, now int64) {
 	if call == "" {
 		return
 	}
-	// EVALSHA and the EVAL go-redis sends after a NOSCRIPT are one script.
-	label = strings.Replace(label, "/EVALSHA:", "/EVAL:", 1)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if call != t.call {

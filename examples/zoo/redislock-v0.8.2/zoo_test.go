@@ -20,5 +20,6 @@ var release = redislockadapter.Release{Version: "v0.8.2",
 	Client: func(c redis.UniversalClient) *redislock.Client { return redislock.New(shim{c}) }}
 
 func TestZoo(t *testing.T) {
-	zootest.Zoo(t, "github.com/bsm/redislock", release.Version, zootest.Known{}, release.Info())
+	zootest.Zoo(t, "github.com/bsm/redislock", release.Version, zootest.Known{StuckBackoff: true, ExtendNoRetry: true},
+		release.Info(), release.ExpInfo())
 }

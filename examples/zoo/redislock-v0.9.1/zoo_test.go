@@ -19,5 +19,6 @@ var release = redislockadapter.Release{Version: "v0.9.1",
 	Client: func(c redis.UniversalClient) *redislock.Client { return redislock.New(c) }}
 
 func TestZoo(t *testing.T) {
-	zootest.Zoo(t, "github.com/bsm/redislock", release.Version, zootest.Known{}, release.Info())
+	zootest.Zoo(t, "github.com/bsm/redislock", release.Version, zootest.Known{StuckBackoff: false, ExtendNoRetry: true},
+		release.Info(), release.ExpInfo())
 }
