@@ -1,7 +1,8 @@
 // Package zoo is bsm/redislock v0.10.0 on trial: Obtain's obtain script
 // (v0.9.4 on), and a Refresh that retries transient errors with the
 // strategy it is handed and returns ErrNotObtained at once when the key is
-// not ours (PRs 83/88, the fix of v0.9.1's Refresh).
+// not ours (PRs 83/88, the fix of v0.9.1's Refresh). On extend-blips:
+// neither retry-cadence nor extend-gave-up.
 package zoo
 
 import (
