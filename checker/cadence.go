@@ -16,20 +16,6 @@ import (
 // twice, to growth² times the smallest.
 const cadenceGaps = 8
 
-// cadenceRun is one acquire whose tries broke the declared pacing: the
-// first window of cadenceGaps gaps that never grew.
-type cadenceRun struct {
-	client       int
-	key          string
-	from         int64 // the window's first try
-	tries        int   // the acquire's tries in all
-	least, most  int64 // the window's smallest and largest gap
-	windowTries  int
-	growth       float64
-	capNs        int64
-	acquireStart int64
-}
-
 // flatWindow returns the start of the first window of cadenceGaps
 // consecutive gaps of tries, none within excused, whose largest gap is
 // under growth² times its smallest and under half the cap, with those
@@ -73,10 +59,10 @@ func (retryCadenceCheck) name() string { return "retry-cadence" }
 
 func (retryCadenceCheck) run(a *analysis) finding {
 	growth, capNs := a.opts.BackoffGrowth, int64(a.opts.BackoffCap)
+	f := witnessed{kind: history.KindRetryCadence}
 	if growth <= 1 || capNs <= 0 {
-		return cadenceFinding{}
+		return f
 	}
-	var f cadenceFinding
 	for i := range a.h {
 		op := &a.h[i]
 		if op.F != history.FAcquire || op.Type == history.Invoke || op.Process < 0 || len(op.Tries) <= cadenceGaps {
@@ -85,34 +71,36 @@ func (retryCadenceCheck) run(a *analysis) finding {
 		excused := a.cadenceExcused(op.Client)
 		at, least, most, ok := flatWindow(op.Tries, excused, growth, capNs)
 		if ok {
-			f.runs = append(f.runs, cadenceRun{client: op.Client, key: op.Key, from: op.Tries[at], tries: len(op.Tries),
-				least: least, most: most, windowTries: cadenceGaps + 1, growth: growth, capNs: capNs, acquireStart: op.Tries[0]})
+			f.add(op.Tries[at], func() string {
+				return fmt.Sprintf("client %d's acquire of %s made %d tries from %s; %d in a row from %s were %s to %s apart, never growing to %.3g times the smallest (the declared growth %.3g a try, squared) nor to half the %s cap, with no fault, stall or pause on their path",
+					op.Client, op.Key, len(op.Tries), ms(op.Tries[0]), cadenceGaps+1, ms(op.Tries[at]), ms(least), ms(most), growth*growth, growth, ms(capNs))
+			})
 		}
 	}
 	return f
 }
 
-// cadenceFinding writes the acquires whose tries broke their pacing as a
-// finding; it does not change the verdict word.
-type cadenceFinding struct{ runs []cadenceRun }
-
-func (f cadenceFinding) apply(r *Result) {
-	if len(f.runs) == 0 {
-		return
-	}
-	w := f.runs[0]
-	text := fmt.Sprintf("client %d's acquire of %s made %d tries from %s; %d in a row from %s were %s to %s apart, never growing to %.3g times the smallest (the declared growth %.3g a try, squared) nor to half the %s cap, with no fault, stall or pause on their path",
-		w.client, w.key, w.tries, ms(w.acquireStart), w.windowTries, ms(w.from), ms(w.least), ms(w.most), w.growth*w.growth, w.growth, ms(w.capNs))
-	r.Findings = append(r.Findings, Finding{Kind: history.KindRetryCadence, Count: len(f.runs), FirstNs: w.from, Witness: text})
+// witnessed is a finding of one kind told by its first occurrence; it
+// does not change the verdict word.
+type witnessed struct {
+	kind    history.Kind
+	count   int
+	first   int64
+	witness string
 }
 
-// gaveUp is one extend that reported an unknown outcome after one try.
-type gaveUp struct {
-	client          int
-	key             string
-	invoked, done   int64
-	leaseFrom, half int64
-	err             string
+// add counts one occurrence at t, told by text if it is the first.
+func (f *witnessed) add(t int64, text func() string) {
+	if f.count == 0 {
+		f.first, f.witness = t, text()
+	}
+	f.count++
+}
+
+func (f witnessed) apply(r *Result) {
+	if f.count > 0 {
+		r.Findings = append(r.Findings, Finding{Kind: f.kind, Count: f.count, FirstNs: f.first, Witness: f.witness})
+	}
 }
 
 // extendGaveUpCheck finds extends that gave up after their first try
@@ -127,10 +115,10 @@ func (extendGaveUpCheck) name() string { return "extend-gave-up" }
 
 func (extendGaveUpCheck) run(a *analysis) finding {
 	lease := int64(a.opts.ExtendRetryLease)
+	f := witnessed{kind: history.KindExtendGaveUp}
 	if lease <= 0 {
-		return gaveUpFinding{}
+		return f
 	}
-	var f gaveUpFinding
 	type ck struct {
 		client int
 		key    string
@@ -158,24 +146,12 @@ func (extendGaveUpCheck) run(a *analysis) finding {
 		case op.F == history.FExtend && op.Type == history.Info && len(op.Tries) == 1 && !crashed[op.Client]:
 			start, ok := from[ck{op.Client, op.Key}]
 			if ok && op.Time < start+lease/2 {
-				f.runs = append(f.runs, gaveUp{client: op.Client, key: op.Key, invoked: invoked[[2]int64{int64(op.Client), op.N}],
-					done: op.Time, leaseFrom: start, half: start + lease/2, err: op.Error})
+				f.add(op.Time, func() string {
+					return fmt.Sprintf("client %d's extend of %s, invoked at %s, gave up after one try at %s (%s), half its lease left until %s at the least (asked for at %s): the lock says it retries a try with no definite answer",
+						op.Client, op.Key, ms(invoked[[2]int64{int64(op.Client), op.N}]), ms(op.Time), op.Error, ms(start+lease/2), ms(start))
+				})
 			}
 		}
 	}
 	return f
-}
-
-// gaveUpFinding writes the extends that gave up early as a finding; it
-// does not change the verdict word.
-type gaveUpFinding struct{ runs []gaveUp }
-
-func (f gaveUpFinding) apply(r *Result) {
-	if len(f.runs) == 0 {
-		return
-	}
-	w := f.runs[0]
-	text := fmt.Sprintf("client %d's extend of %s, invoked at %s, gave up after one try at %s (%s), half its lease left until %s at the least (asked for at %s): the lock says it retries a try with no definite answer",
-		w.client, w.key, ms(w.invoked), ms(w.done), w.err, ms(w.half), ms(w.leaseFrom))
-	r.Findings = append(r.Findings, Finding{Kind: history.KindExtendGaveUp, Count: len(f.runs), FirstNs: w.done, Witness: text})
 }

@@ -14,23 +14,22 @@ import (
 // stall, a harness stall of that many ms ending at 200 ms.
 func cadenceHistory(gaps []float64, fault [2]float64, stall ...float64) history.History {
 	b := &builder{}
-	tok := func(s string) func(*history.Op) { return func(o *history.Op) { o.Value = s } }
-	b.op(0.5, 1, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))
+	b.op(0.5, 1, history.Ok, 1, 1, history.FAcquire, k0, val("t1"))
 	srvEv(b, 0.8, "n1", "set", "t1")
-	b.op(1000, 1001, history.Ok, 1, 1, history.FRelease, k0, tok("t1"))
+	b.op(1000, 1001, history.Ok, 1, 1, history.FRelease, k0, val("t1"))
 	srvEv(b, 1000.5, "n1", "del", "")
 	at, tries := 5.0, []int64{msT(5)}
 	for _, g := range gaps {
 		at += g
 		tries = append(tries, msT(at))
 	}
-	b.op(5, at+0.5, history.Ok, 2, 2, history.FAcquire, k0, tok("t2"), func(o *history.Op) {
+	b.op(5, at+0.5, history.Ok, 2, 2, history.FAcquire, k0, val("t2"), func(o *history.Op) {
 		if o.Type != history.Invoke {
 			o.Tries = tries
 		}
 	})
 	srvEv(b, at, "n1", "set", "t2")
-	b.op(at+1, at+2, history.Ok, 2, 2, history.FRelease, k0, tok("t2"))
+	b.op(at+1, at+2, history.Ok, 2, 2, history.FRelease, k0, val("t2"))
 	srvEv(b, at+1.5, "n1", "del", "")
 	if fault[1] > 0 {
 		faultOn(b, fault, 2)
@@ -102,8 +101,7 @@ func TestRetryCadence(t *testing.T) {
 // send each 100 ms from ext), 100 ms after its last.
 func gaveUpHistory(ext float64, typ history.Type, tries int, crash bool) history.History {
 	b := &builder{}
-	tok := func(s string) func(*history.Op) { return func(o *history.Op) { o.Value = s } }
-	b.op(0, 10, history.Ok, 1, 1, history.FAcquire, k0, tok("t1"))
+	b.op(0, 10, history.Ok, 1, 1, history.FAcquire, k0, val("t1"))
 	var sent []int64
 	for i := range tries {
 		sent = append(sent, msT(ext+100*float64(i)))
@@ -112,10 +110,10 @@ func gaveUpHistory(ext float64, typ history.Type, tries int, crash bool) history
 	if crash {
 		b.add(end-1, history.Ok, 1, 1, history.FCrash, "")
 	}
-	b.add(ext, history.Invoke, 1, 1, history.FExtend, k0, tok("t1"), n(1))
+	b.add(ext, history.Invoke, 1, 1, history.FExtend, k0, val("t1"), n(1))
 	b.add(end, typ, 1, 1, history.FExtend, k0, n(1), func(o *history.Op) { o.Tries, o.Error = sent, "i/o timeout" })
 	if !crash {
-		b.op(end+10, end+11, history.Ok, 1, 1, history.FRelease, k0, tok("t1"))
+		b.op(end+10, end+11, history.Ok, 1, 1, history.FRelease, k0, val("t1"))
 	}
 	return b.sorted()
 }
