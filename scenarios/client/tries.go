@@ -6,10 +6,9 @@ import "sync"
 // the command the call opened with, on the same node (a library's retries
 // inside one Acquire or Extend repeat it; the other commands of a try,
 // the EVAL go-redis sends after an EVALSHA's NOSCRIPT among them, do not
-// open a new one). The
-// checker reads them as the call's tries (history.Op.Tries): a failed
-// SET NX leaves no key event, so the servers cannot say how often a
-// waiter asked.
+// open a new one). The checker reads them as the call's tries
+// (history.Op.Tries): a failed SET NX leaves no key event, so the servers
+// cannot say how often a waiter asked.
 type Tries struct {
 	mu    sync.Mutex
 	call  string
