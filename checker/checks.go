@@ -45,6 +45,8 @@ var checks = []check{
 	leakCheck{},
 	needlessWaitCheck{},
 	lockstepCheck{},
+	retryCadenceCheck{},
+	extendGaveUpCheck{},
 }
 
 // runChecks runs every check on a, each in its own goroutine (the pass is

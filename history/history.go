@@ -141,6 +141,12 @@ type Op struct {
 	// Fired, on a step, lists the spec failpoints (by their index in the
 	// spec) whose action applied at this hit.
 	Fired []int `json:"fired,omitempty"`
+	// Tries, on an acquire's or an extend's completion, are when the
+	// operation's tries were sent (ns since the run started): each send of
+	// the command the operation opened with, on the same node, as the
+	// hooks on the client's connections saw it (the library's own retries
+	// inside one call included). Empty when nothing was seen.
+	Tries []int64 `json:"tries,omitempty"`
 	// Meta is set on the header entry (F == FMeta) only.
 	Meta *Meta `json:"meta,omitempty"`
 }

@@ -50,12 +50,21 @@ const (
 	// split the nodes with no majority for anyone, round after round (as
 	// many as the scenario's lockstep rounds) while nobody held the key.
 	KindLockstepRetries Kind = "lockstep-retries"
+	// KindRetryCadence: a waiter's tries within one acquire, none on a
+	// fault's or a stall's path, that did not follow the pacing its lock
+	// declares (backoff_growth): their gaps never grew where the claim
+	// says they grow.
+	KindRetryCadence Kind = "retry-cadence"
+	// KindExtendGaveUp: an extend that reported an unknown outcome after
+	// a single try, on a lock that declares it retries such tries
+	// (extend_retries), while half its lease was left.
+	KindExtendGaveUp Kind = "extend-gave-up"
 )
 
 // Kinds are every kind, in order.
 var Kinds = []Kind{KindTwoHolders, KindHarm, KindReleaseFalseSuccess, KindExtendFalseSuccess,
 	KindReleaseNotFreed, KindLostAcquire, KindLostAcquireUnknown, KindStarvation, KindOrphanedKey,
-	KindNeedlessWait, KindLockstepRetries}
+	KindNeedlessWait, KindLockstepRetries, KindRetryCadence, KindExtendGaveUp}
 
 // KnownKind says k is one of Kinds.
 func KnownKind(k string) bool { return slices.Contains(Kinds, Kind(k)) }

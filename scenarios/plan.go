@@ -254,6 +254,10 @@ func Compile(sp *spec.Spec, cfg Config) (*Plan, error) {
 		p.Check.Permissions = p.Expectation.Permissions
 	}
 	p.Check.Quorum = claims.Topology == lockimpl.Quorum
+	p.Check.BackoffGrowth, p.Check.BackoffCap = claims.BackoffGrowth, time.Duration(claims.BackoffCap*float64(opts.TTL))
+	if claims.ExtendRetries {
+		p.Check.ExtendRetryLease = opts.TTL
+	}
 	p.Check.OrphanBound = orphanBound(claims, opts.TTL)
 	p.Gated = gatedRun(sp, p.Expectation)
 	p.ClockOffsets = clockOffsets(sp, seed)

@@ -162,6 +162,8 @@ type runClient struct {
 	// the relays' points; relays are the client's wire points (client.Relay).
 	call   atomic.Value
 	relays []*client.Relay
+	// tries are the sends of the acquire or extend in flight.
+	tries client.Tries
 	// due is when the sleep the harness owns that the client is in ends
 	// (the recorder's clock), 0 outside one (sleepTimed).
 	due atomic.Int64

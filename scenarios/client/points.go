@@ -46,6 +46,11 @@ type CmdHook struct {
 	FP    *lockimpl.Failpoints
 	Crash func(err error)
 	Dead  func() bool
+	// Sent, when set, is told of every command of the lock's (not a
+	// connection's set-up) before it is sent, armed or not, with the
+	// Locker call of its context and its before point: the tries of a
+	// call (Tries).
+	Sent  func(call, point string)
 	mu    sync.Mutex
 	names map[string]*[2]string // command → its before and after points
 }
@@ -69,6 +74,7 @@ func (h *CmdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if h.Dead() {
 			return setErr(lockimpl.ErrCrashed, cmd)
 		}
+		h.sent(ctx, cmd)
 		if !h.FP.Armed() {
 			return next(ctx, cmd)
 		}
@@ -94,6 +100,9 @@ func (h *CmdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		if h.Dead() {
 			return setErr(lockimpl.ErrCrashed, cmds...)
 		}
+		for _, cmd := range cmds {
+			h.sent(ctx, cmd)
+		}
 		if !h.FP.Armed() {
 			return next(ctx, cmds)
 		}
@@ -113,6 +122,16 @@ func (h *CmdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 			}
 		}
 		return err
+	}
+}
+
+// sent tells Sent of cmd.
+func (h *CmdHook) sent(ctx context.Context, cmd redis.Cmder) {
+	if h.Sent == nil {
+		return
+	}
+	if pts := h.points(cmd); pts != nil {
+		h.Sent(lockimpl.CallOf(ctx), pts[0])
 	}
 }
 

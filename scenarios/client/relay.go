@@ -132,6 +132,9 @@ func (rl *Relay) serve(c, s net.Conn) {
 	rl.pump(bufio.NewReader(c), s, func(raw []byte) bool {
 		name, arg := commandName(raw)
 		pts := rl.hook.pointsOf(strings.ToLower(name), arg)
+		if pts != nil && rl.hook.Sent != nil && !rl.hook.Dead() {
+			rl.hook.Sent(rl.call(), pts[0])
+		}
 		if !rl.pass(pts, 0, "") {
 			return false
 		}
