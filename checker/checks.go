@@ -45,6 +45,8 @@ var checks = []check{
 	leakCheck{},
 	needlessWaitCheck{},
 	lockstepCheck{},
+	releaseRetriesCheck{},
+	falseRefusalCheck{},
 }
 
 // runChecks runs every check on a, each in its own goroutine (the pass is

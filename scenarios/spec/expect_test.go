@@ -243,6 +243,10 @@ func TestPermissionDefaults(t *testing.T) {
 		{"an orphan with crashes and the TTL set apart", checker.Deadlock, separate, Facts{Crashes: true}, history.KindOrphanedKey, true},
 		{"an orphan while a server's clock is stopped", checker.Safe, single, Facts{ServerTime: true}, history.KindOrphanedKey, true},
 		{"starvation where deadlock is expected", checker.Deadlock, single, Facts{}, history.KindStarvation, true},
+		{"a release re-sent after a definite answer", checker.Safe, single, Facts{Network: true}, history.KindReleaseRetries, false},
+		{"a quorum release re-sent where unsafe is expected", checker.Unsafe, quorum, Facts{Crashes: true}, history.KindReleaseRetries, false},
+		{"a release refused on a key still the caller's", checker.Safe, single, Facts{Network: true}, history.KindFalseRefusal, false},
+		{"a plain DEL's refusal where deadlock is expected", checker.Deadlock, plainDel, Facts{}, history.KindFalseRefusal, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, p := range Permissions(Expectation{Verdict: tc.verdict}, tc.c, tc.f) {
