@@ -63,7 +63,7 @@ type analysis struct {
 	// their targets (a kill, a pause, a clock), nodeFaulting the open ones
 	// by fault id.
 	nodeFaulted  map[string][]liveness.Interval
-	nodeFaulting map[int64]nodeFault
+	nodeFaulting map[int64]openFault[string]
 	// resends are the positions of the clients' resends (history.FResend).
 	resends []int32
 	// extends are the extends and renewals invoked, by outcome; extending

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/lockstorm/lockstorm/checker/internal/liveness"
 	"github.com/lockstorm/lockstorm/history"
@@ -23,33 +24,17 @@ import (
 // finding (a retry loop that counts a release's "not held" as a vote
 // against retries for its whole window, node-redlock's issue 313).
 
-// nodeFault is an open fault on nodes: when it started and which.
-type nodeFault struct {
-	from  int64
-	nodes []string
-}
-
 // nodeFaultOp follows the nemesis's faults by the nodes they name, as
 // pauseOp does by the clients.
 func (a *analysis) nodeFaultOp(op *history.Op) {
 	switch {
 	case op.F == history.FStart && op.Type == history.Ok && op.Targets != nil && len(op.Targets.Nodes) > 0:
 		if a.nodeFaulting == nil {
-			a.nodeFaulting = map[int64]nodeFault{}
+			a.nodeFaulting, a.nodeFaulted = map[int64]openFault[string]{}, map[string][]liveness.Interval{}
 		}
-		a.nodeFaulting[op.N] = nodeFault{op.Time, op.Targets.Nodes}
-	case op.F == history.FStop:
-		f, ok := a.nodeFaulting[op.N]
-		if !ok {
-			return
-		}
-		delete(a.nodeFaulting, op.N)
-		if a.nodeFaulted == nil {
-			a.nodeFaulted = map[string][]liveness.Interval{}
-		}
-		for _, n := range f.nodes {
-			a.nodeFaulted[n] = append(a.nodeFaulted[n], liveness.Interval{From: f.from, To: op.Time})
-		}
+		a.nodeFaulting[op.N] = openFault[string]{op.Time, op.Targets.Nodes}
+	case op.F == history.FStop && a.nodeFaulting != nil:
+		closeFault(a.nodeFaulting, a.nodeFaulted, op)
 	}
 }
 
@@ -67,18 +52,14 @@ func (a *analysis) faultedBetween(client int, node string, from, to int64) bool 
 	if meets(a.faulted[client]) || meets(a.nodeFaulted[node]) {
 		return true
 	}
-	for _, f := range a.faulting {
-		for _, c := range f.clients {
-			if c == client && f.from <= to {
-				return true
-			}
-		}
-	}
-	for _, f := range a.nodeFaulting {
-		for _, n := range f.nodes {
-			if n == node && f.from <= to {
-				return true
-			}
+	return stillOpen(a.faulting, client, to) || stillOpen(a.nodeFaulting, node, to)
+}
+
+// stillOpen says a fault begun by to and never healed named target.
+func stillOpen[K comparable](open map[int64]openFault[K], target K, to int64) bool {
+	for _, f := range open {
+		if f.from <= to && slices.Contains(f.targets, target) {
+			return true
 		}
 	}
 	return false

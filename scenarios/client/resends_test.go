@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -132,16 +131,7 @@ func TestResendsOnTheWire(t *testing.T) {
 					redis.NewScript("return").Run(ctx, rdb, []string{"0"}, "t1")
 				}
 			} else {
-				rl, err := NewRelay(upstream, "n1", hook, func() string { return tc.call }, func() {})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer rl.Close()
-				c, err := net.Dial("tcp", rl.Addr())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
+				c := dialRelay(t, upstream, hook, tc.call)
 				r := bufio.NewReader(c)
 				for range tc.sends { // one at a time: each answer before the next send
 					if _, err := c.Write([]byte(evalRaw)); err != nil {
