@@ -47,6 +47,8 @@ var checks = []check{
 	lockstepCheck{},
 	retryCadenceCheck{},
 	extendGaveUpCheck{},
+	releaseRetriesCheck{},
+	falseRefusalCheck{},
 }
 
 // runChecks runs every check on a, each in its own goroutine (the pass is

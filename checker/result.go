@@ -214,6 +214,16 @@ type KeyEvents struct {
 	ObserverSyncs    int     `json:"observer_syncs,omitempty"`
 	ObserverLagMaxMs float64 `json:"observer_lag_max_ms,omitempty"`
 	ObserverLagP99Ms float64 `json:"observer_lag_p99_ms,omitempty"`
+	// FalseRefusals counts releases and extends answered with a definite
+	// "not held" while, by the servers' key events, the key stood as the
+	// caller's on every node throughout (keyevents.FalseRefusals).
+	FalseRefusals int `json:"false_refusals,omitempty"`
+	// ReleaseResends counts commands a client sent a node again within one
+	// release after the node had answered them definitively, with no fault
+	// on the client or the node between; ReleaseResendsExcused those a
+	// fault or a possibly earlier decision excused (checker/resend.go).
+	ReleaseResends        int `json:"release_resends,omitempty"`
+	ReleaseResendsExcused int `json:"release_resends_excused,omitempty"`
 }
 
 // Liveness is what the liveness checks measured: acquisitions, waits and

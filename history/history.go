@@ -95,6 +95,14 @@ const (
 	// NemesisProcess, Client set, Value the server's name), recorded when
 	// it changes; Sentinel topology only.
 	FMaster = "master"
+	// FResend is a command a client sent to a node again within one
+	// release after that node had answered the same command definitively
+	// (a reply, not an error or a timeout) in the same release (client
+	// process Ok entry, no invoke): Key is the release's key, Node the
+	// node, Value the command's label (SCRIPT:1a2b3c4d, DEL), Fence when
+	// the answered command was sent, N when its answer reached the client,
+	// Time when it was sent again.
+	FResend = "resend"
 )
 
 // NemesisProcess is the process id of fault entries.

@@ -133,6 +133,9 @@ func (w PlanWorkload) text() string {
 	if w.ExtendEvery > 0 {
 		s += fmt.Sprintf(", extend to %v every %v of a hold", w.ExtendTTL, w.ExtendEvery)
 	}
+	if w.ReleaseAgain {
+		s += ", a release with an unknown outcome asked again once after the backoff"
+	}
 	if w.Ops > 0 {
 		s += fmt.Sprintf(", at most %d acquire attempt(s)", w.Ops)
 	}

@@ -114,9 +114,11 @@ func (rl *recordingLocker) release(ctx context.Context, key string, lease *locki
 		}
 	}
 	if err == nil {
+		rl.c.resends.Begin(key)
 		_, err = rl.call(lockimpl.CallRelease, func() (*lockimpl.Lease, error) {
 			return nil, rl.locker.Release(lockimpl.WithCall(ctx, lockimpl.CallRelease), lease)
 		})
+		rl.c.resends.End()
 	}
 	res := classify(err, lockimpl.ErrNotHeld)
 	rl.r.add(rl.c, rl.entry(res), history.FRelease, key, func(o *history.Op) {

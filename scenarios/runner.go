@@ -164,6 +164,9 @@ type runClient struct {
 	relays []*client.Relay
 	// tries are the sends of the acquire or extend in flight.
 	tries client.Tries
+	// resends watches its releases for a command sent again after a
+	// definite answer (history.FResend).
+	resends *client.Resends
 	// due is when the sleep the harness owns that the client is in ends
 	// (the recorder's clock), 0 outside one (sleepTimed).
 	due atomic.Int64
