@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,6 +38,17 @@ const (
 	// script's PEXPIRE -2 deletes the hash it just wrote, on every node.
 	// Every contender then holds the lock. Only on the hash locks.
 	bugLeaseFromWait quorumBug = "lease-from-wait"
+	// validity (catalogue 21, pottery PR 644, AIORedlock.locked() in
+	// aioredlock.py at d9658be): the holder learns how long it holds as
+	// pottery's user does, from locked() after acquire() said yes (acquire
+	// returns a bool, locked() is the only validity the library tells):
+	// the PTTLs of the masters still holding its token, sorted, at index
+	// n//2 - (n even) with n the number of masters. That is the TTL a
+	// majority outlives only when every master answered with one; when a
+	// bare majority holds, it is a larger one (for n=5 and 3 TTLs, the
+	// largest), and the holder trusts keys the others' expiry already
+	// freed.
+	bugLockedIndex quorumBug = "locked-index"
 )
 
 // noWait is Redisson's waitTime for a tryLock that does not wait (-1): the
@@ -112,6 +124,12 @@ func (l *quorum) nodeTimeout() time.Duration {
 	return min(max(l.o.TTL/20, 200*time.Millisecond), l.o.TTL/2)
 }
 
+// drift is the distlock page's clock drift allowance: 1 % of the TTL
+// plus 2 ms (pottery's _CLOCK_DRIFT_FACTOR and its .002 alike).
+func (l *quorum) drift() time.Duration {
+	return l.o.TTL/100 + 2*time.Millisecond
+}
+
 // onEvery runs f on every node in parallel, each bounded by the node
 // timeout, and returns each node's reply and error.
 func (l *quorum) onEvery(ctx context.Context, f func(ctx context.Context, c redis.UniversalClient) (int64, error)) ([]int64, []error) {
@@ -135,7 +153,7 @@ func (l *quorum) onEvery(ctx context.Context, f func(ctx context.Context, c redi
 func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	l.seq++
 	tok := fmt.Sprintf("c%d-%d-%x", l.env.Client, l.seq, l.env.Rand.Uint64())
-	drift := l.o.TTL/100 + 2*time.Millisecond
+	drift := l.drift()
 	begin := l.env.Clock.Mono()
 	for {
 		start, wallStart := l.env.Clock.Mono(), l.env.Clock.Now()
@@ -160,6 +178,9 @@ func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 		case bugWallElapsed:
 			validity = l.o.TTL - l.env.Clock.Now().Sub(wallStart) - drift // planted: wall clock
 		}
+		if votes >= need && validity > 0 && l.bug == bugLockedIndex {
+			validity = l.locked(ctx, key, tok) // planted: pottery's locked()
+		}
 		if votes >= need && validity > 0 {
 			return &lockimpl.Lease{Key: key, Token: tok, Acquired: l.env.Clock.Now(), Validity: validity}, nil
 		}
@@ -177,6 +198,41 @@ func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 			return nil, err
 		}
 	}
+}
+
+// ownPTTL is pottery's _acquired_script (redlock.py): the key's PTTL
+// where it holds tok, else 0.
+var ownPTTL = redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1] then
+    local pttl = redis.call('pttl', KEYS[1])
+    return (pttl > 0) and pttl or 0
+end
+return 0`)
+
+// locked is pottery's AIORedlock.locked(): the holders' TTLs at the
+// index n//2 - (n even), less the drift and the query's own time; 0 (a
+// nanosecond here, which a careful holder gives up at once: a zero
+// Validity would mean none told) when no majority answered with one.
+func (l *quorum) locked(ctx context.Context, key, tok string) time.Duration {
+	start := l.env.Clock.Mono()
+	pttl, _ := l.onEvery(ctx, func(ctx context.Context, c redis.UniversalClient) (int64, error) {
+		return ownPTTL.Run(ctx, c, []string{key}, tok).Int64()
+	})
+	var ttls []time.Duration
+	for _, ms := range pttl {
+		if ms > 0 {
+			ttls = append(ttls, time.Duration(ms)*time.Millisecond)
+		}
+	}
+	n := len(l.nodes)
+	if len(ttls) <= n/2 {
+		return time.Nanosecond
+	}
+	slices.Sort(ttls)
+	index := n / 2
+	if n%2 == 0 {
+		index--
+	}
+	return max(ttls[index]-l.drift()-(l.env.Clock.Mono()-start), time.Nanosecond)
 }
 
 // take takes key on one node for tok: 1 if taken.
@@ -243,4 +299,6 @@ var (
 	// (Redisson #2172), as 3.11.0 did.
 	HashQuorum    = quorumLock("planted-hash-quorum", "correct: Redisson's RedLock over its hash script on 5 masters", "", true)
 	LeaseFromWait = quorumLock("planted-lease-from-wait", "acquire: the lease from waitTime × 2 = -2 ms (Redisson #2172)", bugLeaseFromWait, true)
+	// LockedIndex is catalogue 21 (pottery PR 644).
+	LockedIndex = quorumInfo("planted-locked-index", "validity: locked()'s TTL index n//2 - (n even) (pottery PR 644)", bugLockedIndex)
 )
