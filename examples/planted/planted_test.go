@@ -253,22 +253,35 @@ func judgeTrial(t *testing.T, tr trial, seed uint64, rep *locktest.Report) {
 	t.Errorf("planted %s (%s), seed %d: no scenario flagged it %s; matrix:\n%s", tr.lock.Name, tr.part, seed, tr.want, m.String())
 }
 
-// TestLostGrantReply keeps, inside the default go test, the one scenario
-// through which the battery reaches a lost acquire (TestPlanted needs
-// minutes): a lock that reads a lost reply as a definite no must be
-// flagged lost-acquire on it, its correct original not at all. Its two
-// runs take about two seconds.
-func TestLostGrantReply(t *testing.T) {
-	for _, tr := range []trial{
-		{Single, "correct", ""},
-		{ErrIsNo, "acquire errors", string(history.KindLostAcquire)},
+// TestOneScenarioEach keeps, inside the default go test, the scenarios
+// through which alone the battery reaches a planted bug (TestPlanted needs
+// minutes): each lock must be judged as its trial says there, the planted
+// one flagged with its class, its correct original not at all. Each pair
+// of runs takes a few seconds.
+func TestOneScenarioEach(t *testing.T) {
+	for _, tc := range []struct {
+		scenario string
+		trials   []trial
+	}{
+		// A lock that reads a lost reply as a definite no: lost-acquire.
+		{"lost-grant-reply", []trial{
+			{Single, "correct", ""},
+			{ErrIsNo, "acquire errors", string(history.KindLostAcquire)},
+		}},
+		// A holder trusting the later key of a bare majority (catalogue 21).
+		{"quorum-late-key", []trial{
+			{Quorum, "correct", ""},
+			{LockedIndex, "validity (catalogue 21, pottery)", checker.Unsafe},
+		}},
 	} {
-		t.Run(tr.lock.Name, func(t *testing.T) {
-			rep, err := locktest.Check(t.Context(), tr.lock, locktest.Battery{Scenarios: []string{"lost-grant-reply"}, Seed: 1, Keep: keep()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			judgeTrial(t, tr, 1, rep)
-		})
+		for _, tr := range tc.trials {
+			t.Run(tc.scenario+"/"+tr.lock.Name, func(t *testing.T) {
+				rep, err := locktest.Check(t.Context(), tr.lock, locktest.Battery{Scenarios: []string{tc.scenario}, Seed: 1, Keep: keep()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				judgeTrial(t, tr, 1, rep)
+			})
+		}
 	}
 }
