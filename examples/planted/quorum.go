@@ -193,11 +193,23 @@ func (l *quorum) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 			}
 			return nil, lockimpl.ErrNotAcquired
 		}
-		d := max(l.o.RetryDelay, time.Millisecond)
-		if err := sleep(ctx, l.env, d+time.Duration(l.env.Rand.Int64N(int64(d)))); err != nil {
+		if err := sleep(ctx, l.env, l.retryDelay()); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// retryDelay is the wait before the next try: the spec's retry delay and
+// as much again drawn at random, the Redlock page's random delay that
+// keeps contenders from retrying in step. With none given (a spec that
+// leaves pacing to the lock), the author's own 100 ms: a millisecond's
+// floor would be no spread at all next to a try's round trips.
+func (l *quorum) retryDelay() time.Duration {
+	d := l.o.RetryDelay
+	if d <= 0 {
+		d = 100 * time.Millisecond
+	}
+	return d + time.Duration(l.env.Rand.Int64N(int64(d)))
 }
 
 // ownPTTL is pottery's _acquired_script (redlock.py): the key's PTTL
