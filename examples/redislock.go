@@ -66,7 +66,10 @@ func (l *bsmLock) Release(ctx context.Context, lease *lockimpl.Lease) error {
 	case errors.Is(err, redislock.ErrLockNotHeld):
 		return fmt.Errorf("%w: %v", lockimpl.ErrNotHeld, err)
 	case lockimpl.Replied(err):
-		return fmt.Errorf("%w: %v", lockimpl.ErrNotHeld, err)
+		// The server refused the script (NOREPLICAS, READONLY): nothing
+		// was deleted, but the key may well be ours; that is the server's
+		// no, passed through as it is, not the lock's "not held".
+		return fmt.Errorf("redislock: release refused: %w", err)
 	}
 	return fmt.Errorf("redislock: release outcome unknown: %w", err)
 }
@@ -79,8 +82,10 @@ func (l *bsmLock) Extend(ctx context.Context, lease *lockimpl.Lease, ttl time.Du
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, redislock.ErrNotObtained), lockimpl.Replied(err):
+	case errors.Is(err, redislock.ErrNotObtained):
 		return fmt.Errorf("%w: %v", lockimpl.ErrNotHeld, err)
+	case lockimpl.Replied(err):
+		return fmt.Errorf("redislock: refresh refused: %w", err) // the server's no, as in Release
 	}
 	return fmt.Errorf("redislock: refresh outcome unknown: %w", err)
 }

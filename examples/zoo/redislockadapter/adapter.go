@@ -157,8 +157,13 @@ func (l *locker) Release(ctx context.Context, lease *lockimpl.Lease) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, redislock.ErrLockNotHeld), lockimpl.Replied(err) && !errors.Is(err, redis.Nil):
+	case errors.Is(err, redislock.ErrLockNotHeld):
 		return fmt.Errorf("%w: %v", lockimpl.ErrNotHeld, err)
+	case lockimpl.Replied(err) && !errors.Is(err, redis.Nil):
+		// The server refused the script (NOREPLICAS, READONLY): nothing
+		// was deleted, but the key may well be ours; that is the server's
+		// no, passed through as it is, not the lock's "not held".
+		return fmt.Errorf("redislock: release refused: %w", err)
 	}
 	return fmt.Errorf("redislock: release outcome unknown: %w", err)
 }
@@ -174,9 +179,10 @@ func (l *locker) Extend(ctx context.Context, lease *lockimpl.Lease, ttl time.Dur
 	case err == nil:
 		lease.Acquired, lease.Validity = l.env.Clock.Now(), l.until(l.s.last(), ttl)
 		return nil
-	case errors.Is(err, redislock.ErrNotObtained) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled),
-		lockimpl.Replied(err) && !errors.Is(err, redis.Nil):
+	case errors.Is(err, redislock.ErrNotObtained) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
 		return fmt.Errorf("%w: %v", lockimpl.ErrNotHeld, err)
+	case lockimpl.Replied(err) && !errors.Is(err, redis.Nil):
+		return fmt.Errorf("redislock: refresh refused: %w", err) // the server's no, as in Release
 	}
 	return fmt.Errorf("redislock: refresh outcome unknown: %w", err)
 }
