@@ -81,6 +81,8 @@ func fakeClient(mode string) {
 		case "extend":
 			if f[2] == "tok-mine" && f[3] == "500" {
 				say("ok validity=480")
+			} else if f[2] == "tok-bare" {
+				say("ok")
 			} else {
 				say("fail not ours")
 			}
@@ -180,6 +182,32 @@ func TestExtend(t *testing.T) {
 		other := &lockimpl.Lease{Key: "k", Token: "tok-other"}
 		if err := lk.(lockimpl.Extender).Extend(context.Background(), other, 500*time.Millisecond); !errors.Is(err, lockimpl.ErrNotHeld) {
 			t.Errorf("Extend of another's lock: %v, want ErrNotHeld", err)
+		}
+	}
+}
+
+// TestExtendRedates: a validity an extend's reply tells is what is left
+// from the reply, so the lease is dated anew from it (a careful holder
+// measures it from Acquired); an extend that tells none leaves the
+// acquire's lease as it was.
+func TestExtendRedates(t *testing.T) {
+	lk := fake(t, "extender", lockimpl.Options{WaitTimeout: time.Second}, nil)
+	for _, tc := range []struct {
+		token        string
+		wantValidity time.Duration
+		redated      bool
+	}{
+		{"tok-mine", 480 * time.Millisecond, true},
+		{"tok-bare", 250 * time.Millisecond, false},
+	} {
+		acquired := time.Now().Add(-10 * time.Second)
+		lease := &lockimpl.Lease{Key: "k", Token: tc.token, Validity: 250 * time.Millisecond, Acquired: acquired}
+		if err := lk.Extend(context.Background(), lease, 500*time.Millisecond); err != nil {
+			t.Fatalf("%s: %v", tc.token, err)
+		}
+		if lease.Validity != tc.wantValidity || lease.Acquired.After(acquired) != tc.redated {
+			t.Errorf("%s: validity %v acquired %v ago, want %v and redated %v",
+				tc.token, lease.Validity, time.Since(lease.Acquired).Round(time.Millisecond), tc.wantValidity, tc.redated)
 		}
 	}
 }
