@@ -97,7 +97,7 @@ func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology.Topol
 		env := lockimpl.Env{Client: i, Clock: client.StoppedClock{Clock: c.clock, Pauser: &c.pause}, FP: c.fp, Log: r.cfg.Log,
 			Rand: rand.New(rand.NewPCG(plan.Seed, uint64(i)+1)), Sleep: c.pause.Sleep,
 			Renewal:   func(key, token string) func(error) { return c.rec.renewal(key, token) },
-			RoundTrip: plan.Network.RoundTrip}
+			RoundTrip: plan.Network.RoundTrip, CommandTimeout: plan.ClientTimeout}
 		c.rdb = topo.Connect(i, c.host, plan.ClientTimeout, clientHooks(&c.pause, func(node string) redis.Hook {
 			return &client.CmdHook{Node: node, FP: c.fp, Crash: func(err error) { r.markCrashed(c, err) }, Dead: c.crashed.Load}
 		}))

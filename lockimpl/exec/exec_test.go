@@ -53,6 +53,8 @@ func fakeClient(mode string) {
 			switch mode {
 			case "good":
 				say("ok tok-" + f[1] + " fence=7 validity=250")
+			case "env": // the token says what the client was told
+				say("ok tok-" + os.Getenv("LOCKSTORM_COMMAND_TIMEOUT_MS"))
 			case "teller":
 				switch f[1] {
 				case "gone": // lost before its own reply: legal, any time
@@ -209,6 +211,25 @@ func TestExtendRedates(t *testing.T) {
 			t.Errorf("%s: validity %v acquired %v ago, want %v and redated %v",
 				tc.token, lease.Validity, time.Since(lease.Acquired).Round(time.Millisecond), tc.wantValidity, tc.redated)
 		}
+	}
+}
+
+// TestCommandTimeoutTold: a client process is told how long the harness's
+// own connections wait for a reply (Env.CommandTimeout, the scenario's
+// client_timeout), so its connections do not cut off a reply the schedule
+// only makes late.
+func TestCommandTimeoutTold(t *testing.T) {
+	t.Setenv("LOCKSTORM_TEST_CLIENT", "env")
+	env := testEnv(t, nil)
+	env.CommandTimeout = 2500 * time.Millisecond
+	l, err := New(env, lockimpl.Options{WaitTimeout: time.Second}, []string{os.Args[0]}, "fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	lease, err := l.Acquire(context.Background(), "k")
+	if err != nil || lease.Token != "tok-2500" {
+		t.Fatalf("acquire: %v, token %v, want tok-2500", err, lease)
 	}
 }
 
