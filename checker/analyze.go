@@ -34,6 +34,9 @@ type analysis struct {
 	ownersOnce  sync.Once
 	ownerRefs   []ownerRef
 	releaseRefs []releaseRef
+	// refusalRefs are the releases and extends answered with a definite
+	// "not held" (Fail, no error reply), for the false-refusal check.
+	refusalRefs []releaseRef
 	// stampTokens: values name no writer (Options.StampTokens).
 	stampTokens bool
 	// stalls are the harness's own stalls (FStall entries of client -1);
@@ -56,6 +59,13 @@ type analysis struct {
 	// cross), and faulting the open ones by fault id.
 	faulted  map[int][]liveness.Interval
 	faulting map[int64]pauseRec
+	// nodeFaulted are the spans of the faults that named each node among
+	// their targets (a kill, a pause, a clock), nodeFaulting the open ones
+	// by fault id.
+	nodeFaulted  map[string][]liveness.Interval
+	nodeFaulting map[int64]openFault[string]
+	// resends are the positions of the clients' resends (history.FResend).
+	resends []int32
 	// extends are the extends and renewals invoked, by outcome; extending
 	// pairs an extend's invoke with its completion by (client, N).
 	extends   extendCounts
@@ -270,6 +280,7 @@ func (ps *pass) harnessEntry(op *history.Op) bool {
 			a.stallOp(op)
 		}
 		a.pauseOp(op)
+		a.nodeFaultOp(op)
 	case history.ServerProcess:
 		switch op.F {
 		case history.FServer:
@@ -297,6 +308,8 @@ func (ps *pass) clientEvent(i int, op *history.Op, p *procState) bool {
 		p.steps = append(p.steps, op.Value)
 	case history.FExtend:
 		ps.a.extendOp(i, p)
+	case history.FResend:
+		ps.a.resends = append(ps.a.resends, int32(i))
 	case history.FLost, history.FStart, history.FStop:
 		// lost does not end a hold: the client still believes in its
 		// critical section until it sends its release (the runner
@@ -374,8 +387,11 @@ func (ps *pass) complete(i int, op *history.Op, p *procState, k int) {
 	case history.FAcquire:
 		ps.acquireDone(i, op, p, k, c)
 	case history.FRelease:
-		if op.Type == history.Ok {
+		switch {
+		case op.Type == history.Ok:
 			a.releaseRefs = append(room(ps, a.releaseRefs), releaseRef{c.at, int32(i), int32(p.client)})
+		case op.Type == history.Fail && !op.ErrorReply:
+			a.refusalRefs = append(a.refusalRefs, releaseRef{c.at, int32(i), int32(p.client)})
 		}
 		if c.relHold >= 0 && op.Type != history.Info {
 			hr := &kd.holds[c.relHold]
@@ -525,6 +541,9 @@ func (a *analysis) extendOp(i int, p *procState) {
 		a.releaseRefs = append(a.releaseRefs, releaseRef{at, int32(i), int32(p.client)})
 	case history.Fail:
 		a.extends.fail++
+		if !op.ErrorReply {
+			a.refusalRefs = append(a.refusalRefs, releaseRef{at, int32(i), int32(p.client)})
+		}
 	default:
 		a.extends.unknown++
 	}
@@ -532,9 +551,13 @@ func (a *analysis) extendOp(i int, p *procState) {
 
 // releases returns the releases and extends acknowledged ok, in the order
 // of their completions.
-func (a *analysis) releases() []keyevents.Release {
-	out := make([]keyevents.Release, len(a.releaseRefs))
-	for i, r := range a.releaseRefs {
+func (a *analysis) releases() []keyevents.Release { return a.releasesOf(a.releaseRefs) }
+
+// releasesOf is the releases or extends refs points at, as keyevents reads
+// them.
+func (a *analysis) releasesOf(refs []releaseRef) []keyevents.Release {
+	out := make([]keyevents.Release, len(refs))
+	for i, r := range refs {
 		inv, done := &a.h[r.inv], &a.h[r.done]
 		invoke := inv.Time
 		if done.F == history.FRelease && done.N > invoke && done.N <= done.Time {

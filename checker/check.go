@@ -187,6 +187,8 @@ func verdict(r *Result, o history.Options, keys int, lv livenessResult) decision
 		return decide(Inconclusive, fmt.Sprintf("porcupine ran out of time (%s) on %d of %d pieces", o.Timeout, r.TimedOutPieces, r.Pieces))
 	case r.Attempts == 0:
 		return decide(Inconclusive, "no acquire was attempted: the history tests nothing")
+	case len(r.Gaps) > 0 && r.GapsByHarness == len(r.Gaps):
+		return harness(fmt.Sprintf("not exercised: %s; %s", strings.Join(r.Gaps, "; "), lateOrSilentText(r)))
 	case len(r.Gaps) > 0:
 		return decide(Inconclusive, "not exercised: "+strings.Join(r.Gaps, "; "))
 	case o.ScheduleLease > 0 && r.HarnessStallMaxMs >= float64(o.ScheduleLease)/1e6:
@@ -205,6 +207,18 @@ func lateText(r *Result) string {
 	}
 	if r.ClientLags > 0 && r.ClientLagMaxClient != nil {
 		parts = append(parts, fmt.Sprintf("clients lagged %.0f ms in all (longest %.0f ms, c%d)", r.ClientLagTotalMs, r.ClientLagMaxMs, *r.ClientLagMaxClient))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// lateOrSilentText is lateText, with the servers' silence when some.
+func lateOrSilentText(r *Result) string {
+	parts := []string{}
+	if t := lateText(r); t != "" {
+		parts = append(parts, t)
+	}
+	if r.ServersSilentMs > 0 {
+		parts = append(parts, fmt.Sprintf("no server answered for %.0f ms in all", r.ServersSilentMs))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -45,6 +45,10 @@ var checks = []check{
 	leakCheck{},
 	needlessWaitCheck{},
 	lockstepCheck{},
+	retryCadenceCheck{},
+	extendGaveUpCheck{},
+	releaseRetriesCheck{},
+	falseRefusalCheck{},
 }
 
 // runChecks runs every check on a, each in its own goroutine (the pass is

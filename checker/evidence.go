@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockstorm/lockstorm/checker/internal/liveness"
 	"github.com/lockstorm/lockstorm/history"
 )
 
@@ -45,8 +46,15 @@ type FailpointCount struct {
 
 // evidence is what the history says the run exercised.
 type evidence struct {
-	meta         *history.Meta
-	acqUnknown   int // acquire attempts that ended info
+	meta       *history.Meta
+	acqUnknown int // acquire attempts that ended info
+	// acqUnknownLate are those of acqUnknown during which the harness was
+	// late (its stalls, the client's own lag) or no server answered: an
+	// unknown outcome the machine may have made, a timeout that fired
+	// while nobody could run.
+	acqUnknownLate int
+	// byHarness counts the gaps the harness's lateness alone explains.
+	byHarness    int
 	acqRefused   int // acquire attempts refused with an error reply
 	errorReplies int // every error reply (acquire and release)
 	firstReply   string
@@ -63,6 +71,7 @@ type evidence struct {
 func gatherEvidence(h history.History, a *analysis) evidence {
 	var ev evidence
 	fired := map[int]int{}
+	invoked := map[int]int64{} // an acquire's invoke time, by process
 	var firstFault, firstHeal string
 	for i := range h {
 		op := &h[i]
@@ -97,8 +106,13 @@ func gatherEvidence(h history.History, a *analysis) evidence {
 			if op.F == history.FAcquire {
 				ev.acqRefused++
 			}
+		case op.Type == history.Invoke && op.F == history.FAcquire:
+			invoked[op.Process] = op.Time
 		case op.Type == history.Info && op.F == history.FAcquire:
 			ev.acqUnknown++
+			if from, ok := invoked[op.Process]; ok && a.lateOrSilent(op.Client, from, op.Time) {
+				ev.acqUnknownLate++
+			}
 			if ev.firstUnknown == "" {
 				ev.firstUnknown = op.Error
 			}
@@ -137,9 +151,24 @@ func (ev *evidence) acquisitionGaps(a *analysis) {
 		}
 		ev.gaps = append(ev.gaps, g)
 	case a.attempts > 0 && float64(ev.acqUnknown) > MaxErrorFraction*float64(a.attempts):
-		ev.gaps = append(ev.gaps, fmt.Sprintf("most acquire attempts ended in errors (%d of %d, more than %.0f%%): %s",
-			ev.acqUnknown, a.attempts, 100*MaxErrorFraction, why()))
+		g := fmt.Sprintf("most acquire attempts ended in errors (%d of %d, more than %.0f%%): %s",
+			ev.acqUnknown, a.attempts, 100*MaxErrorFraction, why())
+		if float64(ev.acqUnknown-ev.acqUnknownLate) <= MaxErrorFraction*float64(a.attempts) {
+			// Without the attempts the harness's lateness or the servers'
+			// silence overlapped, the errors are no majority: the machine,
+			// not the lock or the faults, may have drowned the run, and a
+			// runner may run it again (Result.ByHarness).
+			g += fmt.Sprintf(" (%d of them while the harness was late or no server answered)", ev.acqUnknownLate)
+			ev.byHarness++
+		}
+		ev.gaps = append(ev.gaps, g)
 	}
+}
+
+// lateOrSilent says whether, between from and to, client was late by the
+// harness's doing (lateFor) or every server was silent (serversSilent).
+func (a *analysis) lateOrSilent(client int, from, to int64) bool {
+	return liveness.Covered(a.lateFor(client), from, to) > 0 || liveness.Covered(a.serversSilent(), from, to) > 0
 }
 
 // keyGaps: every key held often enough to test exclusion.
@@ -256,4 +285,5 @@ func (evidenceCheck) run(a *analysis) finding { return gatherEvidence(a.input, a
 func (ev evidence) apply(r *Result) {
 	r.ErrorReplies, r.FaultsFailed, r.HealsFailed = ev.errorReplies, ev.faultsFailed, ev.healsFailed
 	r.Failpoints, r.Gaps = ev.failpoints, ev.gaps
+	r.GapsByHarness = ev.byHarness
 }

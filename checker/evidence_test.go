@@ -109,6 +109,45 @@ func TestEvidence(t *testing.T) {
 			verdict: Inconclusive, reason: []string{"most acquire attempts ended in errors (3 of 5", "3 unknown outcomes: i/o timeout"},
 		},
 		{
+			// The timeouts fired while the whole process stood still (a
+			// loaded machine): the run says nothing, and a runner may run
+			// it again.
+			name: "most attempts unknown, each while the harness stalled: the harness's",
+			meta: history.Meta{Keys: one},
+			hist: func(b *builder) {
+				twoHolds(b)
+				b.add(15.5, history.Ok, history.NemesisProcess, -1, history.FStall, "", func(o *history.Op) { o.N = msT(6) })
+				b.op(10, 11, history.Info, 3, 3, history.FAcquire, k0, errs("i/o timeout"))
+				b.op(12, 13, history.Info, 4, 4, history.FAcquire, k0, errs("i/o timeout"))
+				b.op(14, 15, history.Info, 5, 5, history.FAcquire, k0, errs("i/o timeout"))
+			},
+			verdict: Inconclusive, reason: []string{"most acquire attempts ended in errors (3 of 5", "(3 of them while the harness was late", "harness stalled 6 ms"},
+			check: func(t *testing.T, r Result) {
+				if !r.ByHarness || r.GapsByHarness != 1 {
+					t.Errorf("by harness %v, gaps by harness %d: want true, 1", r.ByHarness, r.GapsByHarness)
+				}
+			},
+		},
+		{
+			// One timeout the stall explains leaves four of seven: still
+			// most, and the run is not the harness's to run again.
+			name: "most attempts unknown, one while the harness stalled: still most without it",
+			meta: history.Meta{Keys: one},
+			hist: func(b *builder) {
+				twoHolds(b)
+				b.add(11, history.Ok, history.NemesisProcess, -1, history.FStall, "", func(o *history.Op) { o.N = msT(1) })
+				for i := 0; i < 5; i++ {
+					b.op(float64(10+2*i), float64(11+2*i), history.Info, 3+i, 3+i, history.FAcquire, k0, errs("i/o timeout"))
+				}
+			},
+			verdict: Inconclusive, reason: []string{"most acquire attempts ended in errors (5 of 7"},
+			check: func(t *testing.T, r Result) {
+				if r.ByHarness || r.GapsByHarness != 0 {
+					t.Errorf("by harness %v, gaps by harness %d: want false, 0", r.ByHarness, r.GapsByHarness)
+				}
+			},
+		},
+		{
 			// A refusal is a definite no, as a failed SET NX is: a lock
 			// that folds it into its own "not acquired" (redsync's
 			// ErrFailed) and one that lets the reply through must be

@@ -137,6 +137,10 @@ type Evidence struct {
 	// nothing, a heal that failed, a failpoint short of its schedule); with
 	// any, a verdict that would be safe is inconclusive.
 	Gaps []string `json:"gaps,omitempty"`
+	// GapsByHarness counts the gaps the harness's own lateness (or the
+	// servers' silence) alone explains; when every gap is one, the
+	// inconclusive verdict is the harness's (ByHarness).
+	GapsByHarness int `json:"gaps_by_harness,omitempty"`
 	// ErrorReplies counts operations the server refused with an error reply.
 	ErrorReplies int `json:"error_replies"`
 	// FaultsFailed counts fault starts that applied to nothing; HealsFailed
@@ -210,6 +214,16 @@ type KeyEvents struct {
 	ObserverSyncs    int     `json:"observer_syncs,omitempty"`
 	ObserverLagMaxMs float64 `json:"observer_lag_max_ms,omitempty"`
 	ObserverLagP99Ms float64 `json:"observer_lag_p99_ms,omitempty"`
+	// FalseRefusals counts releases and extends answered with a definite
+	// "not held" while, by the servers' key events, the key stood as the
+	// caller's on every node throughout (keyevents.FalseRefusals).
+	FalseRefusals int `json:"false_refusals,omitempty"`
+	// ReleaseResends counts commands a client sent a node again within one
+	// release after the node had answered them definitively, with no fault
+	// on the client or the node between; ReleaseResendsExcused those a
+	// fault or a possibly earlier decision excused (checker/resend.go).
+	ReleaseResends        int `json:"release_resends,omitempty"`
+	ReleaseResendsExcused int `json:"release_resends_excused,omitempty"`
 }
 
 // Liveness is what the liveness checks measured: acquisitions, waits and

@@ -106,11 +106,15 @@ func (f stallOverlapFinding) apply(r *Result) {
 	r.OverlapsWithoutStalls, r.OverlapsStaleStamps = f.pairs, f.stale
 }
 
-// pauseRec is an open pause fault: when it started and whom it paused.
-type pauseRec struct {
+// openFault is a fault not healed yet: when it started and what it named
+// (clients, or nodes).
+type openFault[K comparable] struct {
 	from    int64
-	clients []int
+	targets []K
 }
+
+// pauseRec is an open fault on clients: when it started and whom it named.
+type pauseRec = openFault[int]
 
 // pauseOp follows the nemesis's faults by the clients they name (FStart
 // Ok, its clients in Targets, and the FStop with the same N): the pause
@@ -135,15 +139,15 @@ func (a *analysis) pauseOp(op *history.Op) {
 	}
 }
 
-// closeFault ends the open fault op heals, adding its span to each client
+// closeFault ends the open fault op heals, adding its span to each target
 // it named.
-func closeFault(open map[int64]pauseRec, spans map[int][]liveness.Interval, op *history.Op) {
+func closeFault[K comparable](open map[int64]openFault[K], spans map[K][]liveness.Interval, op *history.Op) {
 	p, ok := open[op.N]
 	if !ok {
 		return
 	}
 	delete(open, op.N)
-	for _, c := range p.clients {
+	for _, c := range p.targets {
 		spans[c] = append(spans[c], liveness.Interval{From: p.from, To: op.Time})
 	}
 }

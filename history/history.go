@@ -95,6 +95,14 @@ const (
 	// NemesisProcess, Client set, Value the server's name), recorded when
 	// it changes; Sentinel topology only.
 	FMaster = "master"
+	// FResend is a command a client sent to a node again within one
+	// release after that node had answered the same command definitively
+	// (a reply, not an error or a timeout) in the same release (client
+	// process Ok entry, no invoke): Key is the release's key, Node the
+	// node, Value the command's label (SCRIPT:1a2b3c4d, DEL), Fence when
+	// the answered command was sent, N when its answer reached the client,
+	// Time when it was sent again.
+	FResend = "resend"
 )
 
 // NemesisProcess is the process id of fault entries.
@@ -141,6 +149,12 @@ type Op struct {
 	// Fired, on a step, lists the spec failpoints (by their index in the
 	// spec) whose action applied at this hit.
 	Fired []int `json:"fired,omitempty"`
+	// Tries, on an acquire's or an extend's completion, are when the
+	// operation's tries were sent (ns since the run started): each send of
+	// the command the operation opened with, on the same node, as the
+	// hooks on the client's connections saw it (the library's own retries
+	// inside one call included). Empty when nothing was seen.
+	Tries []int64 `json:"tries,omitempty"`
 	// Meta is set on the header entry (F == FMeta) only.
 	Meta *Meta `json:"meta,omitempty"`
 }

@@ -50,12 +50,33 @@ const (
 	// split the nodes with no majority for anyone, round after round (as
 	// many as the scenario's lockstep rounds) while nobody held the key.
 	KindLockstepRetries Kind = "lockstep-retries"
+	// KindRetryCadence: a waiter's tries within one acquire, none on a
+	// fault's or a stall's path, that did not follow the pacing its lock
+	// declares (backoff_growth): their gaps never grew where the claim
+	// says they grow.
+	KindRetryCadence Kind = "retry-cadence"
+	// KindExtendGaveUp: an extend that reported an unknown outcome after
+	// a single try, on a lock that declares it retries such tries
+	// (extend_retries), while half its lease was left.
+	KindExtendGaveUp Kind = "extend-gave-up"
+	// KindReleaseRetries: within one release, the client sent a command
+	// to a node again after that node had answered it definitively, with
+	// no fault on the client or the node between the answer and the
+	// resend: the answer was known, and asking again only spends the
+	// release's time (a retry loop that counts a "not held" as a vote
+	// against).
+	KindReleaseRetries Kind = "release-retries"
+	// KindFalseRefusal: a release or an extend answered with a definite
+	// "not held" while, by the servers' key events, the key certainly
+	// stood as the caller's on every node for the whole operation: the
+	// caller gives the lease up while the key leaks until its TTL.
+	KindFalseRefusal Kind = "false-refusal"
 )
 
 // Kinds are every kind, in order.
 var Kinds = []Kind{KindTwoHolders, KindHarm, KindReleaseFalseSuccess, KindExtendFalseSuccess,
 	KindReleaseNotFreed, KindLostAcquire, KindLostAcquireUnknown, KindStarvation, KindOrphanedKey,
-	KindNeedlessWait, KindLockstepRetries}
+	KindNeedlessWait, KindLockstepRetries, KindRetryCadence, KindExtendGaveUp, KindReleaseRetries, KindFalseRefusal}
 
 // KnownKind says k is one of Kinds.
 func KnownKind(k string) bool { return slices.Contains(Kinds, Kind(k)) }

@@ -59,6 +59,18 @@ type Options struct {
 	// scenario's lockstep_within and lockstep_rounds). 0: not judged.
 	LockstepWithin time.Duration `json:",omitempty"`
 	LockstepRounds int           `json:",omitempty"`
+	// BackoffGrowth and BackoffCap, when set, are the pacing a lock
+	// declares for a waiter's tries within one acquire (claims
+	// backoff_growth and backoff_cap, the cap as a time): each delay
+	// grows by BackoffGrowth over the last until BackoffCap. 0: retry
+	// cadence is not judged.
+	BackoffGrowth float64       `json:",omitempty"`
+	BackoffCap    time.Duration `json:",omitempty"`
+	// ExtendRetryLease, when set, says the lock retries an extend whose
+	// try got no definite answer (claim extend_retries), and is the lease
+	// an extend renews (the TTL): an extend that gave up after one try
+	// while half of it was left is judged. 0: not judged.
+	ExtendRetryLease time.Duration `json:",omitempty"`
 	// Permissions say which kinds of finding the run may show (the
 	// expectation's, see scenarios/spec Permissions); checker.Check marks each
 	// finding with its own (checker.Result.Permit).

@@ -64,6 +64,7 @@ type rareFields struct {
 	node, owner     string
 	targets         *FaultTargets
 	fired           []int
+	tries           []int64
 	meta            *Meta
 }
 
@@ -155,7 +156,7 @@ func pack(op *Op) (r recOp, rare bool) {
 		keyLen: uint16(len(op.Key)), valueLen: uint16(len(op.Value)), errLen: uint16(len(op.Error)),
 		errorReply: op.ErrorReply, typ: TypeCode(op.Type), f: funcCode(op.F)}
 	rare = r.typ == noCode || r.f == noCode || op.Node != "" || op.Owner != "" || op.Targets != nil ||
-		op.Fired != nil || op.Meta != nil || !fits(op.Process) || !fits(op.Client) ||
+		op.Fired != nil || op.Tries != nil || op.Meta != nil || !fits(op.Process) || !fits(op.Client) ||
 		len(op.Key) > math.MaxUint16 || len(op.Value) > math.MaxUint16 || len(op.Error) > math.MaxUint16
 	return r, rare
 }
@@ -189,7 +190,7 @@ func (r *Recorder) addLocked(rec *recOp, rare bool, op *Op) (t int64, index int)
 	if rare {
 		r.rare = append(r.rare, rareFields{typ: op.Type, f: op.F, process: op.Process, client: op.Client,
 			key: op.Key, value: op.Value, err: op.Error, node: op.Node, owner: op.Owner,
-			targets: op.Targets, fired: op.Fired, meta: op.Meta})
+			targets: op.Targets, fired: op.Fired, tries: op.Tries, meta: op.Meta})
 		rec.rare = uint32(len(r.rare))
 		rec.keyLen, rec.valueLen, rec.errLen = 0, 0, 0
 	} else {
@@ -245,7 +246,7 @@ func (r *Recorder) unpack(rec *recOp, index int) Op {
 		x := &r.rare[rec.rare-1]
 		op.Type, op.F, op.Process, op.Client = x.typ, x.f, x.process, x.client
 		op.Key, op.Value, op.Error = x.key, x.value, x.err
-		op.Node, op.Owner, op.Targets, op.Fired, op.Meta = x.node, x.owner, x.targets, x.fired, x.meta
+		op.Node, op.Owner, op.Targets, op.Fired, op.Tries, op.Meta = x.node, x.owner, x.targets, x.fired, x.tries, x.meta
 		return op
 	}
 	if rec.keyLen+rec.valueLen+rec.errLen > 0 {

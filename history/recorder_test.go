@@ -40,6 +40,7 @@ func TestRecorderKeepsEveryField(t *testing.T) {
 		{Type: Ok, Process: NemesisProcess, Client: -1, F: FStart, Value: "latency", N: 2,
 			Targets: &FaultTargets{Links: []string{"h0>n1"}, Clients: []int{1}}},
 		{Type: Ok, Process: 6, Client: 6, F: FStep, Value: "setnx-del/after-get", Fired: []int{0, 2}},
+		{Type: Ok, Process: 6, Client: 6, F: FAcquire, Key: "lock:0", Value: "tok6", Tries: []int64{5, 21, 37}},
 		{Type: "weird", Process: 7, Client: 7, F: "custom", Key: "k"},
 		{Type: Ok, Process: -9, Client: 1 << 40, F: FExtend, N: -3, Value: "v"},
 		{Type: Info, Process: 9, Client: 9, F: FRead, Key: "lock:2", Value: "tok2", Error: "i/o timeout"},

@@ -143,6 +143,22 @@ type Claims struct {
 	// the lockstep bounds (go-redsync implements that page, README line 5,
 	// yet v4.0.3 waits 500 ms whatever the try: redsync.go 27).
 	FixedRetryDelay bool `yaml:"fixed_retry_delay" json:"fixed_retry_delay,omitempty"`
+	// BackoffGrowth says the lock's documents pace a waiter's tries
+	// within one acquire by a delay that grows by this factor from one
+	// try to the next, from a floor it may hold for a few tries, until
+	// BackoffCap (bsm/redislock's ExponentialBackoff: 2 << n ms between
+	// its min and max, retry.go). 0 is not said: the cadence is not
+	// judged. Rules compare it (numeric claims).
+	BackoffGrowth float64 `yaml:"backoff_growth" json:"backoff_growth,omitempty"`
+	// BackoffCap is the largest delay of a BackoffGrowth lock, as a share
+	// of its TTL (the lock derives its max from the TTL it is given).
+	BackoffCap float64 `yaml:"backoff_cap" json:"backoff_cap,omitempty"`
+	// ExtendRetries says an extend whose try got no definite answer (an
+	// error, a timeout: not the server's "not yours") tries again, as
+	// the retry strategy its caller hands it allows, while its context
+	// has room (bsm/redislock's Refresh takes Options whose
+	// RetryStrategy "allows to customise the lock retry strategy").
+	ExtendRetries bool `yaml:"extend_retries" json:"extend_retries,omitempty"`
 }
 
 // Topology is where a lock's state lives.
@@ -225,6 +241,9 @@ func (c Claims) Validate() error {
 			return fmt.Errorf("claims: topology missing (want %s or %s) but other fields set", SingleInstance, Quorum)
 		}
 		return nil
+	}
+	if c.BackoffGrowth < 0 || c.BackoffGrowth > 0 && c.BackoffGrowth <= 1 || c.BackoffCap < 0 || (c.BackoffCap > 0) != (c.BackoffGrowth > 0) {
+		return fmt.Errorf("claims: backoff_growth %v, backoff_cap %v: want a growth over 1 with a cap over 0, or neither", c.BackoffGrowth, c.BackoffCap)
 	}
 	if c.RenewalEvery < 0 || c.RenewalEvery > 1 {
 		return fmt.Errorf("claims: renewal_every %v: want a share of the TTL, over 0 and at most 1", c.RenewalEvery)

@@ -75,7 +75,8 @@ func unpermittedWords(r checker.Result) []string {
 		switch f.Kind {
 		case history.KindReleaseFalseSuccess, history.KindExtendFalseSuccess, history.KindReleaseNotFreed,
 			history.KindLostAcquire, history.KindLostAcquireUnknown, history.KindOrphanedKey,
-			history.KindNeedlessWait, history.KindLockstepRetries:
+			history.KindNeedlessWait, history.KindLockstepRetries, history.KindRetryCadence, history.KindExtendGaveUp,
+			history.KindReleaseRetries, history.KindFalseRefusal:
 			if f.Permitted {
 				leaks = append(leaks, fmt.Sprintf("%s ×%d", f.Kind, f.Count))
 			}

@@ -74,6 +74,11 @@ func clientHooks(p *client.Pauser, points func(node string) redis.Hook) topology
 		Refuse: func(l *nemesis.Link) redis.Hook { return client.RefuseHook{Link: l} }}
 }
 
+// sentBy notes c's commands as its call's tries, on the recorder's clock.
+func (r *run) sentBy(c *runClient) func(call, point string) {
+	return func(call, point string) { c.tries.Sent(call, point, r.rec.Now()) }
+}
+
 // startClients makes each client: its clock, failpoints, connections
 // through its host's links, and the lock on trial. On error the clients
 // made so far are closed.
@@ -94,12 +99,16 @@ func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology.Topol
 		c.pause.Ordered = r.sim
 		c.pause.Salt = plan.Seed<<8 ^ uint64(i)
 		c.ctx, c.cancel = context.WithCancel(ctx)
+		c.resends = r.resendsOf(c)
 		env := lockimpl.Env{Client: i, Clock: client.StoppedClock{Clock: c.clock, Pauser: &c.pause}, FP: c.fp, Log: r.cfg.Log,
 			Rand: rand.New(rand.NewPCG(plan.Seed, uint64(i)+1)), Sleep: c.pause.Sleep,
-			Renewal:   func(key, token string) func(error) { return c.rec.renewal(key, token) },
+			Renewal: func(key, token string) func(error) {
+				done := c.rec.renewal(key, token)
+				return func(err error) { done(err) }
+			},
 			RoundTrip: plan.Network.RoundTrip, CommandTimeout: plan.ClientTimeout}
 		c.rdb = topo.Connect(i, c.host, plan.ClientTimeout, clientHooks(&c.pause, func(node string) redis.Hook {
-			return &client.CmdHook{Node: node, FP: c.fp, Crash: func(err error) { r.markCrashed(c, err) }, Dead: c.crashed.Load}
+			return &client.CmdHook{Node: node, FP: c.fp, Crash: func(err error) { r.markCrashed(c, err) }, Dead: c.crashed.Load, Sent: r.sentBy(c), Resends: c.resends}
 		}))
 		for _, rdb := range c.rdb {
 			env.Nodes = append(env.Nodes, rdb)
@@ -120,6 +129,15 @@ func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology.Topol
 	return nil
 }
 
+// resendsOf is c's watch on its releases: each command sent to a node again
+// after a definite answer within one release is recorded (history.FResend)
+// for the checker, which judges it against the faults.
+func (r *run) resendsOf(c *runClient) *client.Resends {
+	return &client.Resends{Now: func() int64 { return r.rec.Now() }, Report: func(key, node, label string, sent, answered int64) {
+		r.add(c, history.Ok, history.FResend, key, func(o *history.Op) { o.Node, o.Value, o.Fence, o.N = node, label, sent, answered })
+	}}
+}
+
 // wirePoints puts relays (client.Relay) between a lock that makes its own
 // connections and c's links, when the plan says so (Points.Relayed: the
 // spec explores or names command points): env's nodes then name the
@@ -130,14 +148,14 @@ func (r *run) wirePoints(c *runClient, topo *topology.Topology, env *lockimpl.En
 	if !r.plan.Points.Relayed {
 		return nil
 	}
-	hook := &client.CmdHook{FP: c.fp, Crash: func(err error) { r.markCrashed(c, err) }, Dead: c.crashed.Load}
+	hook := &client.CmdHook{FP: c.fp, Crash: func(err error) { r.markCrashed(c, err) }, Dead: c.crashed.Load, Sent: r.sentBy(c)}
 	for j, u := range c.rdb {
 		rdb, ok := u.(*redis.Client)
 		if !ok {
 			return fmt.Errorf("command points of a lock with its own connections need plain node clients, not %T", u)
 		}
 		node := topo.Cluster.Nodes()[j].Name
-		h := &client.CmdHook{Node: node, FP: hook.FP, Crash: hook.Crash, Dead: hook.Dead}
+		h := &client.CmdHook{Node: node, FP: hook.FP, Crash: hook.Crash, Dead: hook.Dead, Sent: hook.Sent, Resends: c.resends}
 		rl, err := client.NewRelay(rdb.Options().Addr, node, h, c.callNow, func() { r.Crash(c.id) })
 		if err != nil {
 			for _, rl := range c.relays {

@@ -129,6 +129,9 @@ type PlanWorkload struct {
 	// the holder extends its lease to ExtendTTL (the spec's lock.ttl).
 	ExtendEvery time.Duration `json:"extend_every_ns,omitempty"`
 	ExtendTTL   time.Duration `json:"extend_ttl_ns,omitempty"`
+	// ReleaseAgain: a release with an unknown outcome is asked once more
+	// (Workload.ReleaseAgain).
+	ReleaseAgain bool `json:"release_again,omitempty"`
 }
 
 // PlanNetwork is the steady condition on every link.
@@ -170,9 +173,11 @@ type PlanPoints struct {
 	// Recorded: the run records every step (Config.RecordSteps) although
 	// nothing is attached to the points.
 	Recorded bool `json:"recorded,omitempty"`
-	// Relayed: the lock makes its own connections and the spec explores or
-	// names command points, so each connection goes through a relay that
-	// passes them on the wire (client.Relay).
+	// Relayed: the lock makes its own connections (on a topology whose
+	// nodes a client process can be told), so each connection goes through
+	// a relay that passes the command points on the wire (client.Relay)
+	// and watches its releases for resends (client.Resends): the points
+	// are hit only when armed, but a resend is judged in every run.
 	Relayed bool `json:"relayed,omitempty"`
 }
 
@@ -254,6 +259,10 @@ func Compile(sp *spec.Spec, cfg Config) (*Plan, error) {
 		p.Check.Permissions = p.Expectation.Permissions
 	}
 	p.Check.Quorum = claims.Topology == lockimpl.Quorum
+	p.Check.BackoffGrowth, p.Check.BackoffCap = claims.BackoffGrowth, time.Duration(claims.BackoffCap*float64(opts.TTL))
+	if claims.ExtendRetries {
+		p.Check.ExtendRetryLease = opts.TTL
+	}
 	p.Check.OrphanBound = orphanBound(claims, opts.TTL)
 	p.Gated = gatedRun(sp, p.Expectation)
 	p.ClockOffsets = clockOffsets(sp, seed)
@@ -314,7 +323,7 @@ func (p *Plan) compileWorkload(sp *spec.Spec) {
 		resource = "fenced"
 	}
 	p.Workload = PlanWorkload{CSMin: w.CSMin, CSMax: w.CSMax, Client: w.Client, Resource: resource,
-		Ops: sp.Ops, Cycles: w.Cycles, Think: sp.Think, ExtendEvery: w.ExtendEvery,
+		Ops: sp.Ops, Cycles: w.Cycles, Think: sp.Think, ExtendEvery: w.ExtendEvery, ReleaseAgain: w.ReleaseAgain,
 		Backoff: max(sp.Think, sp.Lock.RetryDelay, p.Scaled(10*time.Millisecond))}
 	if w.ExtendEvery > 0 {
 		p.Workload.ExtendTTL = sp.Lock.TTL
@@ -341,7 +350,7 @@ func (p *Plan) compilePoints(sp *spec.Spec) {
 		p.Explore = &e
 	}
 	p.Points.Counted = len(sp.Failpoints) > 0 || sp.Explore != nil
-	p.Points.Relayed = p.info.OwnConnections && sp.Sentinel == nil && sp.Cluster == nil && wantsCmdPoints(sp)
+	p.Points.Relayed = p.info.OwnConnections && sp.Sentinel == nil && sp.Cluster == nil
 }
 
 // gatedRun says whether a run's verdict is gated. A random mode is gated on
@@ -354,19 +363,6 @@ func (p *Plan) compilePoints(sp *spec.Spec) {
 // this lock.
 func gatedRun(sp *spec.Spec, exp spec.Expectation) bool {
 	return sp.IsGated() && !((sp.Mode == "random" || exp.Search) && exp.Source == spec.FromClaims)
-}
-
-// wantsCmdPoints says whether spec explores or names a command point.
-func wantsCmdPoints(sp *spec.Spec) bool {
-	if sp.Explore != nil {
-		return true
-	}
-	for _, f := range sp.Failpoints {
-		if spec.CmdPoint(f.Point) {
-			return true
-		}
-	}
-	return false
 }
 
 // compileFaults resolves the timeline's faults and those placed at

@@ -57,6 +57,12 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if p.Check.LockstepRounds > 0 {
 		fmt.Fprintf(&b, ", lockstep %d rounds within %s", p.Check.LockstepRounds, p.Check.LockstepWithin)
 	}
+	if p.Check.BackoffGrowth > 0 {
+		fmt.Fprintf(&b, ", retry cadence ×%g a try up to %s", p.Check.BackoffGrowth, p.Check.BackoffCap)
+	}
+	if p.Check.ExtendRetryLease > 0 {
+		fmt.Fprintf(&b, ", extends retry (lease %s)", p.Check.ExtendRetryLease)
+	}
 	if p.Check.ScheduleLease > 0 {
 		fmt.Fprintf(&b, "; safe only if the harness never stalls %s at once (the schedule's lease)", p.Check.ScheduleLease)
 	}
@@ -126,6 +132,9 @@ func (w PlanWorkload) text() string {
 		w.Client, w.Resource, w.CSMin, w.CSMax, w.Think, w.Backoff)
 	if w.ExtendEvery > 0 {
 		s += fmt.Sprintf(", extend to %v every %v of a hold", w.ExtendTTL, w.ExtendEvery)
+	}
+	if w.ReleaseAgain {
+		s += ", a release with an unknown outcome asked again once after the backoff"
 	}
 	if w.Ops > 0 {
 		s += fmt.Sprintf(", at most %d acquire attempt(s)", w.Ops)

@@ -78,7 +78,9 @@ func (rl *recordingLocker) acquire(ctx context.Context, key string) (*lockimpl.L
 		return rl.locker.Acquire(lockimpl.WithCall(ctx, lockimpl.CallAcquire), key)
 	})
 	res := classify(err, lockimpl.ErrNotAcquired)
+	tries := rl.c.tries.Take()
 	rl.r.add(rl.c, rl.entry(res), history.FAcquire, key, func(o *history.Op) {
+		o.Tries = tries
 		if res == success {
 			o.Value, o.Fence = lease.Token, lease.Fence
 			rl.c.holding.Store(true)
@@ -112,9 +114,11 @@ func (rl *recordingLocker) release(ctx context.Context, key string, lease *locki
 		}
 	}
 	if err == nil {
+		rl.c.resends.Begin(key)
 		_, err = rl.call(lockimpl.CallRelease, func() (*lockimpl.Lease, error) {
 			return nil, rl.locker.Release(lockimpl.WithCall(ctx, lockimpl.CallRelease), lease)
 		})
+		rl.c.resends.End()
 	}
 	res := classify(err, lockimpl.ErrNotHeld)
 	rl.r.add(rl.c, rl.entry(res), history.FRelease, key, func(o *history.Op) {
@@ -136,7 +140,7 @@ func (rl *recordingLocker) extend(ctx context.Context, key string, lease *lockim
 	_, err := rl.call(lockimpl.CallExtend, func() (*lockimpl.Lease, error) {
 		return nil, rl.locker.(lockimpl.Extender).Extend(lockimpl.WithCall(ctx, lockimpl.CallExtend), lease, ttl)
 	})
-	done(err)
+	done(err, rl.c.tries.Take()...)
 	// Back to holding; a lease extended is granted anew.
 	now := rl.r.rec.Now()
 	rl.c.since.Store(now)
@@ -150,13 +154,13 @@ func (rl *recordingLocker) extend(ctx context.Context, key string, lease *lockim
 // returns what records its outcome. Extends are numbered per client (N):
 // a watchdog renews beside its client's own operations, so invoke and
 // completion are paired by number, not by the process's operation in flight.
-func (rl *recordingLocker) renewal(key, token string) func(error) {
+func (rl *recordingLocker) renewal(key, token string) func(error, ...int64) {
 	id := rl.c.extends.Add(1)
 	rl.r.add(rl.c, history.Invoke, history.FExtend, key, func(o *history.Op) { o.Value, o.N = token, id })
-	return func(err error) {
+	return func(err error, tries ...int64) {
 		res := classify(err, lockimpl.ErrNotHeld)
 		rl.r.add(rl.c, rl.entry(res), history.FExtend, key, func(o *history.Op) {
-			o.N = id
+			o.N, o.Tries = id, tries
 			if err != nil {
 				o.Error, o.ErrorReply = err.Error(), res == refused
 			}
@@ -175,6 +179,9 @@ func (rl *recordingLocker) call(call string, f func() (*lockimpl.Lease, error)) 
 		c.acqFrom.Store(now)
 	}
 	c.call.Store(call)
+	if call != lockimpl.CallRelease {
+		c.tries.Begin(call)
+	}
 	defer func() {
 		c.call.Store("")
 		if call == lockimpl.CallAcquire {

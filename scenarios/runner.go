@@ -162,6 +162,11 @@ type runClient struct {
 	// the relays' points; relays are the client's wire points (client.Relay).
 	call   atomic.Value
 	relays []*client.Relay
+	// tries are the sends of the acquire or extend in flight.
+	tries client.Tries
+	// resends watches its releases for a command sent again after a
+	// definite answer (history.FResend).
+	resends *client.Resends
 	// due is when the sleep the harness owns that the client is in ends
 	// (the recorder's clock), 0 outside one (sleepTimed).
 	due atomic.Int64

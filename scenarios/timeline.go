@@ -161,9 +161,15 @@ func (t *timeline) inject(ctx context.Context, env *nemesis.Env, s nemesis.Spec,
 	return id
 }
 
-// injectNow injects a fault from a failpoint: at once, healing after its
-// For in the background (the client that triggered it may be the one it
-// pauses, so this must not wait).
+// injectNow injects a fault from a failpoint: at once, or its At after the
+// hit, healing after its For in the background (the client that triggered
+// it may be the one it pauses, so this must not wait).
+//
+// At counts from the client's step, not from the run's start: a schedule
+// timed against a holder's steps (its extends every so often from its
+// grant) keeps its shape when a loaded machine grants the lock late, where
+// a fault timed from the run's start would meet an earlier step than the
+// one it was written for.
 func (t *timeline) injectNow(ctx context.Context, s nemesis.Spec) error {
 	f, err := nemesis.Build(s)
 	if err != nil {
@@ -171,9 +177,31 @@ func (t *timeline) injectNow(ctx context.Context, s nemesis.Spec) error {
 	}
 	env := *t.env
 	env.Rand = rand.New(rand.NewPCG(t.r.seed(), 0x66706f696e74))
-	id := t.inject(ctx, &env, s, f)
-	if id < 0 || s.For <= 0 {
+	if s.At <= 0 {
+		t.injectHealing(ctx, &env, s, f)
 		return nil
+	}
+	t.mu.Lock()
+	if t.stopped {
+		t.mu.Unlock()
+		return nil
+	}
+	t.wg.Add(1)
+	t.mu.Unlock()
+	go func() {
+		defer t.wg.Done()
+		if sleepCtx(t.ctx, s.At) {
+			t.injectHealing(t.ctx, &env, s, f)
+		}
+	}()
+	return nil
+}
+
+// injectHealing injects one failpoint fault and heals it after its For.
+func (t *timeline) injectHealing(ctx context.Context, env *nemesis.Env, s nemesis.Spec, f nemesis.Fault) {
+	id := t.inject(ctx, env, s, f)
+	if id < 0 || s.For <= 0 {
+		return
 	}
 	t.mu.Lock()
 	if t.stopped {
@@ -181,7 +209,7 @@ func (t *timeline) injectNow(ctx context.Context, s nemesis.Spec) error {
 		// heals now, as one cut short by the stop does.
 		t.mu.Unlock()
 		t.heal(id)
-		return nil
+		return
 	}
 	t.wg.Add(1)
 	t.mu.Unlock()
@@ -191,7 +219,7 @@ func (t *timeline) injectNow(ctx context.Context, s nemesis.Spec) error {
 			t.heal(id) // cut short when the schedule stops: it heals now
 		}
 	}()
-	return nil
+	return
 }
 
 // healAfter heals fault id d from now, and says false if ctx ended first

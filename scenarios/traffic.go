@@ -71,17 +71,35 @@ func (r *run) clientLoop(runCtx context.Context, c *runClient, attempts, acquire
 		if !r.criticalSection(ctx, holdCtx, c, key, lease, rng) {
 			return
 		}
-		res, err = c.rec.release(ctx, key, lease, func() error { return c.fp.Hit(ctx, spec.PointBeforeRelease) })
-		if res == unknown {
-			if r.crashedBy(c, err) {
-				return
-			}
-			r.newProcess(c)
+		if !r.releaseLease(ctx, c, key, lease) {
+			return
 		}
 		if r.sleepThink(ctx, c) != nil {
 			return
 		}
 	}
+}
+
+// releaseLease releases lease and, when the outcome is unknown and the
+// workload says so (release_again), asks once more after the back-off,
+// under a new process (the first release may still land). It returns false
+// when the client crashed or was cancelled.
+func (r *run) releaseLease(ctx context.Context, c *runClient, key string, lease *lockimpl.Lease) bool {
+	res, err := c.rec.release(ctx, key, lease, func() error { return c.fp.Hit(ctx, spec.PointBeforeRelease) })
+	for again := r.plan.Workload.ReleaseAgain; res == unknown; again = false {
+		if r.crashedBy(c, err) {
+			return false
+		}
+		r.newProcess(c)
+		if !again {
+			break
+		}
+		if r.backoff(ctx, c) != nil {
+			return false
+		}
+		res, err = c.rec.release(ctx, key, lease, nil)
+	}
+	return true
 }
 
 // criticalSection reads the counter, holds, writes N+1. It returns false

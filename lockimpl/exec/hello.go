@@ -105,6 +105,12 @@ func setClaim(c *lockimpl.Claims, k, v string) error {
 		c.ExtendRecreates, err = flag()
 	case "fixed_retry_delay":
 		c.FixedRetryDelay, err = flag()
+	case "backoff_growth":
+		c.BackoffGrowth, err = strconv.ParseFloat(v, 64)
+	case "backoff_cap":
+		c.BackoffCap, err = strconv.ParseFloat(v, 64)
+	case "extend_retries":
+		c.ExtendRetries, err = flag()
 	default:
 		return fmt.Errorf("claim %q is not supported by this protocol version", k)
 	}

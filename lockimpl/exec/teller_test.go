@@ -130,6 +130,31 @@ func TestHelloRenewalEvery(t *testing.T) {
 	}
 }
 
+// TestHelloBackoff: backoff_growth and backoff_cap in a hello reach the
+// claims; one without the other, a growth of 1 or less, or not a number,
+// is refused.
+func TestHelloBackoff(t *testing.T) {
+	const base = "hello 1 topology=single expiry=server release=owner-checked"
+	for _, tc := range []struct {
+		line        string
+		growth, cap float64
+		ok          bool
+	}{
+		{base, 0, 0, true},
+		{base + " backoff_growth=2 backoff_cap=0.25", 2, 0.25, true},
+		{base + " backoff_growth=2", 0, 0, false},
+		{base + " backoff_cap=0.25", 0, 0, false},
+		{base + " backoff_growth=1 backoff_cap=0.25", 0, 0, false},
+		{base + " backoff_growth=fast backoff_cap=0.25", 0, 0, false},
+	} {
+		f := strings.Split(tc.line, " ")
+		h, err := parseHello(message{verb: f[0], args: f[1:], raw: tc.line})
+		if (err == nil) != tc.ok || err == nil && (h.Claims.BackoffGrowth != tc.growth || h.Claims.BackoffCap != tc.cap) {
+			t.Errorf("%q: backoff %v/%v, err %v: want %v/%v, ok %v", tc.line, h.Claims.BackoffGrowth, h.Claims.BackoffCap, err, tc.growth, tc.cap, tc.ok)
+		}
+	}
+}
+
 // TestHelloEveryClaim: every boolean claim lockimpl.Claims has can be
 // declared in a hello and reaches the claims, true where it says true and
 // false where it says false or is left out (a claim added there and not

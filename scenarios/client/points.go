@@ -46,8 +46,16 @@ type CmdHook struct {
 	FP    *lockimpl.Failpoints
 	Crash func(err error)
 	Dead  func() bool
-	mu    sync.Mutex
-	names map[string]*[2]string // command → its before and after points
+	// Sent, when set, is told of every command of the lock's (not a
+	// connection's set-up) before it is sent, armed or not, with the
+	// Locker call of its context and its before point: the tries of a
+	// call (Tries).
+	Sent func(call, point string)
+	// Resends, when set, watches the client's releases for a command
+	// sent again after a definite answer.
+	Resends *Resends
+	mu      sync.Mutex
+	names   map[string]*[2]string // command → its before and after points
 }
 
 // errLostReply is what a lock sees instead of a reply lost at a point: a
@@ -68,6 +76,12 @@ func (h *CmdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if h.Dead() {
 			return setErr(lockimpl.ErrCrashed, cmd)
+		}
+		h.sent(ctx, cmd)
+		if id, at := h.releasing(ctx, cmd); id != "" {
+			// go-redis sets the command's error only once every hook has
+			// returned: the answer's kind is read from what next returned.
+			next = answering(next, h, id, at)
 		}
 		if !h.FP.Armed() {
 			return next(ctx, cmd)
@@ -90,10 +104,28 @@ func (h *CmdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // ProcessPipelineHook implements redis.Hook: every before point, the
 // pipeline, every after point.
 func (h *CmdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
+	return func(ctx context.Context, cmds []redis.Cmder) (err error) {
 		if h.Dead() {
 			return setErr(lockimpl.ErrCrashed, cmds...)
 		}
+		for _, cmd := range cmds {
+			h.sent(ctx, cmd)
+		}
+		ids, sentAt := make([]string, len(cmds)), make([]int64, len(cmds))
+		for i, cmd := range cmds {
+			ids[i], sentAt[i] = h.releasing(ctx, cmd)
+		}
+		defer func() {
+			// The pipeline's commands carry their replies' errors, but a
+			// failed pipeline may leave them unset: then none answered.
+			for i, cmd := range cmds {
+				kind := replyKind(cmd)
+				if err != nil && !errors.Is(err, redis.Nil) {
+					kind = lockimpl.ReplyError
+				}
+				h.Resends.answer(h.Node, ids[i], kind, sentAt[i])
+			}
+		}()
 		if !h.FP.Armed() {
 			return next(ctx, cmds)
 		}
@@ -104,7 +136,7 @@ func (h *CmdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 				}
 			}
 		}
-		err := next(ctx, cmds)
+		err = next(ctx, cmds)
 		for _, cmd := range cmds {
 			if pts := h.points(cmd); pts != nil {
 				if herr := h.FP.Hit(lockimpl.WithReply(ctx, replyKind(cmd)), pts[1]); herr != nil {
@@ -114,6 +146,44 @@ func (h *CmdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		}
 		return err
 	}
+}
+
+// sent tells Sent of cmd.
+func (h *CmdHook) sent(ctx context.Context, cmd redis.Cmder) {
+	if h.Sent == nil {
+		return
+	}
+	if pts := h.points(cmd); pts != nil {
+		h.Sent(lockimpl.CallOf(ctx), pts[0])
+	}
+}
+
+// answering is next, noting its reply with h's Resends: an error returned
+// (a refusal, a timeout) answers nothing.
+func answering(next redis.ProcessHook, h *CmdHook, id string, sentAt int64) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		kind := lockimpl.ReplyError
+		switch {
+		case errors.Is(err, redis.Nil):
+			kind = lockimpl.ReplyNil
+		case err == nil:
+			kind = replyKind(cmd)
+		}
+		h.Resends.answer(h.Node, id, kind, sentAt)
+		return err
+	}
+}
+
+// releasing notes cmd with the client's Resends when it is sent within a
+// release (the call the lock passed its context for) and returns its
+// identity for the answer ("" outside a release) and when it was sent.
+func (h *CmdHook) releasing(ctx context.Context, cmd redis.Cmder) (string, int64) {
+	if h.Resends == nil || lockimpl.CallOf(ctx) != lockimpl.CallRelease {
+		return "", 0
+	}
+	id := commandID(cmdArgs(cmd))
+	return id, h.Resends.sent(h.Node, id)
 }
 
 // fail turns a point's error into the commands' error. A crash marks the

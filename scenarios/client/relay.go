@@ -114,7 +114,7 @@ func (rl *Relay) accept() {
 func (rl *Relay) serve(c, s net.Conn) {
 	defer c.Close()
 	defer s.Close()
-	pending := make(chan *[2]string, 1024)
+	pending := make(chan relayed, 1024)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -122,20 +122,38 @@ func (rl *Relay) serve(c, s net.Conn) {
 		defer c.Close()
 		rl.pump(bufio.NewReader(s), c, func(raw []byte) bool {
 			select {
-			case pts := <-pending:
-				return rl.pass(pts, 1, rawReplyKind(raw))
+			case p := <-pending:
+				kind := rawReplyKind(raw)
+				if !rl.pass(p.pts, 1, kind) {
+					return false
+				}
+				// Passed on: the client has this answer.
+				rl.hook.Resends.answer(rl.node, p.id, kind, p.at)
+				return true
 			default: // a push message: no command waits for it
 				return true
 			}
 		}, false)
 	}()
 	rl.pump(bufio.NewReader(c), s, func(raw []byte) bool {
-		name, arg := commandName(raw)
-		pts := rl.hook.pointsOf(strings.ToLower(name), arg)
+		releasing, n := rl.hook.Resends != nil && rl.call() == lockimpl.CallRelease, 2
+		if releasing {
+			n = -1
+		}
+		args := commandArgs(raw, n)
+		pts := rl.hook.pointsOf(strings.ToLower(argN(args, 0)), argN(args, 1))
+		if pts != nil && rl.hook.Sent != nil && !rl.hook.Dead() {
+			rl.hook.Sent(rl.call(), pts[0])
+		}
 		if !rl.pass(pts, 0, "") {
 			return false
 		}
-		pending <- pts
+		p := relayed{pts: pts}
+		if releasing {
+			p.id = commandID(args)
+			p.at = rl.hook.Resends.sent(rl.node, p.id)
+		}
+		pending <- p
 		return true
 	}, true)
 	_ = s.Close()
@@ -251,42 +269,56 @@ func readRaw(r *bufio.Reader, buf []byte, commands bool) ([]byte, error) {
 	return buf, nil
 }
 
+// relayed is a command sent, waiting for its reply: its points and, within
+// a release, its identity for the client's Resends and when it was sent.
+type relayed struct {
+	pts *[2]string
+	id  string
+	at  int64
+}
+
+// argN is args[i], or "".
+func argN(args []string, i int) string {
+	if i < len(args) {
+		return args[i]
+	}
+	return ""
+}
+
 // commandName is a command's name and, for a script, its first argument
 // (the script or its SHA-1), from its raw RESP array (or inline line).
 func commandName(raw []byte) (name, arg string) {
+	args := commandArgs(raw, 2)
+	return argN(args, 0), argN(args, 1)
+}
+
+// commandArgs are a command's first n arguments (every one for n < 0),
+// name first, from its raw RESP array (or inline line).
+func commandArgs(raw []byte, n int) []string {
 	if len(raw) == 0 || raw[0] != '*' {
 		f := strings.Fields(string(raw))
-		if len(f) > 0 {
-			name = f[0]
+		if n >= 0 && len(f) > n {
+			f = f[:n]
 		}
-		if len(f) > 1 {
-			arg = f[1]
-		}
-		return name, arg
+		return f
 	}
 	r := bufio.NewReader(strings.NewReader(string(raw)))
 	_, _ = r.ReadString('\n')
 	var args []string
-	for len(args) < 2 {
+	for n < 0 || len(args) < n {
 		line, err := r.ReadString('\n')
 		if err != nil || len(line) < 3 || line[0] != '$' {
 			break
 		}
-		n, err := strconv.Atoi(strings.TrimRight(line[1:], "\r\n"))
-		if err != nil || n < 0 {
+		size, err := strconv.Atoi(strings.TrimRight(line[1:], "\r\n"))
+		if err != nil || size < 0 {
 			break
 		}
-		data := make([]byte, n+2)
+		data := make([]byte, size+2)
 		if _, err := io.ReadFull(r, data); err != nil {
 			break
 		}
-		args = append(args, string(data[:n]))
+		args = append(args, string(data[:size]))
 	}
-	if len(args) > 0 {
-		name = args[0]
-	}
-	if len(args) > 1 {
-		arg = args[1]
-	}
-	return name, arg
+	return args
 }

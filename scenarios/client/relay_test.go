@@ -85,16 +85,7 @@ func TestRelayReplyKind(t *testing.T) {
 	}
 	hub.Arm()
 	hook := &CmdHook{Node: "n1", FP: lockimpl.NewFailpoints(hub, 0), Crash: func(error) {}, Dead: func() bool { return false }}
-	rl, err := NewRelay(upstream, "n1", hook, func() string { return "" }, func() {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rl.Close()
-	c, err := net.Dial("tcp", rl.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialRelay(t, upstream, hook, "")
 	cmds := "*2\r\n$3\r\nSET\r\n$1\r\nk\r\n*2\r\n$7\r\nEVALSHA\r\n$8\r\n0000aaaa\r\n*2\r\n$4\r\nEVAL\r\n$6\r\nreturn\r\n" +
 		"*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n*2\r\n$6\r\nEXISTS\r\n$1\r\nk\r\n*3\r\n$4\r\nHGET\r\n$1\r\nk\r\n$1\r\nf\r\n"
 	if _, err := c.Write([]byte(cmds)); err != nil {
@@ -111,6 +102,23 @@ func TestRelayReplyKind(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("after points' reply kinds:\n got %v\nwant %v", got, want)
 	}
+}
+
+// dialRelay is a connection through a relay to upstream with hook, its
+// client's call in flight call; both close when the test ends.
+func dialRelay(t *testing.T, upstream string, hook *CmdHook, call string) net.Conn {
+	t.Helper()
+	rl, err := NewRelay(upstream, "n1", hook, func() string { return call }, func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rl.Close)
+	c, err := net.Dial("tcp", rl.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // cannedServer answers each command of one connection with replies[its

@@ -216,6 +216,8 @@ func TestPermissionDefaults(t *testing.T) {
 	absentOK.AbsentReleaseOK = true
 	reentrant := single
 	reentrant.Reentrant = true
+	paced := single
+	paced.BackoffGrowth, paced.BackoffCap, paced.ExtendRetries = 2, 0.25, true
 	for _, tc := range []struct {
 		name    string
 		verdict string
@@ -243,6 +245,12 @@ func TestPermissionDefaults(t *testing.T) {
 		{"an orphan with crashes and the TTL set apart", checker.Deadlock, separate, Facts{Crashes: true}, history.KindOrphanedKey, true},
 		{"an orphan while a server's clock is stopped", checker.Safe, single, Facts{ServerTime: true}, history.KindOrphanedKey, true},
 		{"starvation where deadlock is expected", checker.Deadlock, single, Facts{}, history.KindStarvation, true},
+		{"a waiter off its declared pacing, even where deadlock is expected", checker.Deadlock, paced, Facts{Network: true}, history.KindRetryCadence, false},
+		{"an extend that gave up early, even where unsafe is expected", checker.Unsafe, paced, Facts{Network: true}, history.KindExtendGaveUp, false},
+		{"a release re-sent after a definite answer", checker.Safe, single, Facts{Network: true}, history.KindReleaseRetries, false},
+		{"a quorum release re-sent where unsafe is expected", checker.Unsafe, quorum, Facts{Crashes: true}, history.KindReleaseRetries, false},
+		{"a release refused on a key still the caller's", checker.Safe, single, Facts{Network: true}, history.KindFalseRefusal, false},
+		{"a plain DEL's refusal where deadlock is expected", checker.Deadlock, plainDel, Facts{}, history.KindFalseRefusal, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, p := range Permissions(Expectation{Verdict: tc.verdict}, tc.c, tc.f) {

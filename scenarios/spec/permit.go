@@ -106,6 +106,16 @@ func Permissions(exp Expectation, c lockimpl.Claims, f Facts) []history.Permissi
 	// a waiter asleep on a free key, or contenders in lockstep.
 	add(history.KindNeedlessWait, false, "", "a waiter must take a lock freed on its nodes within the scenario's wait bound")
 	add(history.KindLockstepRetries, false, "", "contenders must not split a quorum round after round in lockstep (the Redlock page's random retry delay)")
+	// Judged only where the lock declares them (backoff_growth,
+	// extend_retries): the lock's own word on how it retries.
+	add(history.KindRetryCadence, false, "", "the lock declares how its delay between tries grows (backoff_growth): a waiter's tries must follow it")
+	add(history.KindExtendGaveUp, false, "", "the lock declares its extend retries a try with no definite answer (extend_retries): it must not give up after one while its lease has room")
+	// No claim says a lock may ask a node again what it has already
+	// answered, nor refuse a release on a key that is still the caller's:
+	// both are judged only on what the clients saw (a definite answer, no
+	// fault between) and on certain orderings of the key events.
+	add(history.KindReleaseRetries, false, "", "a release must not send a node again what it already answered definitively (no fault between)")
+	add(history.KindFalseRefusal, false, "", "a release or extend must not answer \"not held\" while the key stands as the caller's")
 	return out
 }
 

@@ -155,6 +155,12 @@ type Workload struct {
 	// after every ExtendEvery of its critical section (on a lock that can:
 	// lockimpl.Extender); each extend is recorded and judged.
 	ExtendEvery time.Duration `yaml:"extend_every"`
+	// ReleaseAgain makes a client whose release ended with an unknown
+	// outcome (an error: its reply lost, its command maybe never sent)
+	// release the same lease once more after its back-off, as a careful
+	// user resolves an unknown outcome rather than forget it (Jepsen's
+	// indeterminate operations). Each release is recorded and judged.
+	ReleaseAgain bool `yaml:"release_again"`
 }
 
 // SentinelSpec is the Sentinel set of a scenario: real redis-server

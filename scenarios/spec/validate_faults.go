@@ -77,12 +77,18 @@ func (v *validation) checkFault(at string, f nemesis.Spec, timeline bool) error 
 		}
 		return v.bad(at, "%v", err)
 	}
-	if timeline {
-		if f.At >= s.Duration {
-			return v.bad(at+".at", "%v is not before the end of the run (duration: %v): the fault would never start", f.At, s.Duration)
-		}
-		if f.Every > 0 && f.Every < s.limits.MinEvery {
-			return v.bad(at+".every", "%v is below the limit of %v (raise it with --min-every)", f.Every, s.limits.MinEvery)
+	if f.At >= s.Duration {
+		return v.bad(at+".at", "%v is not before the end of the run (duration: %v): the fault would never start", f.At, s.Duration)
+	}
+	if timeline && f.Every > 0 && f.Every < s.limits.MinEvery {
+		return v.bad(at+".every", "%v is below the limit of %v (raise it with --min-every)", f.Every, s.limits.MinEvery)
+	}
+	if !timeline {
+		// A failpoint's fault starts once, at (after) its client's step.
+		for _, key := range []string{"every", "within"} {
+			if s.doc.has(at + "." + key) {
+				return v.bad(at+"."+key, "a failpoint's fault starts once, when its client reaches the point (at: a delay from there); %s is for the timeline's faults (faults:)", key)
+			}
 		}
 	}
 	for i, c := range f.Clients {

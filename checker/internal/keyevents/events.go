@@ -46,8 +46,10 @@ type Input struct {
 	// events and syncs in that node's order.
 	Nodes   []string
 	Streams map[string][]*Event
-	// Releases are the releases and extends acknowledged ok.
+	// Releases are the releases and extends acknowledged ok; Refusals
+	// those answered with a definite "not held" (no error reply).
 	Releases []Release
+	Refusals []Release
 	// Owners maps an acquire's token to the client it was granted to
 	// (AmbiguousOwner: to several).
 	Owners map[string]int

@@ -69,11 +69,16 @@ $acquire = function ($key) use (&$conn, $seconds, $wait, $sleepMs, &$held) {
     return $lock->owner();
 };
 
+// The Lock is forgotten only once release() answered: after an exception
+// (an unknown outcome) it stays, so a release asked again
+// (workload.release_again) reaches Laravel with the object its user still
+// holds, not this table's "no such lock".
 $release = function ($key, $token) use (&$held) {
     $lock = $held[$token] ?? null;
-    unset($held[$token]);
     if (!$lock) throw new LockFail('no such lock');
-    if (!$lock->release()) throw new LockFail('release returned false: not the owner');
+    $released = $lock->release();
+    unset($held[$token]);
+    if (!$released) throw new LockFail('release returned false: not the owner');
 };
 
 $name = "laravel-lock@$version";

@@ -24,6 +24,9 @@ a uuid1 (acquire, 194-195); the thread_local docstring (110-127) promises a
 thread sees only its own token, so it cannot "release the thread-2's lock";
 release (245-259) runs LUA_RELEASE_SCRIPT (27-34), a compare-and-delete, and
 raises LockNotOwnedError when the key is not ours: an owner-checked release.
+It forgets its token (252) before the round trip, so a release asked again
+after a lost reply is refused by the Lock itself (LockError, 250-251): a
+definite no, mapped as one (see release below).
 extend and reacquire (261-307) run compare-and-pexpire scripts (42-74) and
 raise LockNotOwnedError when the key is not ours (a definite no). No
 validity: acquire returns a bare True; no fencing; not reentrant (a second
@@ -53,10 +56,12 @@ def lock_for(key):
 
 
 def holding(key, token):
-    """The key's Lock when token is the one this thread holds, else a
-    definite no (nothing is sent)."""
+    """The key's Lock, unless this thread holds another token on it: a
+    definite no (nothing is sent). A Lock that holds no token (never
+    acquired, released, or released with its reply lost) is handed to
+    redis-py, whose own answer is what its user gets."""
     lock = locks.get(key)
-    if lock is None or lock.local.token is None or lock.local.token.decode() != token:
+    if lock is None or lock.local.token is not None and lock.local.token.decode() != token:
         raise ls.Fail('not the token this thread holds')
     return lock
 
@@ -71,7 +76,16 @@ def acquire(key):
 def release(key, token):
     try:
         holding(key, token).release()
-    except ls.redis.exceptions.LockNotOwnedError as e:
+    except ls.redis.exceptions.LockError as e:
+        # Both are redis-py's definite "not held" (lock.py of 4.3.4):
+        # LockNotOwnedError when the compare-and-delete found another value
+        # (do_release, 255-259); LockError "Cannot release an unlocked lock"
+        # when the Lock holds no token (release, 245-251), said without
+        # asking the server. release sets the token to None (252) before
+        # its round trip (253), so after a lost reply the Lock answers the
+        # second: its user is told the lock is not held while the key may
+        # stand (redis-py #3847, the catalogue's entry 27). A lost reply
+        # itself is a ConnectionError or TimeoutError: unknown.
         raise ls.Fail(str(e))
 
 
@@ -84,7 +98,11 @@ def extend(key, token, ttl):
             lock.reacquire()
         else:
             lock.extend(ttl, replace_ttl=True)
-    except ls.redis.exceptions.LockNotOwnedError as e:
+    except ls.redis.exceptions.LockError as e:
+        # LockNotOwnedError from the compare-and-pexpire scripts (do_extend
+        # 278-288, do_reacquire 300-308), or LockError "Cannot extend (or
+        # reacquire) an unlocked lock" when the Lock holds no token (272-273,
+        # 294-295): redis-py's definite no either way.
         raise ls.Fail(str(e))
 
 

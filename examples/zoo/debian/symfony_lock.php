@@ -119,11 +119,14 @@ $acquire = function ($key) use ($factory, $ttl, $wait, &$held, &$next) {
     return [$token, 1000 * $lock->getRemainingLifetime()];
 };
 
+// The Lock is forgotten only once release() returned: after an exception
+// (an unknown outcome) it stays, so a release asked again reaches Symfony
+// with the object its user still holds.
 $release = function ($key, $token) use (&$held) {
     $lock = $held[$token] ?? null;
-    unset($held[$token]);
     if (!$lock) throw new LockFail('no such lock');
     $lock->release();
+    unset($held[$token]);
     return LOCKSTORM_UNKNOWN;
 };
 

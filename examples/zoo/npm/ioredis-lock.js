@@ -39,9 +39,10 @@ serve({
     return { token: lock._id };
   },
   async release(_key, token) {
-    const lock = leases.pop(token);
-    await lock.release();
-    return true;
+    return leases.release(token, async (lock) => {
+      await lock.release();
+      return true;
+    });
   },
   async extend(_key, token, ttl) {
     await leases.take(token).extend(ttl);

@@ -107,11 +107,15 @@ class Leases extends Map {
     return l;
   }
 
-  // pop is take, forgetting the lease: for a release.
-  pop(token) {
-    const l = this.take(token);
+  // release calls fn with token's lease and forgets the lease only once fn
+  // returned (the library answered): after an error, an unknown outcome, the
+  // handle stays, so a release asked again (workload.release_again) reaches
+  // the library with the object its user still holds, and the answer is the
+  // library's, not this table's "unknown lock value".
+  async release(token, fn) {
+    const r = await fn(this.take(token));
     this.delete(token);
-    return l;
+    return r;
   }
 }
 

@@ -57,9 +57,10 @@ serve({
     return { token };
   },
   async release(_key, token) {
-    const done = leases.pop(token);
-    await done();
-    return undefined; // "unknown"
+    return leases.release(token, async (done) => {
+      await done();
+      return undefined; // "unknown"
+    });
   },
   close: () => host && client.disconnect(),
 });

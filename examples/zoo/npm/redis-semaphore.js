@@ -53,9 +53,10 @@ serve({
     return { token: m.identifier };
   },
   async release(_key, token) {
-    const m = leases.pop(token);
-    await m.release();
-    return undefined; // "unknown"
+    return leases.release(token, async (m) => {
+      await m.release();
+      return undefined; // "unknown"
+    });
   },
   close: () => clients.forEach((c) => c.disconnect()),
 });

@@ -61,8 +61,7 @@ serve({
     return { token: handle.value };
   },
   async release(key, token) {
-    const handle = leases.pop(token);
-    return (await lockFor(key).release(handle)) || no("release");
+    return leases.release(token, async (handle) => (await lockFor(key).release(handle)) || no("release"));
   },
   async extend(key, token, ttl) {
     return (await lockFor(key).extend(leases.take(token), ttl)) ? {} : no("extend");

@@ -44,9 +44,10 @@ serve({
     return { token: lock.value, validity: lock.expiration - Date.now() };
   },
   async release(_key, token) {
-    const lock = leases.pop(token);
-    await redlock.release(lock);
-    return true;
+    return leases.release(token, async (lock) => {
+      await redlock.release(lock);
+      return true;
+    });
   },
   async extend(_key, token, ttl) {
     const ext = await leases.take(token).extend(ttl);

@@ -51,9 +51,10 @@ serve({
     return { token, fence: release.fencingToken };
   },
   async release(_key, token) {
-    const release = leases.pop(token);
-    await release();
-    return undefined; // "unknown"
+    return leases.release(token, async (release) => {
+      await release();
+      return undefined; // "unknown"
+    });
   },
   // failAfter's rejection: the library stopped trying.
   definite: (err) => /could not be acquired after/.test(String(err && err.message)),

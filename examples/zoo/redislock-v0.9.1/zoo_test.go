@@ -2,7 +2,7 @@
 // Obtain re-arms its ticker with each backoff (PR 58: v0.8.2's polled at
 // the first interval for ever), and whose Refresh still ignores the
 // retry strategy it is handed (one transient error fails it; PRs 83/88,
-// v0.10.0).
+// v0.10.0). On extend-blips: extend-gave-up, and no retry-cadence.
 package zoo
 
 import (
@@ -19,5 +19,6 @@ var release = redislockadapter.Release{Version: "v0.9.1",
 	Client: func(c redis.UniversalClient) *redislock.Client { return redislock.New(c) }}
 
 func TestZoo(t *testing.T) {
-	zootest.Zoo(t, "github.com/bsm/redislock", release.Version, zootest.Known{}, release.Info())
+	zootest.Zoo(t, "github.com/bsm/redislock", release.Version, zootest.Known{StuckBackoff: false, ExtendNoRetry: true},
+		release.Info(), release.ExpInfo())
 }

@@ -42,27 +42,64 @@ type Release struct {
 // passed to Obtain or Refresh, set by the command (SET PX, refresh.lua's
 // PEXPIRE) when it runs, so the caller knows it ends before its send plus
 // that TTL; the adapter hands the holder that validity, less the drift
-// (until), as a careful user of Obtain and Refresh would.
+// (until), as a careful user of Obtain and Refresh would. extend_retries:
+// Refresh takes the caller's Options (redislock.go 159 at v0.8.2, 161 at
+// v0.9.1, 250 at v0.10.0), whose RetryStrategy "allows to customise the
+// lock retry strategy" (190-192 at v0.8.2, 192-194 at v0.9.1, 290-292 at
+// v0.10.0), and Extend hands it three retries; v0.8.2 and v0.9.1 never
+// read it in Refresh (one luaRefresh.Run, its error returned: 160-168 and
+// 162-170), v0.10.0 runs withRetry on it (256-268, a redis.Nil the only
+// definite no): catalogue entry 9, PRs 83/88.
 func (r Release) Info() lockimpl.Info {
+	return r.info("redislock@", "", nil)
+}
+
+// ExpInfo is the release on one node with Obtain paced by the library's
+// ExponentialBackoff, as its godoc describes it ("a retry time of 2**n
+// milliseconds ... the recommended minimum value is not less than 16ms":
+// redislock.go 261-284 at v0.8.2 and 263-286 at v0.9.1; "doubles the wait
+// between retries", retry.go 55-87 at v0.10.0), from that 16 ms to a quarter of the TTL, until the wait
+// timeout. Its claims add the pacing: backoff_growth 2 (2 << n ms),
+// backoff_cap 0.25. v0.8.2's Obtain makes its ticker from the first
+// backoff and never resets it (redislock.go 68-90: time.NewTicker once,
+// no Reset), so it polls at 16 ms for ever; v0.9.1 resets it to each
+// backoff (86, PR 58), as v0.10.0's withRetry does (redislock.go
+// 145-148): catalogue entry 8.
+func (r Release) ExpInfo() lockimpl.Info {
+	exp := func(o lockimpl.Options) redislock.RetryStrategy {
+		return redislock.ExponentialBackoff(16*time.Millisecond, o.TTL/4)
+	}
+	return r.info("redislock-exp@", ", Obtain with ExponentialBackoff", exp)
+}
+
+// info is the release's lock: backoff, when set, paces Obtain (for the
+// wait timeout) instead of the README's linear retry.
+func (r Release) info(prefix, summary string, backoff func(lockimpl.Options) redislock.RetryStrategy) lockimpl.Info {
+	claims := lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease,
+		ExtendChecked: true, ExtendRetries: true}
+	if backoff != nil {
+		claims.BackoffGrowth, claims.BackoffCap = 2, 0.25
+	}
 	return lockimpl.Info{
-		Name:    "redislock@" + r.Version,
-		Summary: "bsm/redislock " + r.Version + ", one node",
-		Claims:  lockimpl.Claims{Topology: lockimpl.SingleInstance, Expiry: lockimpl.ServerExpiry, Release: lockimpl.OwnerCheckedRelease, ExtendChecked: true},
+		Name:    prefix + r.Version,
+		Summary: "bsm/redislock " + r.Version + ", one node" + summary,
+		Claims:  claims,
 		New: func(env lockimpl.Env, o lockimpl.Options) (lockimpl.Locker, error) {
 			if o.TTL <= 0 || o.WaitTimeout <= 0 || len(env.Nodes) == 0 {
 				return nil, fmt.Errorf("redislock %s: need lock.ttl, lock.wait_timeout and a node", r.Version)
 			}
 			s := &stamped{UniversalClient: env.Nodes[0]}
-			return &locker{env: env, o: o, c: r.Client(s), s: s}, nil
+			return &locker{env: env, o: o, c: r.Client(s), s: s, backoff: backoff}, nil
 		},
 	}
 }
 
 type locker struct {
-	env lockimpl.Env
-	o   lockimpl.Options
-	c   *redislock.Client
-	s   *stamped
+	env     lockimpl.Env
+	o       lockimpl.Options
+	c       *redislock.Client
+	s       *stamped
+	backoff func(lockimpl.Options) redislock.RetryStrategy
 }
 
 // driftFactor is the share of the TTL a careful holder leaves for clock
@@ -83,16 +120,23 @@ func (l *locker) retry(n int) redislock.RetryStrategy {
 	return redislock.LimitRetry(redislock.LinearBackoff(max(l.o.RetryDelay, time.Millisecond)), n)
 }
 
-// Acquire is Obtain with the README's linear retry for the wait timeout.
-// Obtain stops at the first Redis error and returns it: a lost reply,
-// whose SET may have run, is an unknown outcome; an error reply is a no.
+// Acquire is Obtain with the README's linear retry for the wait timeout,
+// or the lock's backoff until it. Obtain stops at the first Redis error
+// and returns it: a lost reply, whose SET may have run, is an unknown
+// outcome; an error reply is a no.
 func (l *locker) Acquire(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	n := int(l.o.WaitTimeout / max(l.o.RetryDelay, time.Millisecond))
-	// Obtain gives up at its context's deadline; keep that past the last
-	// retry, so running out of retries (all answered) is what ends it.
-	cctx, cancel := context.WithTimeout(ctx, 2*l.o.WaitTimeout+time.Second)
+	// Obtain gives up at its context's deadline (ErrNotObtained); keep that
+	// past the last linear retry, so running out of retries (all
+	// answered) is what ends it. A backoff has no count: the deadline is
+	// the wait timeout.
+	strategy, wait := l.retry(n), 2*l.o.WaitTimeout+time.Second
+	if l.backoff != nil {
+		strategy, wait = l.backoff(l.o), l.o.WaitTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	lock, err := l.c.Obtain(cctx, key, l.o.TTL, &redislock.Options{RetryStrategy: l.retry(n)})
+	lock, err := l.c.Obtain(cctx, key, l.o.TTL, &redislock.Options{RetryStrategy: strategy})
 	switch {
 	case err == nil:
 		return &lockimpl.Lease{Key: key, Token: lock.Token(), Acquired: l.env.Clock.Now(),

@@ -42,6 +42,18 @@ type Known struct {
 	// shipped quorum-lockstep, which names no library and leaves each
 	// lock's retries to its library (no retry_delay).
 	FixedRetryDelay bool
+	// StuckBackoff: a waiter paced by the library's exponential backoff
+	// polls at the backoff's floor for ever (bsm/redislock v0.8.2: a
+	// time.Ticker made from the first backoff, never reset; PR 58, v0.9.1).
+	// Found by the shipped extend-blips on the release's lock that
+	// declares backoff_growth (retry-cadence), which names no library.
+	StuckBackoff bool
+	// ExtendNoRetry: an extend handed a retry strategy returns its first
+	// transient error (bsm/redislock before v0.10.0: Refresh ignores its
+	// Options; PRs 83/88). Found by the shipped extend-blips on a lock
+	// that declares extend_retries (extend-gave-up), which names no
+	// library.
+	ExtendNoRetry bool
 }
 
 // Zoo is one release's trial; module is the library's module path
@@ -78,15 +90,17 @@ func Zoo(t *testing.T, module, version string, known Known, locks ...lockimpl.In
 	t.Run("expired-release", func(t *testing.T) {
 		expiredRelease(t, locks[0], seeds, known.ReleaseFalseSuccess)
 	})
-	if len(locks) > 1 {
+	quorum := quorumLocks(locks)
+	if len(quorum) > 0 {
 		t.Run("dead-node", func(t *testing.T) {
-			deadNode(t, locks[1], seeds, known.NoNodeTimeout)
+			deadNode(t, quorum[0], seeds, known.NoNodeTimeout)
 		})
 		t.Run("lockstep", func(t *testing.T) {
-			lockstep(t, locks[1], seeds, known.FixedRetryDelay)
+			lockstep(t, quorum[0], seeds, known.FixedRetryDelay)
 		})
 	}
-	for _, lock := range locks[1:] {
+	retries(t, locks, seeds, known)
+	for _, lock := range quorum {
 		for _, sc := range quorumScenarios {
 			t.Run(lock.Name+"/"+sc, func(t *testing.T) {
 				asDerived(t, lock, seeds, sc)

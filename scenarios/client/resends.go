@@ -1,0 +1,133 @@
+package client
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/lockimpl"
+)
+
+// Resends watches one client's releases for a command sent to a node again
+// after that node had answered the same command definitively within the
+// same release. A definite answer (a value, a nil, a 0: not an error reply,
+// not a timeout) is all the node can say: asking it again within the same
+// release learns nothing new unless something changed on the way, which
+// the checker decides from the faults (history.FResend). Both the go-redis
+// hooks (CmdHook) and the relays of a client process (Relay) report to it;
+// it is active only between Begin and End, so a watchdog's or an acquire's
+// commands are never counted.
+type Resends struct {
+	// Now is the recorder's clock; Report records one resend (the key
+	// released, the node, the command's label, when the answered command
+	// was sent and when its answer came back).
+	Now    func() int64
+	Report func(key, node, label string, sent, answered int64)
+
+	mu       sync.Mutex
+	key      string
+	on       bool
+	answered map[string][2]int64 // node \x00 command → when sent, when answered
+}
+
+// Begin starts watching a release of key.
+func (w *Resends) Begin(key string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.key, w.on, w.answered = key, true, nil
+	w.mu.Unlock()
+}
+
+// End stops watching: later replies belong to no release.
+func (w *Resends) End() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.on, w.answered = false, nil
+	w.mu.Unlock()
+}
+
+// sent notes command cmd (commandID) going to node, and returns when; a
+// resend of one the node already answered in this release is reported.
+func (w *Resends) sent(node, cmd string) int64 {
+	if w == nil || cmd == "" {
+		return 0
+	}
+	now := w.Now()
+	w.mu.Lock()
+	at, seen := w.answered[node+"\x00"+cmd]
+	key, on := w.key, w.on
+	w.mu.Unlock()
+	if on && seen {
+		w.Report(key, node, labelOf(cmd), at[0], at[1])
+	}
+	return now
+}
+
+// answer notes node's reply of kind (lockimpl.ReplyNil...) to cmd, sent at
+// sentAt; an error (a refusal, a timeout, a lost reply) answers nothing.
+func (w *Resends) answer(node, cmd, kind string, sentAt int64) {
+	if w == nil || cmd == "" || kind == lockimpl.ReplyError || kind == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.on {
+		return
+	}
+	if w.answered == nil {
+		w.answered = map[string][2]int64{}
+	}
+	if _, seen := w.answered[node+"\x00"+cmd]; !seen {
+		w.answered[node+"\x00"+cmd] = [2]int64{sentAt, w.Now()}
+	}
+}
+
+// commandID is a command as the node receives it, name and every argument,
+// a script named by its SHA-1 whether sent by EVAL or EVALSHA (go-redis and
+// ioredis send EVALSHA and fall back to EVAL after a NOSCRIPT: the same
+// command to the node). "" for a connection's set-up.
+func commandID(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	name := strings.ToLower(args[0])
+	if connSetup[name] {
+		return ""
+	}
+	rest := args[1:]
+	if isScript(name) && len(rest) > 0 {
+		sha := strings.ToLower(rest[0])
+		if !strings.HasPrefix(name, "evalsha") {
+			sum := sha1.Sum([]byte(rest[0]))
+			sha = hex.EncodeToString(sum[:])
+		}
+		name, rest = "script:"+sha, rest[1:]
+	}
+	return name + "\x00" + strings.Join(rest, "\x00")
+}
+
+// labelOf is a command's label in a point name (SET, SCRIPT:1a2b3c4d).
+func labelOf(id string) string {
+	name, _, _ := strings.Cut(id, "\x00")
+	if sha, ok := strings.CutPrefix(name, "script:"); ok {
+		return "SCRIPT:" + sha[:min(8, len(sha))]
+	}
+	return strings.ToUpper(name)
+}
+
+// cmdArgs are a go-redis command's arguments as the node receives them.
+func cmdArgs(cmd redis.Cmder) []string {
+	args := make([]string, len(cmd.Args()))
+	for i, a := range cmd.Args() {
+		args[i] = fmt.Sprint(a)
+	}
+	return args
+}

@@ -1,0 +1,153 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockstorm/lockstorm/lockimpl"
+)
+
+// TestResends: within one release (Begin..End), a command sent to a node
+// that already answered it definitively is reported, once per send; an
+// error answers nothing; another node, another command, or a command of
+// another release is no resend; EVAL and EVALSHA of one script are one
+// command.
+func TestResends(t *testing.T) {
+	const script = `return redis.call("del", KEYS[1])`
+	sum := sha1.Sum([]byte(script))
+	sha := hex.EncodeToString(sum[:])
+	eval := []string{"EVAL", script, "1", "k0", "t1"}
+	evalsha := []string{"evalsha", sha, "1", "k0", "t1"}
+	other := []string{"EVAL", script, "1", "k0", "t2"}
+	type step struct {
+		op   string // begin, end, send, answer
+		node string
+		args []string
+		kind string
+	}
+	send := func(node string, args []string) step { return step{"send", node, args, ""} }
+	answer := func(node string, args []string, kind string) step { return step{"answer", node, args, kind} }
+	begin, end := step{op: "begin"}, step{op: "end"}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		want  []string // the reported resends: node label
+	}{
+		{"answered, sent again twice", []step{begin, send("n1", eval), answer("n1", eval, lockimpl.ReplyZero), send("n1", eval), send("n1", eval)},
+			[]string{"n1 SCRIPT:" + sha[:8], "n1 SCRIPT:" + sha[:8]}},
+		{"EVALSHA after EVAL is the same command", []step{begin, send("n1", eval), answer("n1", eval, lockimpl.ReplyValue), send("n1", evalsha)},
+			[]string{"n1 SCRIPT:" + sha[:8]}},
+		{"an error answers nothing (NOSCRIPT, a timeout)", []step{begin, send("n1", evalsha), answer("n1", evalsha, lockimpl.ReplyError), send("n1", eval)}, nil},
+		{"a nil is an answer", []step{begin, send("n1", []string{"GET", "k0"}), answer("n1", []string{"GET", "k0"}, lockimpl.ReplyNil), send("n1", []string{"get", "k0"})},
+			[]string{"n1 GET"}},
+		{"another node", []step{begin, send("n1", eval), answer("n1", eval, lockimpl.ReplyZero), send("n2", eval)}, nil},
+		{"other arguments", []step{begin, send("n1", eval), answer("n1", eval, lockimpl.ReplyZero), send("n1", other)}, nil},
+		{"another release", []step{begin, send("n1", eval), answer("n1", eval, lockimpl.ReplyZero), end, begin, send("n1", eval)}, nil},
+		{"outside a release", []step{send("n1", eval), answer("n1", eval, lockimpl.ReplyZero), send("n1", eval)}, nil},
+		{"an answer after the release ended", []step{begin, send("n1", eval), end, answer("n1", eval, lockimpl.ReplyZero), begin, send("n1", eval)}, nil},
+		{"a connection's set-up", []step{begin, send("n1", []string{"HELLO", "3"}), answer("n1", []string{"HELLO", "3"}, lockimpl.ReplyValue), send("n1", []string{"HELLO", "3"})}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			clock := int64(0)
+			w := &Resends{Now: func() int64 { clock++; return clock }, Report: func(key, node, label string, sent, answered int64) {
+				if key != "k0" || sent <= 0 || answered <= sent {
+					t.Errorf("reported key %q, sent %d, answered %d", key, sent, answered)
+				}
+				got = append(got, node+" "+label)
+			}}
+			at := map[string]int64{}
+			for _, s := range tc.steps {
+				switch s.op {
+				case "begin":
+					w.Begin("k0")
+				case "end":
+					w.End()
+				case "send":
+					at[s.node+commandID(s.args)] = w.sent(s.node, commandID(s.args))
+				case "answer":
+					w.answer(s.node, commandID(s.args), s.kind, at[s.node+commandID(s.args)])
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("reported %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Errorf("reported %q, want %q", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestResendsOnTheWire: the relay of a client process and the go-redis
+// hook of a Go lock both feed the client's Resends, during a release only:
+// a script answered :0 and sent again is reported; go-redis's EVALSHA
+// refused NOSCRIPT and its EVAL fallback is not (go-redis sets a command's
+// error only after its hooks return: the hook reads the error next
+// returned), nor a command sent outside a release.
+func TestResendsOnTheWire(t *testing.T) {
+	replies := map[string]string{"EVALSHA": "-NOSCRIPT No matching script\r\n", "EVAL": ":0\r\n", "HELLO": "-ERR unknown\r\n"}
+	evalRaw := "*4\r\n$4\r\nEVAL\r\n$6\r\nreturn\r\n$1\r\n0\r\n$2\r\nt1\r\n"
+	for _, tc := range []struct {
+		name    string
+		call    string
+		goRedis bool
+		sends   int
+		want    int
+	}{
+		{"relay: one send", lockimpl.CallRelease, false, 1, 0},
+		{"relay: sent again after :0", lockimpl.CallRelease, false, 3, 2},
+		{"relay: outside a release", lockimpl.CallAcquire, false, 3, 0},
+		{"go-redis: EVALSHA refused, then EVAL", lockimpl.CallRelease, true, 1, 0},
+		{"go-redis: run again after :0 (EVALSHA and EVAL each)", lockimpl.CallRelease, true, 2, 2},
+		{"go-redis: outside a release", lockimpl.CallAcquire, true, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			got := 0
+			w := &Resends{Now: func() int64 { return time.Now().UnixNano() }, Report: func(string, string, string, int64, int64) {
+				mu.Lock()
+				got++
+				mu.Unlock()
+			}}
+			hook := &CmdHook{Node: "n1", FP: lockimpl.NewFailpoints(lockimpl.NewHub(), 0), Crash: func(error) {}, Dead: func() bool { return false }, Resends: w}
+			upstream := cannedServer(t, replies)
+			w.Begin("k0")
+			if tc.goRedis {
+				rdb := redis.NewClient(&redis.Options{Addr: upstream, Protocol: 2, DisableIdentity: true})
+				defer rdb.Close()
+				rdb.AddHook(hook)
+				ctx := lockimpl.WithCall(context.Background(), tc.call)
+				for range tc.sends {
+					redis.NewScript("return").Run(ctx, rdb, []string{"0"}, "t1")
+				}
+			} else {
+				c := dialRelay(t, upstream, hook, tc.call)
+				r := bufio.NewReader(c)
+				for range tc.sends { // one at a time: each answer before the next send
+					if _, err := c.Write([]byte(evalRaw)); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := readRaw(r, nil, false); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			w.End()
+			mu.Lock()
+			defer mu.Unlock()
+			if got != tc.want {
+				t.Errorf("reported %d resends, want %d", got, tc.want)
+			}
+		})
+	}
+}
