@@ -182,6 +182,11 @@ type Env struct {
 	// exceed it (redlock's per-node timeout). Zero when unknown. Faults add
 	// to it; a lock is not told about them.
 	RoundTrip time.Duration
+	// CommandTimeout is how long the harness's own connections wait for a
+	// reply (the scenario's client_timeout): a lock whose process dials
+	// its nodes itself is told it, so that a reply the schedule makes late
+	// but not lost is read there as it is by a Go lock's connection.
+	CommandTimeout time.Duration
 }
 
 // Rand is the subset of math/rand/v2 the algorithms need.

@@ -106,7 +106,7 @@ func (r *run) startClients(ctx context.Context, plan *Plan, topo *topology.Topol
 				done := c.rec.renewal(key, token)
 				return func(err error) { done(err) }
 			},
-			RoundTrip: plan.Network.RoundTrip}
+			RoundTrip: plan.Network.RoundTrip, CommandTimeout: plan.ClientTimeout}
 		c.rdb = topo.Connect(i, c.host, plan.ClientTimeout, clientHooks(&c.pause, func(node string) redis.Hook {
 			return &client.CmdHook{Node: node, FP: c.fp, Crash: func(err error) { r.markCrashed(c, err) }, Dead: c.crashed.Load, Sent: r.sentBy(c), Resends: c.resends}
 		}))

@@ -20,15 +20,17 @@ function lockstorm_opt($name, $default) {
 }
 
 // A node's connection waits 1 s for a connect or a reply, or the
-// scenario's node timeout when longer: a scenario run on a stretched
-// timescale (whole_seconds) sends its options scaled, and its late
-// replies come back scaled too, so a fixed 1 s would cut off a reply the
-// schedule meant to arrive (Laravel's wall-clock-step: 600 ms late at a
-// 500 ms TTL, 3.6 s at 3 s scaled, a read error at 1 s).
+// scenario's node timeout or command timeout (its client_timeout, what
+// the harness's own connections wait) when longer: a scenario run on a
+// stretched timescale (whole_seconds) sends its options scaled, and its
+// late replies come back scaled too, so a fixed 1 s would cut off a reply
+// the schedule meant to arrive (Laravel's wall-clock-step: 600 ms late at
+// a 500 ms TTL, 3.6 s at 3 s scaled, a read error at 1 s; grant-after-ttl:
+// 700 ms late, 4.2 s scaled, with a client_timeout of 2 s, 12 s scaled).
 function lockstorm_connect($i = 0) {
     global $LOCKSTORM_NODES;
     [$host, $port] = explode(':', $LOCKSTORM_NODES[$i]);
-    $timeout = max(1.0, lockstorm_opt('NODE_TIMEOUT', 0));
+    $timeout = max(1.0, lockstorm_opt('NODE_TIMEOUT', 0), lockstorm_opt('COMMAND_TIMEOUT', 0));
     $r = new Redis();
     $r->connect($host, (int)$port, $timeout);
     $r->setOption(Redis::OPT_READ_TIMEOUT, $timeout);

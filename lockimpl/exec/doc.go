@@ -23,6 +23,9 @@
 //	LOCKSTORM_WAIT_TIMEOUT_MS, LOCKSTORM_NODE_TIMEOUT_MS, LOCKSTORM_WATCHDOG
 //	(0/1), LOCKSTORM_RELEASE   the scenario's lock options; 0 or empty means
 //	                     "the lock's own default"
+//	LOCKSTORM_COMMAND_TIMEOUT_MS   how long the harness's own connections
+//	                     wait for a reply (the scenario's client_timeout):
+//	                     a reply the schedule makes late comes within it
 //	LOCKSTORM_CLOCK_FILE, LD_PRELOAD   the clock shim (see below)
 //
 // # Grammar

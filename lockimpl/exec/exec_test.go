@@ -53,6 +53,8 @@ func fakeClient(mode string) {
 			switch mode {
 			case "good":
 				say("ok tok-" + f[1] + " fence=7 validity=250")
+			case "env": // the token says what the client was told
+				say("ok tok-" + os.Getenv("LOCKSTORM_COMMAND_TIMEOUT_MS"))
 			case "teller":
 				switch f[1] {
 				case "gone": // lost before its own reply: legal, any time
@@ -81,6 +83,8 @@ func fakeClient(mode string) {
 		case "extend":
 			if f[2] == "tok-mine" && f[3] == "500" {
 				say("ok validity=480")
+			} else if f[2] == "tok-bare" {
+				say("ok")
 			} else {
 				say("fail not ours")
 			}
@@ -181,6 +185,51 @@ func TestExtend(t *testing.T) {
 		if err := lk.(lockimpl.Extender).Extend(context.Background(), other, 500*time.Millisecond); !errors.Is(err, lockimpl.ErrNotHeld) {
 			t.Errorf("Extend of another's lock: %v, want ErrNotHeld", err)
 		}
+	}
+}
+
+// TestExtendRedates: a validity an extend's reply tells is what is left
+// from the reply, so the lease is dated anew from it (a careful holder
+// measures it from Acquired); an extend that tells none leaves the
+// acquire's lease as it was.
+func TestExtendRedates(t *testing.T) {
+	lk := fake(t, "extender", lockimpl.Options{WaitTimeout: time.Second}, nil)
+	for _, tc := range []struct {
+		token        string
+		wantValidity time.Duration
+		redated      bool
+	}{
+		{"tok-mine", 480 * time.Millisecond, true},
+		{"tok-bare", 250 * time.Millisecond, false},
+	} {
+		acquired := time.Now().Add(-10 * time.Second)
+		lease := &lockimpl.Lease{Key: "k", Token: tc.token, Validity: 250 * time.Millisecond, Acquired: acquired}
+		if err := lk.Extend(context.Background(), lease, 500*time.Millisecond); err != nil {
+			t.Fatalf("%s: %v", tc.token, err)
+		}
+		if lease.Validity != tc.wantValidity || lease.Acquired.After(acquired) != tc.redated {
+			t.Errorf("%s: validity %v acquired %v ago, want %v and redated %v",
+				tc.token, lease.Validity, time.Since(lease.Acquired).Round(time.Millisecond), tc.wantValidity, tc.redated)
+		}
+	}
+}
+
+// TestCommandTimeoutTold: a client process is told how long the harness's
+// own connections wait for a reply (Env.CommandTimeout, the scenario's
+// client_timeout), so its connections do not cut off a reply the schedule
+// only makes late.
+func TestCommandTimeoutTold(t *testing.T) {
+	t.Setenv("LOCKSTORM_TEST_CLIENT", "env")
+	env := testEnv(t, nil)
+	env.CommandTimeout = 2500 * time.Millisecond
+	l, err := New(env, lockimpl.Options{WaitTimeout: time.Second}, []string{os.Args[0]}, "fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	lease, err := l.Acquire(context.Background(), "k")
+	if err != nil || lease.Token != "tok-2500" {
+		t.Fatalf("acquire: %v, token %v, want tok-2500", err, lease)
 	}
 }
 

@@ -119,6 +119,7 @@ func New(env lockimpl.Env, o lockimpl.Options, argv []string, name string) (*Loc
 		"LOCKSTORM_RETRY_DELAY_MS="+strconv.FormatInt(o.RetryDelay.Milliseconds(), 10),
 		"LOCKSTORM_WAIT_TIMEOUT_MS="+strconv.FormatInt(o.WaitTimeout.Milliseconds(), 10),
 		"LOCKSTORM_NODE_TIMEOUT_MS="+strconv.FormatInt(o.NodeTimeout.Milliseconds(), 10),
+		"LOCKSTORM_COMMAND_TIMEOUT_MS="+strconv.FormatInt(env.CommandTimeout.Milliseconds(), 10),
 		"LOCKSTORM_WATCHDOG="+b01(o.Watchdog),
 		"LOCKSTORM_RELEASE="+o.ReleaseVariant,
 		clock.FileEnv+"="+cf.Path(),

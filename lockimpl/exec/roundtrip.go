@@ -301,15 +301,24 @@ func (l *Locker) Release(ctx context.Context, lease *lockimpl.Lease) error {
 }
 
 // Extend asks the client to extend lease to ttl from now. nil: extended (its
-// Validity updated when the client says); ErrNotHeld: definitely not ours.
+// Validity and Acquired updated when the client tells a validity);
+// ErrNotHeld: definitely not ours.
 func (l *Locker) Extend(ctx context.Context, lease *lockimpl.Lease, ttl time.Duration) error {
 	p, m, err := l.request(ctx, fmt.Sprintf("extend %s %s %d", lease.Key, lease.Token, ttl.Milliseconds()), slack)
 	if err != nil {
 		return err
 	}
 	if m.verb == "ok" {
-		if err := attrs(m.args, lease); err != nil {
+		told := lockimpl.Lease{Fence: lease.Fence}
+		if err := attrs(m.args, &told); err != nil {
 			return l.broken(p, fmt.Sprintf("malformed reply %q: %v", m.raw, err))
+		}
+		lease.Fence = told.Fence
+		if told.Validity > 0 {
+			// A validity is what is left as the client answers, an
+			// extend's as an acquire's: measured from the acquire, a
+			// careful holder would give its extended lease up early.
+			lease.Validity, lease.Acquired = told.Validity, l.env.Clock.Now()
 		}
 		return nil
 	}

@@ -28,6 +28,15 @@
 //   resetLifetime in Lock::acquire 79 and Lock::refresh 204). acquire is
 //   save then refresh($ttl) (101-103); the client reports the remaining
 //   lifetime as the validity, on acquire and extend.
+// - An extended lease is dated from before the extend's script, and a yes
+//   that came back past it is refused: Lock::refresh resets the Key's
+//   lifetime (204), RedisStore::putOffExpiration reduces it to now + ttl
+//   before the script is sent (183-184) and checks it after the reply
+//   (188, checkNotExpired), and refresh releases and throws
+//   LockExpiredException when it has run out (208-215); CombinedStore's
+//   putOffExpiration takes one deadline before the first store (140),
+//   gives each store what is left of it (144-150) and checks the Key
+//   after (162): extend_checked=true.
 // - A grant that came back late is given back: RedisStore::save checks the
 //   Key after its script (102, ExpiringStoreTrait::checkNotExpired: delete,
 //   LockExpiredException), and Lock::acquire after save and refresh
@@ -135,4 +144,4 @@ $extend = function ($key, $token, $ttl) use (&$held) {
 $name = 'symfony-lock' . ($n > 1 ? "-$n" : '') . "@$version";
 $summary = rawurlencode("Symfony Lock $version " . ($n > 1 ? "CombinedStore over $n RedisStores, ConsensusStrategy" : 'RedisStore') . ' (php-redis)');
 lockstorm_serve("name=$name summary=$summary nodes=$n topology=" . ($n > 1 ? 'quorum' : 'single') .
-    ' expiry=server release=owner-checked grant_checked=true grant_confirmed=true', $acquire, $release, $extend);
+    ' expiry=server release=owner-checked grant_checked=true grant_confirmed=true extend_checked=true', $acquire, $release, $extend);
