@@ -78,22 +78,25 @@ func (h *CmdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return setErr(lockimpl.ErrCrashed, cmd)
 		}
 		h.sent(ctx, cmd)
+		// run, not next: next is this hook's for every command to come,
+		// and wrapping it in place would wrap it again at each release.
+		run := next
 		if id, at := h.releasing(ctx, cmd); id != "" {
 			// go-redis sets the command's error only once every hook has
 			// returned: the answer's kind is read from what next returned.
-			next = answering(next, h, id, at)
+			run = answering(next, h, id, at)
 		}
 		if !h.FP.Armed() {
-			return next(ctx, cmd)
+			return run(ctx, cmd)
 		}
 		pts := h.points(cmd)
 		if pts == nil {
-			return next(ctx, cmd)
+			return run(ctx, cmd)
 		}
 		if err := h.FP.Hit(ctx, pts[0]); err != nil {
 			return h.fail(err, false, cmd)
 		}
-		err := next(ctx, cmd)
+		err := run(ctx, cmd)
 		if herr := h.FP.Hit(lockimpl.WithReply(ctx, replyKind(cmd)), pts[1]); herr != nil {
 			return h.fail(herr, true, cmd)
 		}

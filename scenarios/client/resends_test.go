@@ -151,3 +151,36 @@ func TestResendsOnTheWire(t *testing.T) {
 		})
 	}
 }
+
+// TestHookAcrossReleases: the go-redis hook serves every command of its
+// connection; a release must not change what it does for the next one. A
+// resend in the second release is reported with that release's send, not
+// the first's (the hook once wrapped its next in place at each release,
+// so every later command ran through every earlier release's wrapper).
+func TestHookAcrossReleases(t *testing.T) {
+	clock := int64(0)
+	var sent []int64
+	w := &Resends{Now: func() int64 { clock++; return clock }, Report: func(_, _, _ string, s, _ int64) { sent = append(sent, s) }}
+	hook := &CmdHook{Node: "n1", FP: lockimpl.NewFailpoints(lockimpl.NewHub(), 0), Crash: func(error) {}, Dead: func() bool { return false }, Resends: w}
+	run := hook.ProcessHook(func(_ context.Context, cmd redis.Cmder) error {
+		cmd.(*redis.Cmd).SetVal(int64(0))
+		return nil
+	})
+	ctx := lockimpl.WithCall(context.Background(), lockimpl.CallRelease)
+	release := func() {
+		if err := run(ctx, redis.NewCmd(ctx, "eval", "return 0", 1, "k0", "t1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Begin("k0")
+	release()
+	w.End()
+	second := clock + 1 // the second release's first send
+	w.Begin("k0")
+	release()
+	release()
+	w.End()
+	if len(sent) != 1 || sent[0] != second {
+		t.Fatalf("resends reported with sends %v, want one with the second release's send %d", sent, second)
+	}
+}
