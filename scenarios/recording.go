@@ -80,7 +80,12 @@ func (rl *recordingLocker) acquire(ctx context.Context, key string) (*lockimpl.L
 	res := classify(err, lockimpl.ErrNotAcquired)
 	tries := rl.c.tries.Take()
 	rl.r.add(rl.c, rl.entry(res), history.FAcquire, key, func(o *history.Op) {
-		o.Tries = tries
+		// An acquire's tries are read only where they can pace (the
+		// retry-cadence check needs many): a single one, most acquires,
+		// would make each entry one the recorder stores whole (rare).
+		if len(tries) > 1 {
+			o.Tries = tries
+		}
 		if res == success {
 			o.Value, o.Fence = lease.Token, lease.Fence
 			rl.c.holding.Store(true)

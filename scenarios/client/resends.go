@@ -31,8 +31,11 @@ type Resends struct {
 	mu       sync.Mutex
 	key      string
 	on       bool
-	answered map[string][2]int64 // node \x00 command → when sent, when answered
+	answered map[sentTo][2]int64 // → when sent, when answered
 }
+
+// sentTo is a command (commandID) sent to a node.
+type sentTo struct{ node, cmd string }
 
 // Begin starts watching a release of key.
 func (w *Resends) Begin(key string) {
@@ -62,7 +65,7 @@ func (w *Resends) sent(node, cmd string) int64 {
 	}
 	now := w.Now()
 	w.mu.Lock()
-	at, seen := w.answered[node+"\x00"+cmd]
+	at, seen := w.answered[sentTo{node, cmd}]
 	key, on := w.key, w.on
 	w.mu.Unlock()
 	if on && seen {
@@ -83,10 +86,10 @@ func (w *Resends) answer(node, cmd, kind string, sentAt int64) {
 		return
 	}
 	if w.answered == nil {
-		w.answered = map[string][2]int64{}
+		w.answered = map[sentTo][2]int64{}
 	}
-	if _, seen := w.answered[node+"\x00"+cmd]; !seen {
-		w.answered[node+"\x00"+cmd] = [2]int64{sentAt, w.Now()}
+	if _, seen := w.answered[sentTo{node, cmd}]; !seen {
+		w.answered[sentTo{node, cmd}] = [2]int64{sentAt, w.Now()}
 	}
 }
 
@@ -127,7 +130,12 @@ func labelOf(id string) string {
 func cmdArgs(cmd redis.Cmder) []string {
 	args := make([]string, len(cmd.Args()))
 	for i, a := range cmd.Args() {
-		args[i] = fmt.Sprint(a)
+		switch v := a.(type) {
+		case string:
+			args[i] = v // most arguments: no formatting to pay on every release
+		default:
+			args[i] = fmt.Sprint(a)
+		}
 	}
 	return args
 }
