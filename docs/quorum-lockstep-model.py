@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Event model of scenarios/spec/specs/quorum-lockstep.yaml, the reason for
 # its lockstep_rounds: four contenders, near nodes {1,2},{3},{4},{5}, far
-# links L each way for the fault's 3.5 s; each try waits for every reply,
+# links L each way for the fault's 5.5 s; each try waits for every reply,
 # a failed one unwinds (its deletes land a link's latency later) and
 # sleeps its delay, a won one holds 50-100 ms and releases. The rounds are
 # checker/lockstep.go's: tries grouped within W, rounds of two or more
@@ -10,7 +10,7 @@
 # often a delay uniform over [lo, hi), or fixed, shows that many rounds in
 # a row.  Usage: python3 docs/quorum-lockstep-model.py [RUNS]
 import heapq, random, sys
-L, W, END = 50.0, 50.0, 3500.0
+L, W, END = 50.0, 50.0, 5500.0
 NEAR = {0: {1, 2}, 1: {3}, 2: {4}, 3: {5}}
 def lat(c, n): return 1.0 if n in NEAR[c] else L + 1.0
 def simulate(lo, hi, fixed=None):
@@ -68,4 +68,4 @@ def rows(sets, holds, rounds):
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
 for name, lo, hi, fixed in (("[50,250)", 50, 250, None), ("[0,200)", 0, 200, None), ("fixed 500", 0, 0, 500.0)):
     runs = [simulate(lo, hi, fixed) for _ in range(N)]
-    print(name, ' '.join('rounds %d: %.3f%%' % (r, 100.0 * sum(rows(s, h, r) for s, h in runs) / N) for r in (2, 3, 4)))
+    print(name, ' '.join('rounds %d: %.3f%%' % (r, 100.0 * sum(rows(s, h, r) for s, h in runs) / N) for r in (3, 4, 5, 6)))

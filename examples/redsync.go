@@ -92,6 +92,13 @@ func (l *redsyncLock) Acquire(ctx context.Context, key string) (*lockimpl.Lease,
 	if d := l.o.RetryDelay; d > 0 {
 		opts = append(opts, redsync.WithTries(1<<20),
 			redsync.WithRetryDelayFunc(func(int) time.Duration { return d + time.Duration(l.env.Rand.Int64N(int64(d))) }))
+	} else {
+		// The library's own delay, rand.Intn(200)+50 ms (redsync.go 33-36),
+		// drawn from the run's seeded source rather than math/rand's global
+		// one: on sim a seed then replays the run, retries included.
+		opts = append(opts, redsync.WithRetryDelayFunc(func(int) time.Duration {
+			return time.Duration(50+l.env.Rand.Int64N(200)) * time.Millisecond
+		}))
 	}
 	m := l.rs.NewMutex(key, opts...)
 	wctx, cancel := context.WithTimeout(ctx, l.o.WaitTimeout)
