@@ -71,6 +71,13 @@ const (
 	// exactly (empty: unknown). Its time is when the harness received it,
 	// after the server executed it.
 	FServer = "server"
+	// GapEvent is the Value of an FServer entry an observer records on each
+	// key it watches when its connection to the node ended before the run
+	// did (the node restarted or was killed): until the observer subscribed
+	// again nothing the node did is in the stream, and a restart empties
+	// the node without an event. Checks read it as a change of the key to
+	// a value nobody read (a set whose owner is unknown).
+	GapEvent = "gap"
 	// FSync is an observer's barrier on one node's event stream (process
 	// ServerProcess, Node set): the observer sent PING at N (ns since the
 	// run started) on its subscription connection and received the reply at

@@ -58,6 +58,9 @@ import (
 // the observers' lag, reported with the result.
 type Observer struct {
 	node string
+	addr string
+	// conn and r are the current connection (replaced under mu when the
+	// observer reconnects after its node restarted).
 	conn net.Conn
 	r    *bufio.Reader
 	rec  *history.Recorder
@@ -203,42 +206,55 @@ func Start(ctx context.Context, nodes []cluster.Node, keys []string, redisKey fu
 }
 
 func startObserver(ctx context.Context, node, addr string, keys map[string]string, rec *history.Recorder, slack time.Duration) (*Observer, error) {
+	conn, r, err := subscribe(ctx, node, addr, keys, slack)
+	if err != nil {
+		return nil, err
+	}
+	o := &Observer{node: node, addr: addr, conn: conn, r: r, rec: rec, keys: keys,
+		done: make(chan struct{}), stop: make(chan struct{}), last: make(chan struct{}), seen: map[string]int{}, slack: slack}
+	go o.loop()
+	go o.syncLoop()
+	return o, nil
+}
+
+// subscribe dials node, turns its keyspace notifications on and subscribes
+// to the keys' channels, on a connection of its own.
+func subscribe(ctx context.Context, node, addr string, keys map[string]string, slack time.Duration) (net.Conn, *bufio.Reader, error) {
 	d := net.Dialer{Timeout: 2 * time.Second}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("observer of %s: %w", node, err)
+		return nil, nil, fmt.Errorf("observer of %s: %w", node, err)
 	}
-	o := &Observer{node: node, conn: conn, r: bufio.NewReader(conn), rec: rec, keys: keys,
-		done: make(chan struct{}), stop: make(chan struct{}), last: make(chan struct{}), seen: map[string]int{}, slack: slack}
+	r := bufio.NewReader(conn)
+	fail := func(err error) (net.Conn, *bufio.Reader, error) {
+		conn.Close()
+		return nil, nil, err
+	}
 	_ = conn.SetDeadline(time.Now().Add(2*time.Second + slack))
 	// K: keyspace channel (__keyspace@0__:KEY, the event as message);
 	// g: generic (del, expire, rename); $: strings (set); h: hashes;
 	// x: expired; e: evicted.
 	setup := [][]string{{"HELLO", "3"}, {"CONFIG", "SET", "notify-keyspace-events", "Kg$hxe"}}
 	for _, cmd := range setup {
-		if err := o.send(cmd...); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("observer of %s: %w", node, err)
+		if err := resp.Write(conn, cmd...); err != nil {
+			return fail(fmt.Errorf("observer of %s: %w", node, err))
 		}
-		v, err := resp.Read(o.r)
+		v, err := resp.Read(r)
 		if err == nil {
 			if e, ok := v.(resp.Error); ok {
 				err = e
 			}
 		}
 		if err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("observer of %s: %s: %w: %v", node, cmd[0], ErrNoNotifications, err)
+			return fail(fmt.Errorf("observer of %s: %s: %w: %v", node, cmd[0], ErrNoNotifications, err))
 		}
 	}
 	// READONLY lets the observer's GET read a cluster replica's value
 	// instead of a MOVED redirect; outside a cluster it is refused, which
 	// changes nothing.
-	if err := o.send("READONLY"); err == nil {
-		_, err = resp.Read(o.r)
-		if err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("observer of %s: READONLY: %w", node, err)
+	if err := resp.Write(conn, "READONLY"); err == nil {
+		if _, err = resp.Read(r); err != nil {
+			return fail(fmt.Errorf("observer of %s: READONLY: %w", node, err))
 		}
 	}
 	chans := make([]string, 0, len(keys)+1)
@@ -246,20 +262,16 @@ func startObserver(ctx context.Context, node, addr string, keys map[string]strin
 	for k := range keys {
 		chans = append(chans, "__keyspace@0__:"+k)
 	}
-	if err := o.send(chans...); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("observer of %s: %w", node, err)
+	if err := resp.Write(conn, chans...); err != nil {
+		return fail(fmt.Errorf("observer of %s: %w", node, err))
 	}
 	for range keys { // one subscribe confirmation per channel
-		if _, err := resp.Read(o.r); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("observer of %s: subscribe: %w", node, err)
+		if _, err := resp.Read(r); err != nil {
+			return fail(fmt.Errorf("observer of %s: subscribe: %w", node, err))
 		}
 	}
 	_ = conn.SetDeadline(time.Time{})
-	go o.loop()
-	go o.syncLoop()
-	return o, nil
+	return conn, r, nil
 }
 
 // syncLoop sends a sync every syncEvery until Close.
@@ -294,8 +306,6 @@ func (o *Observer) sync(final bool) bool {
 	return true
 }
 
-func (o *Observer) send(args ...string) error { return resp.Write(o.conn, args...) }
-
 const keyspacePrefix = "__keyspace@0__:"
 
 func (o *Observer) loop() {
@@ -304,7 +314,10 @@ func (o *Observer) loop() {
 		v, err := resp.Read(o.r)
 		if err != nil {
 			o.flush()
-			return
+			if !o.reconnect() {
+				return
+			}
+			continue
 		}
 		o.mu.Lock()
 		if p, ok := v.(resp.Push); ok {
@@ -446,6 +459,64 @@ func (o *Observer) flush() {
 	o.queue, o.reads = nil, nil
 }
 
+// reconnectEvery is how often an observer whose connection ended dials its
+// node again: a node the scenario restarts answers within a few of them.
+const reconnectEvery = 20 * time.Millisecond
+
+// reconnect records the gap (history.GapEvent on each watched key) and dials the node until it answers or the
+// observer is closed; false: closed.
+func (o *Observer) reconnect() bool {
+	select {
+	case <-o.stop:
+		return false
+	default:
+	}
+	o.mu.Lock()
+	for _, name := range o.keys {
+		o.rec.Add(history.Op{Type: history.Ok, Process: history.ServerProcess, Client: -1, F: history.FServer,
+			Key: name, Value: history.GapEvent, Node: o.node})
+	}
+	o.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-o.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	t := time.NewTicker(reconnectEvery)
+	defer t.Stop()
+	for {
+		if conn, r, err := subscribe(ctx, o.node, o.addr, o.keys, o.slack); err == nil {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			select {
+			case <-o.stop:
+				conn.Close()
+				return false
+			default:
+			}
+			// What the old connection still owed (a sync or read written
+			// to it after its end was read, racing flush) is answered by
+			// nothing: the new connection's replies answer its own.
+			for _, q := range o.queue {
+				q.waiting = false
+			}
+			o.drain()
+			o.reads, o.unsent, o.nUnsent = nil, o.unsent[:0], 0
+			o.conn, o.r = conn, r
+			return true
+		}
+		select {
+		case <-o.stop:
+			return false
+		case <-t.C:
+		}
+	}
+}
+
 // OnClose makes f run once the observer is closed (the proxies of
 // Delayed, closed with the last observer).
 func (o *Observer) OnClose(f func()) { o.after = f }
@@ -464,7 +535,10 @@ func (o *Observer) Close() {
 		}
 		t.Stop()
 	}
-	_ = o.conn.Close()
+	o.mu.Lock()
+	conn := o.conn
+	o.mu.Unlock()
+	_ = conn.Close()
 	<-o.done
 	if o.after != nil {
 		o.after()

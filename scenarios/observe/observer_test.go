@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -129,4 +130,88 @@ func TestOwnersOfPipelinedSets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReconnectAfterRestart: a node restarted under its observer (a crash,
+// a restart fault) leaves a gap event on every watched key, at the moment
+// the connection ended and before anything after the restart; the
+// observer subscribes again, so a set after the restart is recorded with
+// its owner and syncs resume. Without the reconnect nothing after the
+// restart is recorded at all; without the gap the restart's silent
+// emptying of the node would read as the key still standing.
+func TestReconnectAfterRestart(t *testing.T) {
+	srv := cluster.StartForTest(t, 1)
+	ctx := context.Background()
+	keys := []string{"gap:0", "gap:1"}
+	rec := history.NewRecorder()
+	obs, err := Start(ctx, srv.Nodes(), keys, nil, rec, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	closeObs := func() { once.Do(func() { CloseAll(obs) }) }
+	defer closeObs()
+	set := func(v string) {
+		t.Helper()
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Nodes()[0].Addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
+		defer rdb.Close()
+		var err error
+		for i := 0; i < 100; i++ { // the restarted server may not listen yet
+			if err = rdb.Set(ctx, "gap:0", v, 0).Err(); err == nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatal(err)
+	}
+	set("before")
+	time.Sleep(100 * time.Millisecond)
+	if err := srv.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	restarted := rec.Now()
+	// The observer dials every reconnectEvery; the set must come after its
+	// subscription to be seen, so wait for a sync after the restart first.
+	deadline := time.Now().Add(5 * time.Second)
+	for !syncAfter(rec.History(), restarted) {
+		if time.Now().After(deadline) {
+			t.Fatal("no sync recorded after the restart: the observer did not reconnect")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	set("after")
+	time.Sleep(100 * time.Millisecond)
+	closeObs()
+	var seq []string
+	gaps := map[string]int{}
+	for _, op := range rec.History() {
+		if op.F != history.FServer {
+			continue
+		}
+		if op.Value == history.GapEvent {
+			gaps[op.Key]++
+			if op.Time > restarted {
+				t.Errorf("%s: gap recorded at %d, after the restart returned (%d)", op.Key, op.Time, restarted)
+			}
+		}
+		if op.Key == "gap:0" {
+			seq = append(seq, op.Value+"="+op.Owner)
+		}
+	}
+	if gaps["gap:0"] != 1 || gaps["gap:1"] != 1 {
+		t.Errorf("gap events per key: %v, want one on each watched key", gaps)
+	}
+	if want := []string{"set=before", "gap=", "set=after"}; !reflect.DeepEqual(seq, want) {
+		t.Errorf("gap:0's events: %v, want %v", seq, want)
+	}
+}
+
+// syncAfter says h has a sync sent after t.
+func syncAfter(h history.History, t int64) bool {
+	for _, op := range h {
+		if op.F == history.FSync && op.N > t {
+			return true
+		}
+	}
+	return false
 }

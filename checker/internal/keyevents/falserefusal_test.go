@@ -24,6 +24,10 @@ func TestFalseRefusals(t *testing.T) {
 		{"expired in the window", []*Event{set(10, "t1"), ev(105, "expired"), sync(120, 115)}, nil, 1, false},
 		{"set to another value in the window", []*Event{set(10, "t1"), set(105, "t2"), sync(120, 115)}, nil, 1, false},
 		{"an unread set in the window", []*Event{set(10, "t1"), set(105, ""), sync(120, 115)}, nil, 1, false},
+		// An observer's gap (its node restarted, empty, without an event):
+		// whatever the key held after it, nobody read.
+		{"an observer's gap in the window", []*Event{set(10, "t1"), ev(105, "gap"), sync(120, 115)}, nil, 1, false},
+		{"an observer's gap before the invoke", []*Event{set(10, "t1"), ev(50, "gap"), sync(120, 115)}, nil, 1, false},
 		{"gone before the invoke", []*Event{set(10, "t1"), ev(50, "expired"), sync(120, 115)}, nil, 1, false},
 		{"another's before the invoke", []*Event{set(10, "t2"), sync(120, 115)}, nil, 1, false},
 		{"an unread set before the invoke", []*Event{set(10, ""), sync(120, 115)}, nil, 1, false},

@@ -366,9 +366,12 @@ func (in *Input) ownerName(token string) string {
 	return fmt.Sprintf("another owner (%q)", token)
 }
 
+// isSetEvent says ev may have left the key a value (read in the event's
+// Owner when the observer could). An observer's gap (history.GapEvent)
+// counts: after it the key held anything or nothing, which no one read.
 func isSetEvent(ev string) bool {
 	switch ev {
-	case "set", "hset", "hincrby", "hincrbyfloat", "restore":
+	case "set", "hset", "hincrby", "hincrbyfloat", "restore", "gap":
 		return true
 	}
 	return false
