@@ -259,6 +259,15 @@ type watchdog struct {
 	lost   chan struct{}
 }
 
+// watchdogOffset puts a watchdog's renewals off the whole-millisecond
+// lattice its client's own timers keep from the same grant (an extend
+// every extend_every, a hold of whole milliseconds): two timers of one
+// client due at one instant fire in the scheduler's order, which the sim
+// backend cannot replay (extend-blips × set-nx-px-wd, seed 1: the client's
+// extend and the watchdog's renewal invoked at one instant, numbered and
+// answered in either order). 7.919 µs is nothing to a 30 s lease.
+const watchdogOffset = 7919 * time.Nanosecond
+
 // watch starts a watchdog. renew reports whether the server still had the
 // lock as ours. A definite "no" closes lost at once; so does failing to
 // confirm the lock for a whole TTL (renewals erroring), because by then the
@@ -274,8 +283,12 @@ func (b *base) watch(key, token string, ttl time.Duration, renew func(ctx contex
 	go func() {
 		defer close(w.done)
 		confirmed := b.env.Clock.Mono()
-		for {
-			if b.env.sleep(ctx, ttl/3) != nil {
+		for first := true; ; first = false {
+			wait := ttl / 3
+			if first {
+				wait += watchdogOffset
+			}
+			if b.env.sleep(ctx, wait) != nil {
 				return
 			}
 			if b.hit(ctx, "before-renew") != nil {
