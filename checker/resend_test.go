@@ -35,11 +35,22 @@ func TestReleaseRetries(t *testing.T) {
 		}
 		return b.sorted()
 	}
+	stall := func(h history.History, client int, at, d float64) history.History {
+		b := &builder{h: append(history.History(nil), h...)}
+		b.add(at, history.Ok, history.NemesisProcess, -1, history.FStall, "", func(o *history.Op) { o.Client, o.N = client, msT(d) })
+		return b.sorted()
+	}
 	for _, tc := range []struct {
 		name          string
 		h             history.History
 		found, excuse int
 	}{
+		// The lock's node timeout may fire in a stall before the reply it
+		// would have read: an answer the hook saw is not one the lock had.
+		{"the harness stalled while the answer came", stall(resendHistory(101, 163, 228), -1, 150, 30), 0, 1},
+		{"the client lagged while the answer came", stall(resendHistory(101, 163, 228), 1, 150, 30), 0, 1},
+		{"the harness stalled after the answer", stall(resendHistory(101, 163, 228), -1, 200, 30), 1, 0},
+		{"another client lagged", stall(resendHistory(101, 163, 228), 2, 150, 30), 1, 0},
 		{"resent 200 ms after a 2 ms answer", resendHistory(101, 103, 303-100), 1, 0},
 		{"resent as the late answer came (the client's own timeout)", resendHistory(101, 151, 151.1), 0, 1},
 		{"resent exactly one round trip after the answer", resendHistory(101, 103, 105), 1, 0},
