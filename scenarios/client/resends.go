@@ -20,8 +20,7 @@ import (
 // the checker decides from the faults (history.FResend). Both the go-redis
 // hooks (CmdHook) and the relays of a client process (Relay) report to it;
 // it is active only between Begin and End, so a watchdog's or an acquire's
-// commands are never counted. A command is asked again only if no other
-// went to that node in between.
+// commands are never counted.
 type Resends struct {
 	// Now is the recorder's clock; Report records one resend (the key
 	// released, the node, the command's label, when the answered command
@@ -67,16 +66,6 @@ func (w *Resends) sent(node, cmd string) int64 {
 	now := w.Now()
 	w.mu.Lock()
 	at, seen := w.answered[sentTo{node, cmd}]
-	// Another command to the node since the answer changes the question:
-	// the client's own SET between two DELs of one key (an npm
-	// redis-lock client's abandoned acquire, granted and released inside
-	// the release's window, which a relay cannot tell from the release's
-	// own commands) makes the second DEL a new one.
-	for k := range w.answered {
-		if k.node == node && k.cmd != cmd {
-			delete(w.answered, k)
-		}
-	}
 	key, on := w.key, w.on
 	w.mu.Unlock()
 	if on && seen {
