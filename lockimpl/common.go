@@ -283,11 +283,7 @@ func (b *base) watch(key, token string, ttl time.Duration, renew func(ctx contex
 	go func() {
 		defer close(w.done)
 		confirmed := b.env.Clock.Mono()
-		for first := true; ; first = false {
-			wait := ttl / 3
-			if first {
-				wait += watchdogOffset
-			}
+		for wait := ttl/3 + watchdogOffset; ; wait = ttl / 3 {
 			if b.env.sleep(ctx, wait) != nil {
 				return
 			}

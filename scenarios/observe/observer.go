@@ -463,8 +463,9 @@ func (o *Observer) flush() {
 // node again: a node the scenario restarts answers within a few of them.
 const reconnectEvery = 20 * time.Millisecond
 
-// reconnect records the gap (history.GapEvent on each watched key) and dials the node until it answers or the
-// observer is closed; false: closed.
+// reconnect records the gap (history.GapEvent on each watched key) and
+// dials the node until it answers or the observer is closed; false:
+// closed.
 func (o *Observer) reconnect() bool {
 	select {
 	case <-o.stop:
