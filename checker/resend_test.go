@@ -40,6 +40,16 @@ func TestReleaseRetries(t *testing.T) {
 		b.add(at, history.Ok, history.NemesisProcess, -1, history.FStall, "", func(o *history.Op) { o.Client, o.N = client, msT(d) })
 		return b.sorted()
 	}
+	// silent: n1's observer syncs every 10 ms, answered in 0.1 ms, but one
+	// sent at from and answered at to (a silence from from + 0.1 ms).
+	silent := func(h history.History, from, to float64) history.History {
+		b := &builder{h: append(history.History(nil), h...)}
+		b.add(to, history.Ok, history.ServerProcess, -1, history.FSync, "", func(o *history.Op) { o.Node, o.N = "n1", msT(from) })
+		for at := 0.0; at < 300; at += 10 {
+			b.add(at+0.1, history.Ok, history.ServerProcess, -1, history.FSync, "", func(o *history.Op) { o.Node, o.N = "n1", msT(at) })
+		}
+		return b.sorted()
+	}
 	for _, tc := range []struct {
 		name          string
 		h             history.History
@@ -47,10 +57,17 @@ func TestReleaseRetries(t *testing.T) {
 	}{
 		// The lock's node timeout may fire in a stall before the reply it
 		// would have read: an answer the hook saw is not one the lock had.
-		{"the harness stalled while the answer came", stall(resendHistory(101, 163, 228), -1, 150, 30), 0, 1},
-		{"the client lagged while the answer came", stall(resendHistory(101, 163, 228), 1, 150, 30), 0, 1},
-		{"the harness stalled after the answer", stall(resendHistory(101, 163, 228), -1, 200, 30), 1, 0},
-		{"another client lagged", stall(resendHistory(101, 163, 228), 2, 150, 30), 1, 0},
+		// A stall of at least half the answer's wait (31 of 62 ms).
+		{"the harness stalled while the answer came", stall(resendHistory(101, 163, 228), -1, 150, 31), 0, 1},
+		{"the client lagged while the answer came", stall(resendHistory(101, 163, 228), 1, 150, 31), 0, 1},
+		{"stalls split over the answer's wait", stall(stall(resendHistory(101, 163, 228), -1, 120, 16), 1, 160, 16), 0, 1},
+		{"the harness stalled less than half the wait", stall(resendHistory(101, 163, 228), -1, 150, 30), 1, 0},
+		{"the harness stalled after the answer", stall(resendHistory(101, 163, 228), -1, 200, 31), 1, 0},
+		{"another client lagged", stall(resendHistory(101, 163, 228), 2, 150, 31), 1, 0},
+		// Every server silent (a sync past its node's usual round trip)
+		// for most of the wait, or for a sliver of it.
+		{"the server silent while the answer came", silent(resendHistory(101, 163, 228), 110, 160), 0, 1},
+		{"the server slow by a sliver", silent(resendHistory(101, 103.8, 136), 101.5, 101.7), 1, 0},
 		{"resent 200 ms after a 2 ms answer", resendHistory(101, 103, 303-100), 1, 0},
 		{"resent as the late answer came (the client's own timeout)", resendHistory(101, 151, 151.1), 0, 1},
 		{"resent exactly one round trip after the answer", resendHistory(101, 103, 105), 1, 0},

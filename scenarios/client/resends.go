@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -20,7 +21,8 @@ import (
 // the checker decides from the faults (history.FResend). Both the go-redis
 // hooks (CmdHook) and the relays of a client process (Relay) report to it;
 // it is active only between Begin and End, so a watchdog's or an acquire's
-// commands are never counted.
+// commands are never counted. A command is asked again only if the client
+// wrote nothing else to that node since it was first sent.
 type Resends struct {
 	// Now is the recorder's clock; Report records one resend (the key
 	// released, the node, the command's label, when the answered command
@@ -32,6 +34,13 @@ type Resends struct {
 	key      string
 	on       bool
 	answered map[sentTo][2]int64 // → when sent, when answered
+	writes   map[string][]sentAt // node → the writes sent to it
+}
+
+// sentAt is a command (commandID) sent at a time.
+type sentAt struct {
+	cmd string
+	at  int64
 }
 
 // sentTo is a command (commandID) sent to a node.
@@ -43,7 +52,7 @@ func (w *Resends) Begin(key string) {
 		return
 	}
 	w.mu.Lock()
-	w.key, w.on, w.answered = key, true, nil
+	w.key, w.on, w.answered, w.writes = key, true, nil, nil
 	w.mu.Unlock()
 }
 
@@ -53,7 +62,7 @@ func (w *Resends) End() {
 		return
 	}
 	w.mu.Lock()
-	w.on, w.answered = false, nil
+	w.on, w.answered, w.writes = false, nil, nil
 	w.mu.Unlock()
 }
 
@@ -66,6 +75,24 @@ func (w *Resends) sent(node, cmd string) int64 {
 	now := w.Now()
 	w.mu.Lock()
 	at, seen := w.answered[sentTo{node, cmd}]
+	// The client's own write of something else to the node since the
+	// answered command was sent changes the question: its SET between
+	// two DELs of one key (an npm redis-lock client's abandoned acquire,
+	// granted as the release's DEL freed the key and released at once,
+	// inside the release's window, which a relay cannot tell from the
+	// release's own commands; the SET went out before the DEL's answer
+	// came back) makes the second DEL a new one, answered afresh. A read
+	// changes nothing.
+	if seen && slices.ContainsFunc(w.writes[node], func(wr sentAt) bool { return wr.cmd != cmd && wr.at >= at[0] }) {
+		seen = false
+		delete(w.answered, sentTo{node, cmd})
+	}
+	if w.on && !readOnly[idName(cmd)] {
+		if w.writes == nil {
+			w.writes = map[string][]sentAt{}
+		}
+		w.writes[node] = append(w.writes[node], sentAt{cmd, now})
+	}
 	key, on := w.key, w.on
 	w.mu.Unlock()
 	if on && seen {
@@ -91,6 +118,18 @@ func (w *Resends) answer(node, cmd, kind string, sentAt int64) {
 	if _, seen := w.answered[sentTo{node, cmd}]; !seen {
 		w.answered[sentTo{node, cmd}] = [2]int64{sentAt, w.Now()}
 	}
+}
+
+// readOnly are the commands that change no key: sent between a command and
+// its resend, they leave the question the same.
+var readOnly = map[string]bool{"get": true, "mget": true, "exists": true, "pttl": true, "ttl": true, "type": true,
+	"strlen": true, "ping": true, "echo": true, "time": true, "hget": true, "hgetall": true, "hexists": true}
+
+// idName is a commandID's command name (lower case; "script:SHA" for a
+// script, which may write).
+func idName(id string) string {
+	name, _, _ := strings.Cut(id, "\x00")
+	return name
 }
 
 // commandID is a command as the node receives it, name and every argument,
@@ -119,7 +158,7 @@ func commandID(args []string) string {
 
 // labelOf is a command's label in a point name (SET, SCRIPT:1a2b3c4d).
 func labelOf(id string) string {
-	name, _, _ := strings.Cut(id, "\x00")
+	name := idName(id)
 	if sha, ok := strings.CutPrefix(name, "script:"); ok {
 		return "SCRIPT:" + sha[:min(8, len(sha))]
 	}

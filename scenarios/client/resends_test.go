@@ -17,7 +17,8 @@ import (
 // TestResends: within one release (Begin..End), a command sent to a node
 // that already answered it definitively is reported, once per send; an
 // error answers nothing; another node, another command, or a command of
-// another release is no resend; EVAL and EVALSHA of one script are one
+// another release is no resend, nor a command sent again after the client
+// wrote something else to the node (a read between changes nothing); EVAL and EVALSHA of one script are one
 // command.
 func TestResends(t *testing.T) {
 	const script = `return redis.call("del", KEYS[1])`
@@ -48,6 +49,21 @@ func TestResends(t *testing.T) {
 		{"a nil is an answer", []step{begin, send("n1", []string{"GET", "k0"}), answer("n1", []string{"GET", "k0"}, lockimpl.ReplyNil), send("n1", []string{"get", "k0"})},
 			[]string{"n1 GET"}},
 		{"another node", []step{begin, send("n1", eval), answer("n1", eval, lockimpl.ReplyZero), send("n2", eval)}, nil},
+		// The client's own command between changed what it asks about (a
+		// relay's window also carries a process's other calls' commands).
+		{"another command to the node between", []step{begin, send("n1", []string{"DEL", "k0"}), answer("n1", []string{"DEL", "k0"}, lockimpl.ReplyValue),
+			send("n1", []string{"SET", "k0", "t2", "NX"}), answer("n1", []string{"SET", "k0", "t2", "NX"}, lockimpl.ReplyValue), send("n1", []string{"DEL", "k0"})}, nil},
+		// The abandoned acquire's SET went out before the DEL's answer
+		// came back (the DEL had freed the key).
+		{"another command sent before the answer", []step{begin, send("n1", []string{"DEL", "k0"}), send("n1", []string{"SET", "k0", "t2", "NX"}),
+			answer("n1", []string{"DEL", "k0"}, lockimpl.ReplyValue), answer("n1", []string{"SET", "k0", "t2", "NX"}, lockimpl.ReplyValue), send("n1", []string{"DEL", "k0"})}, nil},
+		{"asked again twice after a write", []step{begin, send("n1", []string{"DEL", "k0"}), answer("n1", []string{"DEL", "k0"}, lockimpl.ReplyValue),
+			send("n1", []string{"SET", "k0", "t2", "NX"}), send("n1", []string{"DEL", "k0"}), answer("n1", []string{"DEL", "k0"}, lockimpl.ReplyZero), send("n1", []string{"DEL", "k0"})},
+			[]string{"n1 DEL"}},
+		{"a read of the node between", []step{begin, send("n1", []string{"DEL", "k0"}), answer("n1", []string{"DEL", "k0"}, lockimpl.ReplyValue),
+			send("n1", []string{"GET", "k0"}), answer("n1", []string{"GET", "k0"}, lockimpl.ReplyNil), send("n1", []string{"DEL", "k0"})}, []string{"n1 DEL"}},
+		{"another command to another node between", []step{begin, send("n1", []string{"DEL", "k0"}), answer("n1", []string{"DEL", "k0"}, lockimpl.ReplyValue),
+			send("n2", []string{"SET", "k0", "t2", "NX"}), send("n1", []string{"DEL", "k0"})}, []string{"n1 DEL"}},
 		{"other arguments", []step{begin, send("n1", eval), answer("n1", eval, lockimpl.ReplyZero), send("n1", other)}, nil},
 		{"another release", []step{begin, send("n1", eval), answer("n1", eval, lockimpl.ReplyZero), end, begin, send("n1", eval)}, nil},
 		{"outside a release", []step{send("n1", eval), answer("n1", eval, lockimpl.ReplyZero), send("n1", eval)}, nil},
