@@ -103,6 +103,8 @@ func allTrials(t *testing.T) []trial {
 		{SignalDeleted, "release (catalogue 19, python-redis-lock)", string(history.KindNeedlessWait)},
 		{LeaseFromWait, "acquire (catalogue 14, Redisson)", checker.Unsafe},
 		{LockedIndex, "validity (catalogue 21, pottery)", checker.Unsafe},
+		{SingleWatchdogAwait, "correct", ""},
+		{RenewAfterAbandon, "acquire (catalogue 15, Redisson)", checker.Deadlock},
 	}
 }
 
@@ -267,6 +269,13 @@ func TestOneScenarioEach(t *testing.T) {
 		{"lost-grant-reply", []trial{
 			{Single, "correct", ""},
 			{ErrIsNo, "acquire errors", string(history.KindLostAcquire)},
+		}},
+		// A late grant's callback renewing a try the acquire gave up on
+		// (catalogue 15).
+		{"abandoned-try", []trial{
+			{SingleWatchdog, "correct", ""},
+			{SingleWatchdogAwait, "correct", ""},
+			{RenewAfterAbandon, "acquire (catalogue 15, Redisson)", checker.Deadlock},
 		}},
 		// A holder trusting the later key of a bare majority (catalogue 21).
 		{"quorum-late-key", []trial{

@@ -103,6 +103,12 @@ const (
 	// #68, #116): the extend script SETs the key when it is missing, so a
 	// renewal after a gap re-takes the lock silently.
 	bugRenewRecreate singleBug = "renew-recreate"
+	// acquire (catalogue 15, Redisson #7272, fix proposed in PR #7277): the
+	// try's reply completes it in a callback of its own; an acquire that
+	// stopped waiting for it cancels a renewal not yet scheduled, and the
+	// late grant's callback then schedules one for a lock nobody holds:
+	// its key's TTL keeps jumping back up.
+	bugRenewAfterAbandon singleBug = "renew-after-abandon"
 )
 
 // The scripts of the correct lock (the Redis distlock page's), and the
@@ -128,6 +134,7 @@ type single struct {
 	c        redis.UniversalClient
 	bug      singleBug
 	watchdog bool
+	await    bool // a try is awaited no longer than the wait timeout
 	seq      int
 	mu       sync.Mutex // dogs: Close comes from the runner's goroutine
 	dogs     map[string]*dog
@@ -135,6 +142,12 @@ type single struct {
 }
 
 func singleInfo(name, summary string, bug singleBug, watchdog bool) lockimpl.Info {
+	return singleInfoAwait(name, summary, bug, watchdog, false)
+}
+
+// singleInfoAwait is singleInfo for a lock whose acquire, with await,
+// stops waiting for a try's reply at the wait timeout (tryAwait).
+func singleInfoAwait(name, summary string, bug singleBug, watchdog, await bool) lockimpl.Info {
 	claims := singleClaims
 	claims.Renewal = watchdog
 	return lockimpl.Info{
@@ -145,7 +158,7 @@ func singleInfo(name, summary string, bug singleBug, watchdog bool) lockimpl.Inf
 			if o.TTL <= 0 || o.WaitTimeout <= 0 || len(env.Nodes) == 0 {
 				return nil, fmt.Errorf("%s: need lock.ttl, lock.wait_timeout and a node", name)
 			}
-			return &single{env: env, o: o, c: env.Nodes[0], bug: bug, watchdog: watchdog,
+			return &single{env: env, o: o, c: env.Nodes[0], bug: bug, watchdog: watchdog, await: await,
 				dogs: map[string]*dog{}, renewed: map[string]string{}}, nil
 		},
 	}
@@ -168,7 +181,13 @@ func (l *single) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 	var gaveBack error // a give-back whose outcome is unknown: the key may still be ours
 	for {
 		try := l.env.Clock.Mono()
-		ok, err := l.set(ctx, key, tok)
+		var ok bool
+		var err error
+		if l.await {
+			ok, err = l.tryAwait(ctx, key, tok, l.o.WaitTimeout)
+		} else {
+			ok, err = l.set(ctx, key, tok)
+		}
 		if err != nil && l.bug == bugErrIsNo {
 			// planted: an error read as a no
 			return nil, &lockimpl.AttemptError{Token: tok, Err: lockimpl.ErrNotAcquired}
@@ -202,6 +221,66 @@ func (l *single) Acquire(ctx context.Context, key string) (*lockimpl.Lease, erro
 		if err := sleep(ctx, l.env, max(l.o.RetryDelay, time.Millisecond)); err != nil {
 			return nil, err
 		}
+	}
+}
+
+// errAbandoned is a try whose reply the acquire stopped waiting for.
+var errAbandoned = errors.New("stopped waiting for the try's reply at the wait timeout")
+
+// tryAwait is one try whose reply is awaited no longer than wait, the
+// acquire's wait timeout, as a caller interrupts a lock call that takes
+// longer than it will wait (Redisson's lockInterruptibly, in issue 7272's
+// report). Not the wait time left: a last try begun with a millisecond to
+// spare would end unknown on a healthy link every time. Its reply completes
+// the try in a goroutine of its own, the future's callback; a try the
+// acquire stopped waiting for is an unknown outcome (its SET may land),
+// and its grant, when the reply comes, is given back, as nobody holds it.
+// With bugRenewAfterAbandon the callback starts the watchdog instead: the
+// acquire, giving up, had no renewal yet to cancel.
+func (l *single) tryAwait(ctx context.Context, key, tok string, wait time.Duration) (bool, error) {
+	type reply struct {
+		ok  bool
+		err error
+	}
+	var mu sync.Mutex
+	abandoned := false
+	replies := make(chan reply, 1)
+	go func() {
+		ok, err := l.set(context.WithoutCancel(ctx), key, tok)
+		mu.Lock()
+		gone := abandoned
+		if !gone {
+			replies <- reply{ok, err}
+		}
+		mu.Unlock()
+		switch {
+		case !gone || !ok:
+		case l.bug == bugRenewAfterAbandon && l.watchdog:
+			l.startDog(key, tok) // planted: renewal for a try nobody waits for
+		default:
+			_ = compareAndDelete.Run(context.WithoutCancel(ctx), l.c, []string{key}, tok).Err()
+		}
+	}()
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	timeUp := make(chan struct{})
+	go func() {
+		_ = sleep(wctx, l.env, wait)
+		close(timeUp)
+	}()
+	select {
+	case r := <-replies:
+		return r.ok, r.err
+	case <-timeUp:
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	select {
+	case r := <-replies: // the reply came as the time ran out
+		return r.ok, r.err
+	default:
+		abandoned = true
+		return false, errAbandoned
 	}
 }
 
@@ -428,6 +507,12 @@ var (
 	RenewDiesOnError        = singleInfo("planted-renew-dies-on-error", "renewal: ends silently at any error (python-redis-lock #85)", bugRenewDiesOnError, true)
 	RenewStaleEntry         = singleInfo("planted-renew-stale-entry", "renewal: a failed renewal's entry blocks later ones (Redisson #2515)", bugRenewStaleEntry, true)
 	RenewRecreate           = singleInfo("planted-renew-recreate", "renewal: the script re-sets a missing key (RedLock.net #48)", bugRenewRecreate, true)
+
+	// A try awaited no longer than the wait timeout, as a caller
+	// interrupts a lock call: the correct lock gives a late grant back;
+	// catalogue 15 renews it.
+	SingleWatchdogAwait = singleInfoAwait("planted-single-wd-await", "correct: SET NX PX, watchdog renewal, a try awaited within the wait timeout", bugNone, true, true)
+	RenewAfterAbandon   = singleInfoAwait("planted-renew-after-abandon", "acquire: a late grant's callback starts renewal after the acquire gave up (Redisson #7272)", bugRenewAfterAbandon, true, true)
 )
 
 // sleep waits d through the client's sleeper (which honours its pauses).

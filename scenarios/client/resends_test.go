@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -198,5 +199,26 @@ func TestHookAcrossReleases(t *testing.T) {
 	w.End()
 	if len(sent) != 1 || sent[0] != second {
 		t.Fatalf("resends reported with sends %v, want one with the second release's send %d", sent, second)
+	}
+}
+
+// TestResendsLatestAnswer: a resend is reported with the latest answer to
+// the command, not its first: a third round is judged by the second
+// round's answer.
+func TestResendsLatestAnswer(t *testing.T) {
+	id := commandID([]string{"DEL", "k0"})
+	clock := int64(0)
+	var got [][2]int64
+	w := &Resends{Now: func() int64 { clock++; return clock }, Report: func(_, _, _ string, sent, answered int64) {
+		got = append(got, [2]int64{sent, answered})
+	}}
+	w.Begin("k0")
+	first := w.sent("n1", id)                      // 1
+	w.answer("n1", id, lockimpl.ReplyZero, first)  // answered at 2
+	second := w.sent("n1", id)                     // 3: reported (1, 2)
+	w.answer("n1", id, lockimpl.ReplyZero, second) // answered at 4
+	w.sent("n1", id)                               // 5: reported (3, 4)
+	if want := [][2]int64{{1, 2}, {3, 4}}; !slices.Equal(got, want) {
+		t.Errorf("reported (sent, answered) %v, want %v", got, want)
 	}
 }
