@@ -169,11 +169,12 @@ func (ev *evidence) acquisitionGaps(a *analysis) {
 // lateOrSilent says whether, between from and to, client was late by the
 // harness's doing (lateFor) or every server was silent (serversSilent).
 func (a *analysis) lateOrSilent(client int, from, to int64) bool {
-	return a.lateOrSilentFor(client, from, to) > 0
+	return liveness.Covered(a.lateFor(client), from, to) > 0 || liveness.Covered(a.serversSilent(), from, to) > 0
 }
 
 // lateOrSilentFor is how long of [from, to] the client was late or every
-// server silent.
+// server silent. It merges the two lists on each call: asked once per
+// resend, not per operation as lateOrSilent is.
 func (a *analysis) lateOrSilentFor(client int, from, to int64) int64 {
 	return liveness.Covered(liveness.Merge(append(slices.Clone(a.lateFor(client)), a.serversSilent()...)), from, to)
 }
