@@ -70,6 +70,9 @@ type analysis struct {
 	// pairs an extend's invoke with its completion by (client, N).
 	extends   extendCounts
 	extending map[[2]int64]int32 // position of the invoke
+	// renewals are each client's completed extends and renewals, by
+	// invoke (sorted in finish), for renewalCut.
+	renewals map[int][]extendFlight
 
 	// What the checks read besides: the validated history in its own
 	// order, its problems, and the options.
@@ -485,6 +488,7 @@ func (ps *pass) finish() {
 		}
 	})
 	a.mergeLags()
+	a.sortRenewals()
 	for _, kd := range a.keys {
 		for i := range kd.holds {
 			if kd.holds[i].To < 0 { // held by a process that was inherited and never seen again
@@ -535,6 +539,7 @@ func (a *analysis) extendOp(i int, p *procState) {
 		return
 	}
 	delete(a.extending, id)
+	a.addRenewal(p.client, extendFlight{key: op.Key, invoke: a.h[at].Time, done: op.Time, outcome: op.Type})
 	switch op.Type {
 	case history.Ok:
 		a.extends.ok++

@@ -146,8 +146,8 @@ func verdict(r *Result, o history.Options, keys int, lv livenessResult) decision
 		// away with the holds shortened, and the releases moved earlier, by
 		// the harness's own stalls and the holders' own lag: the lease ran
 		// out while the harness, or that holder, was not running.
-		return harness(fmt.Sprintf("%s; %s, but none without the harness's stalls%s inside the holds%s",
-			lateText(r), stallExplained(r, o, overlap), ifLags(r, " and the holders' own lag"), staleText(r, o)))
+		return harness(fmt.Sprintf("%s; %s, but none without the harness's stalls%s inside the holds%s%s",
+			lateText(r), stallExplained(r, o, overlap), ifLags(r, " and the holders' own lag"), cutText(r), staleText(r, o)))
 	case harmed || r.Overlaps > 0 && !o.Fenced:
 		if r.Overlaps > 0 {
 			why = append([]string{overlap}, why...)
@@ -221,6 +221,15 @@ func lateOrSilentText(r *Result) string {
 		parts = append(parts, fmt.Sprintf("no server answered for %.0f ms in all", r.ServersSilentMs))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// cutText names the holds counted only up to a renewal the harness may
+// have made fail, "" when none.
+func cutText(r *Result) string {
+	if r.HoldsCutAtRenewal == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" or the renewals they delayed or spoiled (%d holds counted only up to one)", r.HoldsCutAtRenewal)
 }
 
 // staleText names the overlaps only stale stamps explain, "" when none.

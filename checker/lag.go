@@ -14,7 +14,8 @@ import (
 // (its critical section's hold, its think time, its back-off) woke N ns
 // later than asked, while the rest of the process ran on (on a busy
 // machine one goroutine waits on a run queue while the ticker's does not),
-// or a pause of that client was healed N ns later than the spec asked.
+// or a fault that named that client (a pause, a cut of its links) was
+// healed N ns later than the spec asked.
 //
 // A client's lag is recorded only where lateness can only delay that
 // client: the sleep's end was due at Time - N and the client did not run

@@ -1,6 +1,9 @@
 package checker
 
-import "github.com/lockstorm/lockstorm/checker/internal/liveness"
+import (
+	"github.com/lockstorm/lockstorm/checker/internal/liveness"
+	"github.com/lockstorm/lockstorm/history"
+)
 
 // The records the pass (analyze.go) keeps per key and per process: what
 // every check reads, the history's own entries aside.
@@ -11,6 +14,14 @@ type holdRec struct {
 	invoke  int64 // invoke time of the outermost acquire
 	relDone int64 // completion of the release that ended the hold (ok or fail); To otherwise
 	relOK   bool  // the hold ended with a release that completed ok
+}
+
+// extendFlight is one completed extend or renewal of a client: its key,
+// flight and outcome.
+type extendFlight struct {
+	key          string
+	invoke, done int64
+	outcome      history.Type
 }
 
 // acqRec is one acquire operation: the liveness checks read its times

@@ -271,7 +271,12 @@ type Stalls struct {
 	// OverlapsWithoutStalls, that only a stamp made stale by the harness's
 	// lateness explains (history.Options.StampLease; see stale_stamp.go).
 	OverlapsStaleStamps int `json:"overlaps_stale_stamps,omitempty"`
-	HarnessStalls       int `json:"harness_stalls,omitempty"`
+	// HoldsCutAtRenewal counts the holds that, for
+	// OverlapsWithoutStalls, count only up to a renewal the harness's
+	// lateness may have made fail (sent late, or its outcome unknown while
+	// the harness was late): a renewing hold's lapse rests on it.
+	HoldsCutAtRenewal int `json:"holds_cut_at_renewal,omitempty"`
+	HarnessStalls     int `json:"harness_stalls,omitempty"`
 	// ByHarness: the verdict is inconclusive because of the harness's own
 	// stalls and its clients' own lag alone (every violation, or the
 	// starvation past the bound, goes away without them). Such a run says

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"math"
 	"strings"
 
 	"github.com/lockstorm/lockstorm/checker/internal/liveness"
@@ -19,16 +20,17 @@ import (
 // no overlap remains, the run proves nothing about the lock's exclusion.
 // A hold is shortened by its own client's lag too, and only by its own
 // (lateFor): one client's lateness lengthens no other client's hold.
-func overlapsWithoutStalls(a *analysis) (pairs, stale int) {
+func overlapsWithoutStalls(a *analysis) (pairs, stale, cuts int) {
 	if !a.anyStall() {
-		return -1, 0
+		return -1, 0, 0
 	}
 	stamps := a.opts.StampTokens && a.opts.StampLease > 0
 	for _, kd := range a.keys {
 		if len(kd.holds) < 2 {
 			continue
 		}
-		short, vague := a.shortenedHolds(kd)
+		short, vague, cut := a.shortenedHolds(kd)
+		cuts += cut
 		if !stamps {
 			pairs += overlapPass(short).pairs
 			for _, v := range vague {
@@ -39,14 +41,16 @@ func overlapsWithoutStalls(a *analysis) (pairs, stale int) {
 		left, excused := a.withoutStaleStamps(kd, short.holds, vague)
 		pairs, stale = pairs+left, stale+excused
 	}
-	return pairs, stale
+	return pairs, stale, cuts
 }
 
 // shortenedHolds are kd's holds, each shortened by its client's lateness
-// inside it, and apart (vague) those late for longer than they held.
-func (a *analysis) shortenedHolds(kd *keyData) (short *keyData, vague []holdRec) {
+// inside it, and apart (vague) those late for longer than they held; cuts
+// counts those ended at a renewal the lateness may have made fail
+// (renewalCut).
+func (a *analysis) shortenedHolds(kd *keyData) (short *keyData, vague []holdRec, cuts int) {
 	short = &keyData{name: kd.name, holds: make([]holdRec, 0, len(kd.holds))}
-	for _, h := range kd.holds {
+	for i, h := range kd.holds {
 		// From the acquire's invoke, not the grant: the lease began
 		// when the server ran the command, at any time while the
 		// acquire was in flight, and a stall between that and the
@@ -59,11 +63,26 @@ func (a *analysis) shortenedHolds(kd *keyData) (short *keyData, vague []holdRec)
 				vague = append(vague, h)
 				continue
 			}
-			h.To = max(h.To-late, h.From)
+			to := max(h.To-late, h.From)
+			if cut, ok := a.renewalCut(kd.name, h, nextGrant(kd.holds, i)); ok && cut < to {
+				to, cuts = max(cut, h.From), cuts+1
+			}
+			h.To = to
 		}
 		short.holds = append(short.holds, h)
 	}
-	return short, vague
+	return short, vague, cuts
+}
+
+// nextGrant is the grant of the first hold after holds[i] (sorted by From)
+// of another process, or the largest time when none.
+func nextGrant(holds []holdRec, i int) int64 {
+	for _, g := range holds[i+1:] {
+		if g.Process != holds[i].Process && g.From > holds[i].From {
+			return g.From
+		}
+	}
+	return math.MaxInt64
 }
 
 // coveringHolds counts the holds that overlap v wherever v lay: v was late
@@ -91,19 +110,19 @@ func (stallOverlapCheck) run(a *analysis) finding {
 	for _, ov := range a.overlaps() {
 		pairs += ov.pairs
 	}
-	stale := 0
+	stale, cuts := 0, 0
 	if pairs > 0 && !a.opts.Fenced && a.anyStall() {
-		pairs, stale = overlapsWithoutStalls(a)
+		pairs, stale, cuts = overlapsWithoutStalls(a)
 	}
-	return stallOverlapFinding{pairs, stale}
+	return stallOverlapFinding{pairs, stale, cuts}
 }
 
-// stallOverlapFinding is Result.OverlapsWithoutStalls and
-// Result.OverlapsStaleStamps.
-type stallOverlapFinding struct{ pairs, stale int }
+// stallOverlapFinding is Result.OverlapsWithoutStalls,
+// Result.OverlapsStaleStamps and Result.HoldsCutAtRenewal.
+type stallOverlapFinding struct{ pairs, stale, cuts int }
 
 func (f stallOverlapFinding) apply(r *Result) {
-	r.OverlapsWithoutStalls, r.OverlapsStaleStamps = f.pairs, f.stale
+	r.OverlapsWithoutStalls, r.OverlapsStaleStamps, r.HoldsCutAtRenewal = f.pairs, f.stale, f.cuts
 }
 
 // openFault is a fault not healed yet: when it started and what it named

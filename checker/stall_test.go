@@ -177,3 +177,56 @@ func TestScheduleLeaseStall(t *testing.T) {
 		})
 	}
 }
+
+// TestRenewalCut: a renewing holder's lapse rests on its renewals, and a
+// renewal that the harness's lateness may have made fail (sent late, or
+// its outcome unknown while the harness was late for most of its flight)
+// leaves the hold certain only up to it. Shapes seen at load 10 on
+// renewal-blips × a correct watchdog (seed 7: a renewal sent 272 ms late
+// into a blackhole healed 233 ms late; seed 9: a renewal sent 251 ms late
+// found the key gone, 10 ms before the next grant).
+func TestRenewalCut(t *testing.T) {
+	type span = [2]float64 // end, length (ms)
+	for _, tc := range []struct {
+		name          string
+		stalls, lags  []span // the process's stalls; c1's lags
+		renewAt, took float64
+		renewed       history.Type
+		grant         float64 // c2's grant
+		verdict       string
+	}{
+		{"no lateness: unsafe", nil, nil, 974, 2.7, history.Info, 1210, Unsafe},
+		{"seed 7: sent late into a fault healed late: inconclusive", []span{{975.1, 272.6}}, []span{{976.7, 232.7}}, 974, 2.7, history.Info, 1210, Inconclusive},
+		{"seed 9: sent late, the key gone: inconclusive", []span{{1634.2, 251.7}}, nil, 1634, 13, history.Fail, 1644, Inconclusive},
+		{"late by less than the renewal missed the grant by: unsafe", []span{{1634.2, 5}}, nil, 1634, 13, history.Fail, 1610, Unsafe},
+		{"late before the renewal that landed: unsafe", []span{{190, 150}}, nil, 1634, 13, history.Fail, 1644, Unsafe},
+		{"spoiled: timed out in a stall from its send: inconclusive", []span{{1102, 100}}, nil, 1002, 100, history.Info, 1210, Inconclusive},
+		{"a refusal in a stall from its send: unsafe", []span{{1102, 100}}, nil, 1002, 100, history.Fail, 1210, Unsafe},
+		{"spoiled after the next grant: unsafe", []span{{1252.5, 3}}, nil, 1250, 2.7, history.Info, 1210, Unsafe},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ext := func(n int64) func(*history.Op) { return func(o *history.Op) { o.N, o.Value = n, "t1" } }
+			var b builder
+			b.op(0, 1, history.Ok, 1, 1, history.FAcquire, k0, val("t1"))
+			b.op(200, 201, history.Ok, 1, 1, history.FExtend, k0, ext(1))
+			b.op(600, 705, history.Info, 1, 1, history.FExtend, k0, ext(2)) // a blip the spec asked for
+			b.op(tc.renewAt, tc.renewAt+tc.took, tc.renewed, 1, 1, history.FExtend, k0, ext(3))
+			b.op(2126, 2130, history.Fail, 1, 1, history.FRelease, k0, val("t1"))
+			b.op(tc.grant-2, tc.grant, history.Ok, 2, 2, history.FAcquire, k0, val("t2"))
+			b.op(2200, 2201, history.Ok, 2, 2, history.FRelease, k0, val("t2"))
+			for _, s := range tc.stalls {
+				b.add(s[0], history.Ok, history.NemesisProcess, -1, history.FStall, "", func(o *history.Op) { o.N = msT(s[1]) })
+			}
+			for _, s := range tc.lags {
+				b.add(s[0], history.Ok, history.NemesisProcess, 1, history.FStall, "", func(o *history.Op) { o.N = msT(s[1]) })
+			}
+			r := Check(b.sorted(), history.Options{})
+			if r.Verdict != tc.verdict {
+				t.Errorf("verdict %s: %s", r.Verdict, r.Reason)
+			}
+			if r.ByHarness != (tc.verdict == Inconclusive) {
+				t.Errorf("ByHarness %v with verdict %s", r.ByHarness, r.Verdict)
+			}
+		})
+	}
+}

@@ -35,8 +35,10 @@ type timeline struct {
 type activeFault struct {
 	desc string
 	heal nemesis.Heal
-	// paused are the clients a pause stopped: a late heal is their lag.
-	paused []int
+	// clients are the clients the fault named (a pause stopped them, a
+	// network fault cut or slowed their links): a late heal held them under
+	// it longer than the spec asked, and that is their lag.
+	clients []int
 }
 
 func newTimeline(r *run, env *nemesis.Env) *timeline {
@@ -151,10 +153,7 @@ func (t *timeline) inject(ctx context.Context, env *nemesis.Env, s nemesis.Spec,
 	defer t.mu.Unlock()
 	t.seq++
 	id := t.seq
-	a := activeFault{desc: op.Value, heal: heal}
-	if s.Kind == "pause" {
-		a.paused = tg.Clients
-	}
+	a := activeFault{desc: op.Value, heal: heal, clients: tg.Clients}
 	t.active[id] = a
 	op.N = int64(id)
 	t.r.rec.Add(op)
@@ -233,9 +232,9 @@ func (t *timeline) healAfter(ctx context.Context, id int, d time.Duration) bool 
 		return false
 	}
 	t.mu.Lock()
-	paused := t.active[id].paused
+	named := t.active[id].clients
 	t.mu.Unlock()
-	t.r.lateSince(due, paused...)
+	t.r.lateSince(due, named...)
 	t.heal(id)
 	return true
 }

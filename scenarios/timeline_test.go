@@ -22,6 +22,9 @@ func init() {
 	nemesis.Register("test-heal-fails", "test only: applies to n1, its heal fails", nemesis.Uses{}, func(nemesis.Spec, *nemesis.NoParams) (nemesis.Fault, error) {
 		return testFault{targets: nemesis.Targets{Nodes: []string{"n1"}}, healErr: errors.New("restart n1: port taken")}, nil
 	})
+	nemesis.Register("test-links", "test only: cuts client 2's links", nemesis.Uses{}, func(nemesis.Spec, *nemesis.NoParams) (nemesis.Fault, error) {
+		return testFault{targets: nemesis.Targets{Clients: []int{2}, Links: []string{"h1>n1"}}}, nil
+	})
 	nemesis.Register("test-inject-fails", "test only: its injection errs", nemesis.Uses{}, func(nemesis.Spec, *nemesis.NoParams) (nemesis.Fault, error) {
 		return testFault{injectErr: errors.New("toxiproxy said no")}, nil
 	})
@@ -128,6 +131,34 @@ func TestTimelineRecordsTargetsAndHeals(t *testing.T) {
 				t.Errorf("pause of client 99 recorded targets %+v; want none, client 99 missing", op.Targets)
 			}
 		}
+	}
+}
+
+// TestLateHealIsClientLag: a fault on a client's links healed later than
+// its For held that client under it longer than the spec asked (a renewal
+// due after the blip met it): the lateness is that client's lag, as a late
+// pause's is. Holding the timeline's lock past the heal's due time makes
+// the heal late here as a stalled harness does.
+func TestLateHealIsClientLag(t *testing.T) {
+	r := &run{plan: &Plan{Seed: 1}, rec: history.NewRecorder(), log: slog.New(slog.DiscardHandler)}
+	env := &nemesis.Env{Clients: 3, ClientHost: func(c int) string { return fmt.Sprintf("h%d", c+1) },
+		Control: nopControl{}, Rand: rand.New(rand.NewPCG(1, 1))}
+	tl := newTimeline(r, env)
+	tl.start(context.Background(), []PlanFault{{Spec: nemesis.Spec{Kind: "test-links", At: 5 * time.Millisecond, For: 10 * time.Millisecond}}})
+	time.Sleep(10 * time.Millisecond)
+	tl.mu.Lock()
+	time.Sleep(60 * time.Millisecond)
+	tl.mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
+	tl.stopAndHeal()
+	var lags []history.Op
+	for _, op := range r.rec.History() {
+		if op.F == history.FStall {
+			lags = append(lags, op)
+		}
+	}
+	if len(lags) != 1 || lags[0].Client != 2 || lags[0].N < int64(40*time.Millisecond) {
+		t.Fatalf("lags %+v, want one of client 2 of at least 40 ms", lags)
 	}
 }
 
