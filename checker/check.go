@@ -229,7 +229,7 @@ func cutText(r *Result) string {
 	if r.HoldsCutAtRenewal == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" or the renewals they delayed or spoiled (%d holds counted only up to one)", r.HoldsCutAtRenewal)
+	return fmt.Sprintf(" or the renewals they delayed or spoiled (%d holds counted up to such a renewal)", r.HoldsCutAtRenewal)
 }
 
 // staleText names the overlaps only stale stamps explain, "" when none.

@@ -193,16 +193,18 @@ func TestRenewalCut(t *testing.T) {
 		renewAt, took float64
 		renewed       history.Type
 		grant         float64 // c2's grant
+		fault         span    // a blackhole of c1's links: its heal, its length (ms); zero: none
 		verdict       string
 	}{
-		{"no lateness: unsafe", nil, nil, 974, 2.7, history.Info, 1210, Unsafe},
-		{"seed 7: sent late into a fault healed late: inconclusive", []span{{975.1, 272.6}}, []span{{976.7, 232.7}}, 974, 2.7, history.Info, 1210, Inconclusive},
-		{"seed 9: sent late, the key gone: inconclusive", []span{{1634.2, 251.7}}, nil, 1634, 13, history.Fail, 1644, Inconclusive},
-		{"late by less than the renewal missed the grant by: unsafe", []span{{1634.2, 5}}, nil, 1634, 13, history.Fail, 1610, Unsafe},
-		{"late before the renewal that landed: unsafe", []span{{190, 150}}, nil, 1634, 13, history.Fail, 1644, Unsafe},
-		{"spoiled: timed out in a stall from its send: inconclusive", []span{{1102, 100}}, nil, 1002, 100, history.Info, 1210, Inconclusive},
-		{"a refusal in a stall from its send: unsafe", []span{{1102, 100}}, nil, 1002, 100, history.Fail, 1210, Unsafe},
-		{"spoiled after the next grant: unsafe", []span{{1252.5, 3}}, nil, 1250, 2.7, history.Info, 1210, Unsafe},
+		{"no lateness: unsafe", nil, nil, 974, 2.7, history.Info, 1210, span{}, Unsafe},
+		{"seed 7: sent late into a fault healed late: inconclusive", []span{{975.1, 272.6}}, []span{{976.7, 232.7}}, 974, 2.7, history.Info, 1210, span{976.66, 976.66 - 393}, Inconclusive},
+		{"seed 9: sent late, the key gone: inconclusive", []span{{1634.2, 251.7}}, nil, 1634, 13, history.Fail, 1644, span{}, Inconclusive},
+		{"late by less than the renewal missed the grant by: unsafe", []span{{1634.2, 5}}, nil, 1634, 13, history.Fail, 1610, span{}, Unsafe},
+		{"late before the renewal that landed: unsafe", []span{{190, 150}}, nil, 1634, 13, history.Fail, 1644, span{}, Unsafe},
+		{"spoiled: timed out in a stall from its send: inconclusive", []span{{1102, 100}}, nil, 1002, 100, history.Info, 1210, span{}, Inconclusive},
+		{"a refusal in a stall from its send: unsafe", []span{{1102, 100}}, nil, 1002, 100, history.Fail, 1210, span{}, Unsafe},
+		{"a renewal cut by a fault the spec asked for, in a stall: unsafe", []span{{1102, 100}}, nil, 1002, 100, history.Info, 1210, span{1340, 350}, Unsafe},
+		{"spoiled after the next grant: unsafe", []span{{1252.5, 3}}, nil, 1250, 2.7, history.Info, 1210, span{}, Unsafe},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ext := func(n int64) func(*history.Op) { return func(o *history.Op) { o.N, o.Value = n, "t1" } }
@@ -216,6 +218,12 @@ func TestRenewalCut(t *testing.T) {
 			b.op(2200, 2201, history.Ok, 2, 2, history.FRelease, k0, val("t2"))
 			for _, s := range tc.stalls {
 				b.add(s[0], history.Ok, history.NemesisProcess, -1, history.FStall, "", func(o *history.Op) { o.N = msT(s[1]) })
+			}
+			if tc.fault[1] > 0 {
+				b.add(tc.fault[0]-tc.fault[1], history.Ok, history.NemesisProcess, -1, history.FStart, "", func(o *history.Op) {
+					o.Value, o.N, o.Targets = "blackhole pick=holder", 1, &history.FaultTargets{Clients: []int{1}, Links: []string{"h2>n1"}}
+				})
+				b.add(tc.fault[0], history.Ok, history.NemesisProcess, -1, history.FStop, "", func(o *history.Op) { o.Value, o.N = "blackhole pick=holder", 1 })
 			}
 			for _, s := range tc.lags {
 				b.add(s[0], history.Ok, history.NemesisProcess, 1, history.FStall, "", func(o *history.Op) { o.N = msT(s[1]) })
