@@ -47,6 +47,7 @@ var checks = []check{
 	lockstepCheck{},
 	retryCadenceCheck{},
 	extendGaveUpCheck{},
+	earlyGiveUpCheck{},
 	releaseRetriesCheck{},
 	falseRefusalCheck{},
 }

@@ -71,12 +71,19 @@ const (
 	// stood as the caller's on every node for the whole operation: the
 	// caller gives the lease up while the key leaks until its TTL.
 	KindFalseRefusal Kind = "false-refusal"
+	// KindEarlyGiveUp: an acquire answered with a definite "not
+	// acquired" before its wait timeout had passed, on a lock that
+	// declares it waits the timeout out (waits_out), with no fault on the
+	// client while it waited (a clock fault can run its timer fast): the
+	// waiter gave up with time left (Spring GH-3700: a waiter that lost
+	// the race after an unlock notification returned false at once).
+	KindEarlyGiveUp Kind = "early-give-up"
 )
 
 // Kinds are every kind, in order.
 var Kinds = []Kind{KindTwoHolders, KindHarm, KindReleaseFalseSuccess, KindExtendFalseSuccess,
 	KindReleaseNotFreed, KindLostAcquire, KindLostAcquireUnknown, KindStarvation, KindOrphanedKey,
-	KindNeedlessWait, KindLockstepRetries, KindRetryCadence, KindExtendGaveUp, KindReleaseRetries, KindFalseRefusal}
+	KindNeedlessWait, KindLockstepRetries, KindRetryCadence, KindExtendGaveUp, KindReleaseRetries, KindFalseRefusal, KindEarlyGiveUp}
 
 // KnownKind says k is one of Kinds.
 func KnownKind(k string) bool { return slices.Contains(Kinds, Kind(k)) }

@@ -71,6 +71,10 @@ type Options struct {
 	// an extend renews (the TTL): an extend that gave up after one try
 	// while half of it was left is judged. 0: not judged.
 	ExtendRetryLease time.Duration `json:",omitempty"`
+	// WaitOut, when set, says the lock refuses an acquire only once this
+	// wait timeout has passed (claim waits_out): a refusal sooner is
+	// judged. 0: not judged.
+	WaitOut time.Duration `json:",omitempty"`
 	// Permissions say which kinds of finding the run may show (the
 	// expectation's, see scenarios/spec Permissions); checker.Check marks each
 	// finding with its own (checker.Result.Permit).

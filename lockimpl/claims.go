@@ -159,6 +159,14 @@ type Claims struct {
 	// has room (bsm/redislock's Refresh takes Options whose
 	// RetryStrategy "allows to customise the lock retry strategy").
 	ExtendRetries bool `yaml:"extend_retries" json:"extend_retries,omitempty"`
+	// WaitsOut says an acquire refuses only once its wait timeout
+	// (lock.wait_timeout) has passed: a waiter that finds the key taken,
+	// woken by a release or not, tries again while it has time left
+	// (python-redis-lock's acquire(timeout=...), Spring's
+	// tryLock(time, unit) since PR #3702 fixed GH-3700, in which a
+	// PUB_SUB_LOCK waiter that lost the race after an unlock notification
+	// gave up early).
+	WaitsOut bool `yaml:"waits_out" json:"waits_out,omitempty"`
 }
 
 // Topology is where a lock's state lives.

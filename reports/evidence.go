@@ -76,7 +76,7 @@ func unpermittedWords(r checker.Result) []string {
 		case history.KindReleaseFalseSuccess, history.KindExtendFalseSuccess, history.KindReleaseNotFreed,
 			history.KindLostAcquire, history.KindLostAcquireUnknown, history.KindOrphanedKey,
 			history.KindNeedlessWait, history.KindLockstepRetries, history.KindRetryCadence, history.KindExtendGaveUp,
-			history.KindReleaseRetries, history.KindFalseRefusal:
+			history.KindReleaseRetries, history.KindFalseRefusal, history.KindEarlyGiveUp:
 			if f.Permitted {
 				leaks = append(leaks, fmt.Sprintf("%s ×%d", f.Kind, f.Count))
 			}

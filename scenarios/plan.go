@@ -263,6 +263,9 @@ func Compile(sp *spec.Spec, cfg Config) (*Plan, error) {
 	if claims.ExtendRetries {
 		p.Check.ExtendRetryLease = opts.TTL
 	}
+	if claims.WaitsOut {
+		p.Check.WaitOut = opts.WaitTimeout
+	}
 	p.Check.OrphanBound = orphanBound(claims, opts.TTL)
 	p.Gated = gatedRun(sp, p.Expectation)
 	p.ClockOffsets = clockOffsets(sp, seed)

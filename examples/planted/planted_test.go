@@ -101,6 +101,7 @@ func allTrials(t *testing.T) []trial {
 		{Signal, "correct", ""},
 		{HashQuorum, "correct", ""},
 		{SignalDeleted, "release (catalogue 19, python-redis-lock)", string(history.KindNeedlessWait)},
+		{SignalGivesUp, "acquire (catalogue 23, Spring)", string(history.KindEarlyGiveUp)},
 		{LeaseFromWait, "acquire (catalogue 14, Redisson)", checker.Unsafe},
 		{LockedIndex, "validity (catalogue 21, pottery)", checker.Unsafe},
 		{SingleWatchdogAwait, "correct", ""},

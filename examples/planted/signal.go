@@ -34,6 +34,15 @@ type signalBug string
 // expire) while the lock stands free.
 const bugSignalDeleted signalBug = "signal-deleted"
 
+// catalogue 23 (Spring RedisLockRegistry GH-3700, fixed by PR #3702 in
+// 5.5.x): a waiter woken by the release's signal that then loses the race
+// for the key (another client's SET came first) gives up at once, its
+// wait time not spent. Spring's PUB_SUB_LOCK wakes its waiters by a
+// message on a channel; here the signal list wakes one, and the race is
+// lost to a client that arrives between the release and the woken
+// waiter's SET.
+const bugGiveUpAfterSignal signalBug = "give-up-after-signal"
+
 // signalExpire is python-redis-lock's default signal_expire (ms).
 const signalExpire = 1000
 
@@ -66,6 +75,7 @@ var signalClaims = func() lockimpl.Claims {
 	c := singleClaims
 	c.WholeSeconds = true
 	c.GrantChecked, c.GrantMonotonic = false, false
+	c.WaitsOut = true // acquire(timeout=...) tries again until its timeout
 	return c
 }()
 
@@ -99,6 +109,7 @@ func (l *signalLock) Acquire(ctx context.Context, key string) (*lockimpl.Lease, 
 	l.seq++
 	tok := fmt.Sprintf("c%d-%d-%x", l.env.Client, l.seq, l.env.Rand.Uint64())
 	start := l.env.Clock.Mono()
+	signalled := false
 	for {
 		err := l.c.Do(ctx, "SET", key, tok, "NX", "EX", int64(seconds(l.o.TTL)/time.Second)).Err()
 		if err == nil {
@@ -107,13 +118,15 @@ func (l *signalLock) Acquire(ctx context.Context, key string) (*lockimpl.Lease, 
 		if !errors.Is(err, redis.Nil) {
 			return nil, &lockimpl.AttemptError{Token: tok, Err: fmt.Errorf("planted signal: acquire: outcome unknown: %w", err)}
 		}
-		if l.env.Clock.Mono()-start >= l.o.WaitTimeout {
-			return nil, &lockimpl.AttemptError{Token: tok, Err: lockimpl.ErrNotAcquired}
+		if l.env.Clock.Mono()-start >= l.o.WaitTimeout || signalled && l.bug == bugGiveUpAfterSignal {
+			return nil, &lockimpl.AttemptError{Token: tok, Err: lockimpl.ErrNotAcquired} // planted (the second): woken, lost the race, gave up
 		}
 		wait := seconds(min(l.o.TTL, l.o.WaitTimeout-(l.env.Clock.Mono()-start)))
-		if err := l.c.BLPop(ctx, wait, signalKey(key)).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		err = l.c.BLPop(ctx, wait, signalKey(key)).Err()
+		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, &lockimpl.AttemptError{Token: tok, Err: fmt.Errorf("planted signal: acquire: BLPOP: outcome unknown: %w", err)}
 		}
+		signalled = err == nil // a release's signal woke it, not the timeout
 	}
 }
 
@@ -139,4 +152,6 @@ var (
 	Signal = signalInfo("planted-signal", "correct: SET NX PX, waiters on a BLPOP signal list (python-redis-lock 3.4.0)", "")
 	// SignalDeleted is catalogue 19 (python-redis-lock #71).
 	SignalDeleted = signalInfo("planted-signal-deleted", "release: the signal list deleted after the script (python-redis-lock #71)", bugSignalDeleted)
+	// SignalGivesUp is catalogue 23 (Spring GH-3700).
+	SignalGivesUp = signalInfo("planted-signal-gives-up", "acquire: a waiter woken by the signal gives up when it loses the race (Spring GH-3700)", bugGiveUpAfterSignal)
 )

@@ -58,7 +58,7 @@
 // racy_takeover, fencing, renewal, replica_ack, whole_seconds,
 // server_ttl, grant_checked, grant_monotonic, grant_confirmed,
 // extend_checked, notified_wait, extend_recreates, fixed_retry_delay,
-// extend_retries = true|false; renewal_every = a share of the TTL, e.g.
+// extend_retries, waits_out = true|false; renewal_every = a share of the TTL, e.g.
 // 0.8; backoff_growth = a factor over 1 with backoff_cap = a share of the
 // TTL). Declaring
 // topology declares claims, and expiry and release must then be given; a

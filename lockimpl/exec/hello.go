@@ -111,6 +111,8 @@ func setClaim(c *lockimpl.Claims, k, v string) error {
 		c.BackoffCap, err = strconv.ParseFloat(v, 64)
 	case "extend_retries":
 		c.ExtendRetries, err = flag()
+	case "waits_out":
+		c.WaitsOut, err = flag()
 	default:
 		return fmt.Errorf("claim %q is not supported by this protocol version", k)
 	}

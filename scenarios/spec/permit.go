@@ -110,6 +110,7 @@ func Permissions(exp Expectation, c lockimpl.Claims, f Facts) []history.Permissi
 	// extend_retries): the lock's own word on how it retries.
 	add(history.KindRetryCadence, false, "", "the lock declares how its delay between tries grows (backoff_growth): a waiter's tries must follow it")
 	add(history.KindExtendGaveUp, false, "", "the lock declares its extend retries a try with no definite answer (extend_retries): it must not give up after one while its lease has room")
+	add(history.KindEarlyGiveUp, false, "", "the lock declares it waits its wait timeout out (waits_out): it must not refuse an acquire sooner")
 	// No claim says a lock may ask a node again what it has already
 	// answered, nor refuse a release on a key that is still the caller's:
 	// both are judged only on what the clients saw (a definite answer, no
