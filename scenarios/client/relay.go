@@ -123,6 +123,7 @@ func (rl *Relay) serve(c, s net.Conn) {
 		rl.pump(bufio.NewReader(s), c, func(raw []byte) bool {
 			select {
 			case p := <-pending:
+				rl.hook.Resends.flight(p.ident, -1)
 				kind := rawReplyKind(raw)
 				if !rl.pass(p.pts, 1, kind) {
 					return false
@@ -149,6 +150,11 @@ func (rl *Relay) serve(c, s net.Conn) {
 			return false
 		}
 		p := relayed{pts: pts}
+		if rl.hook.Resends != nil {
+			if p.ident = identOf(commandID(args)); p.ident != "" {
+				rl.hook.Resends.flight(p.ident, +1)
+			}
+		}
 		if releasing {
 			p.id = commandID(args)
 			p.at = rl.hook.Resends.sent(rl.node, p.id)
@@ -159,6 +165,14 @@ func (rl *Relay) serve(c, s net.Conn) {
 	_ = s.Close()
 	_ = c.Close()
 	<-done
+	for { // the commands never answered are in flight no longer
+		select {
+		case p := <-pending:
+			rl.hook.Resends.flight(p.ident, -1)
+		default:
+			return
+		}
+	}
 }
 
 // pump copies whole RESP values from r to w, each after ok(raw) allowed it.
@@ -272,9 +286,10 @@ func readRaw(r *bufio.Reader, buf []byte, commands bool) ([]byte, error) {
 // relayed is a command sent, waiting for its reply: its points and, within
 // a release, its identity for the client's Resends and when it was sent.
 type relayed struct {
-	pts *[2]string
-	id  string
-	at  int64
+	pts   *[2]string
+	id    string
+	ident string // identOf(id), for Resends.flight ("": not counted)
+	at    int64
 }
 
 // argN is args[i], or "".

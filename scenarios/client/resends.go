@@ -35,6 +35,12 @@ type Resends struct {
 	on       bool
 	answered map[sentTo][2]int64 // → when sent, when answered
 	writes   map[string][]sentAt // node → the writes sent to it
+	// inflight counts the client's commands unanswered, by name and first
+	// argument (a script's SHA), on every node, release or not (told by
+	// the relays: flight); beside are the release's commands sent while
+	// another command was in flight, with when (see sent).
+	inflight map[string]int
+	beside   map[sentTo]int64
 }
 
 // sentAt is a command (commandID) sent at a time.
@@ -52,7 +58,7 @@ func (w *Resends) Begin(key string) {
 		return
 	}
 	w.mu.Lock()
-	w.key, w.on, w.answered, w.writes = key, true, nil, nil
+	w.key, w.on, w.answered, w.writes, w.beside = key, true, nil, nil, nil
 	w.mu.Unlock()
 }
 
@@ -62,7 +68,23 @@ func (w *Resends) End() {
 		return
 	}
 	w.mu.Lock()
-	w.on, w.answered, w.writes = false, nil, nil
+	w.on, w.answered, w.writes, w.beside = false, nil, nil, nil
+	w.mu.Unlock()
+}
+
+// flight counts one of the client's commands (its name and first
+// argument) going out (+1) or answered (-1), on any node.
+func (w *Resends) flight(ident string, d int) {
+	if w == nil || ident == "" {
+		return
+	}
+	w.mu.Lock()
+	if w.inflight == nil {
+		w.inflight = map[string]int{}
+	}
+	if w.inflight[ident] += d; w.inflight[ident] <= 0 {
+		delete(w.inflight, ident)
+	}
 	w.mu.Unlock()
 }
 
@@ -87,6 +109,23 @@ func (w *Resends) sent(node, cmd string) int64 {
 		seen = false
 		delete(w.answered, sentTo{node, cmd})
 	}
+	// A command sent while another of the client's commands (another
+	// name or script, on any node) was unanswered went out beside a
+	// second operation of the client: a refresh timer's script that fired
+	// as the release began, whose failure sends the release's own delete
+	// again (redis-semaphore's RedlockMutex, refresh.js, on
+	// pause-past-ttl-random: the wire cannot tell whose each delete was).
+	// Its resend is not reported. A release's own round (the same
+	// command to every node) is not beside anything.
+	if b, ok := w.beside[sentTo{node, cmd}]; seen && ok && b == at[0] {
+		seen = false
+	}
+	if w.on && w.otherInFlight(cmd) {
+		if w.beside == nil {
+			w.beside = map[sentTo]int64{}
+		}
+		w.beside[sentTo{node, cmd}] = now
+	}
 	if w.on && !readOnly[idName(cmd)] {
 		if w.writes == nil {
 			w.writes = map[string][]sentAt{}
@@ -99,6 +138,29 @@ func (w *Resends) sent(node, cmd string) int64 {
 		w.Report(key, node, labelOf(cmd), at[0], at[1])
 	}
 	return now
+}
+
+// otherInFlight says a command other than cmd's name and first argument
+// is unanswered (w.mu held).
+func (w *Resends) otherInFlight(cmd string) bool {
+	self := identOf(cmd)
+	for ident := range w.inflight {
+		if ident != self {
+			return true
+		}
+	}
+	return false
+}
+
+// identOf is what tells a commandID's operation: a script's name (its
+// SHA), another command's name and first argument (its key).
+func identOf(id string) string {
+	name, rest, _ := strings.Cut(id, "\x00")
+	if strings.HasPrefix(name, "script:") {
+		return name
+	}
+	first, _, _ := strings.Cut(rest, "\x00")
+	return name + "\x00" + first
 }
 
 // answer notes node's reply of kind (lockimpl.ReplyNil...) to cmd, sent at

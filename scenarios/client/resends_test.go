@@ -19,8 +19,9 @@ import (
 // that already answered it definitively is reported, once per send; an
 // error answers nothing; another node, another command, or a command of
 // another release is no resend, nor a command sent again after the client
-// wrote something else to the node (a read between changes nothing); EVAL and EVALSHA of one script are one
-// command.
+// wrote something else to the node (a read between changes nothing), nor
+// one first sent while another of the client's operations was in flight;
+// EVAL and EVALSHA of one script are one command.
 func TestResends(t *testing.T) {
 	const script = `return redis.call("del", KEYS[1])`
 	sum := sha1.Sum([]byte(script))
@@ -37,6 +38,9 @@ func TestResends(t *testing.T) {
 	send := func(node string, args []string) step { return step{"send", node, args, ""} }
 	answer := func(node string, args []string, kind string) step { return step{"answer", node, args, kind} }
 	begin, end := step{op: "begin"}, step{op: "end"}
+	fly := func(args []string) step { return step{"fly", "", args, ""} }
+	land := func(args []string) step { return step{"land", "", args, ""} }
+	refresh := []string{"EVALSHA", "0123456789abcdef0123456789abcdef01234567", "1", "k0", "t1", "200"}
 	for _, tc := range []struct {
 		name  string
 		steps []step
@@ -70,6 +74,17 @@ func TestResends(t *testing.T) {
 		{"outside a release", []step{send("n1", eval), answer("n1", eval, lockimpl.ReplyZero), send("n1", eval)}, nil},
 		{"an answer after the release ended", []step{begin, send("n1", eval), end, answer("n1", eval, lockimpl.ReplyZero), begin, send("n1", eval)}, nil},
 		{"a connection's set-up", []step{begin, send("n1", []string{"HELLO", "3"}), answer("n1", []string{"HELLO", "3"}, lockimpl.ReplyValue), send("n1", []string{"HELLO", "3"})}, nil},
+		// Another operation of the client in flight when the command went
+		// out (a refresh's script, sent before the release began, its
+		// answer still to come on some node): the command sent again may
+		// be that operation's clean-up.
+		{"sent beside another operation in flight", []step{fly(refresh), begin, send("n1", eval), answer("n1", eval, lockimpl.ReplyZero), land(refresh), send("n1", eval)}, nil},
+		{"the same command in flight to another node is no other operation", []step{begin, fly(eval), send("n2", eval), fly(eval), send("n1", eval),
+			answer("n1", eval, lockimpl.ReplyZero), send("n1", eval)}, []string{"n1 SCRIPT:" + sha[:8]}},
+		{"another operation begun after the send", []step{begin, send("n1", eval), fly(refresh), answer("n1", eval, lockimpl.ReplyZero), send("n1", eval)},
+			[]string{"n1 SCRIPT:" + sha[:8]}},
+		{"another operation answered before the send", []step{fly(refresh), land(refresh), begin, send("n1", eval), answer("n1", eval, lockimpl.ReplyZero), send("n1", eval)},
+			[]string{"n1 SCRIPT:" + sha[:8]}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
@@ -91,6 +106,10 @@ func TestResends(t *testing.T) {
 					at[s.node+commandID(s.args)] = w.sent(s.node, commandID(s.args))
 				case "answer":
 					w.answer(s.node, commandID(s.args), s.kind, at[s.node+commandID(s.args)])
+				case "fly":
+					w.flight(identOf(commandID(s.args)), +1)
+				case "land":
+					w.flight(identOf(commandID(s.args)), -1)
 				}
 			}
 			if len(got) != len(tc.want) {
