@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/lockstorm/lockstorm/checker/internal/liveness"
@@ -33,18 +34,8 @@ func (a *analysis) addRenewal(client int, e extendFlight) {
 // (a watchdog's and the workload's extends may complete out of it).
 func (a *analysis) sortRenewals() {
 	for _, rs := range a.renewals {
-		slices.SortStableFunc(rs, func(x, y extendFlight) int { return compareInt64(x.invoke, y.invoke) })
+		slices.SortStableFunc(rs, func(x, y extendFlight) int { return cmp.Compare(x.invoke, y.invoke) })
 	}
-}
-
-func compareInt64(x, y int64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 // renewalCut is where h's hold stops being certain: the invoke of the
@@ -67,7 +58,7 @@ func compareInt64(x, y int64) int {
 // the lateness explains.
 func (a *analysis) renewalCut(key string, h holdRec, next int64) (int64, bool) {
 	rs := a.renewals[h.Client]
-	i, _ := slices.BinarySearchFunc(rs, h.From, func(e extendFlight, t int64) int { return compareInt64(e.invoke, t) })
+	i, _ := slices.BinarySearchFunc(rs, h.From, func(e extendFlight, t int64) int { return cmp.Compare(e.invoke, t) })
 	since := min(h.invoke, h.From)
 	for ; i < len(rs) && rs[i].invoke < h.To; i++ {
 		e := rs[i]
